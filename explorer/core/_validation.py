@@ -1,0 +1,165 @@
+"""Input checks shared by the numerical core.
+
+Every public entry point of the library validates its input here, at the boundary, so that the
+kernels can assume clean arrays: float64, finite where observed, ``missing`` boolean with
+True = missing. Errors are :class:`BadInputError` (a ``ValueError``) with a message that says
+what is wrong, where, and what to do about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "BadInputError",
+    "as_float_matrix",
+    "check_missing",
+    "check_incomplete",
+    "column_label",
+]
+
+
+class BadInputError(ValueError):
+    """Raised when the data or a parameter cannot be used; the message gives the remedy."""
+
+
+def column_label(j: int, columns: Sequence[str] | None = None) -> str:
+    """Human-readable name of column ``j`` for error messages."""
+    if columns is not None and j < len(columns):
+        return f"{columns[j]!r} (column {j})"
+    return f"column {j}"
+
+
+def _list_labels(idx, columns, limit: int = 5) -> str:
+    idx = [int(i) for i in idx]
+    shown = ", ".join(column_label(j, columns) for j in idx[:limit])
+    if len(idx) > limit:
+        shown += f" and {len(idx) - limit} more"
+    return shown
+
+
+def as_float_matrix(X, *, name: str = "X", columns: Sequence[str] | None = None) -> np.ndarray:
+    """Convert ``X`` to a 2-D float64 array, with clear errors for strings and wrong shapes.
+
+    NaN is accepted (it marks a missing entry); ``inf`` is not.
+    """
+    arr = np.asarray(X)
+    if arr.dtype.kind in "OUSV":  # object, unicode, bytes, void: look for non-numeric cells
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            bad = []
+            flat = np.atleast_2d(np.asarray(X, dtype=object))
+            for j in range(flat.shape[1] if flat.ndim == 2 else 0):
+                for v in flat[:, j]:
+                    try:
+                        float(v)
+                    except (TypeError, ValueError):
+                        if v is not None:
+                            bad.append(j)
+                            break
+            where = _list_labels(bad, columns) if bad else "some cells"
+            raise BadInputError(
+                f"{name} contains non-numeric values in {where}. Encode categories as numbers "
+                "(e.g. 0/1 for binary columns) or drop those columns; use NaN for missing cells."
+            ) from None
+    elif arr.dtype.kind == "b":
+        arr = arr.astype(np.float64)
+    elif arr.dtype.kind not in "iuf":
+        raise BadInputError(f"{name} has dtype {arr.dtype}, which is not numeric.")
+    arr = np.array(arr, dtype=np.float64, copy=True)
+    if arr.ndim == 1:
+        raise BadInputError(
+            f"{name} must be 2-D (n_samples, n_features); got a 1-D array of length {arr.shape[0]}. "
+            "Use X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+        )
+    if arr.ndim != 2:
+        raise BadInputError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise BadInputError(f"{name} is empty (shape {arr.shape}).")
+    inf = np.isinf(arr)
+    if inf.any():
+        rows, cols = np.nonzero(inf)
+        raise BadInputError(
+            f"{name} contains {inf.sum()} infinite value(s), e.g. row {rows[0]} of "
+            f"{column_label(cols[0], columns)}. Replace them by NaN to treat them as missing, "
+            "or clip them to a finite range."
+        )
+    return arr
+
+
+def check_missing(missing, shape: tuple[int, int], *, name: str = "missing") -> np.ndarray:
+    """Return ``missing`` as a boolean array of the given shape (True = missing)."""
+    m = np.asarray(missing)
+    if m.shape != tuple(shape):
+        raise BadInputError(f"{name} has shape {m.shape} but the data have shape {tuple(shape)}.")
+    if m.dtype != bool:
+        if m.dtype.kind in "iuf" and np.isin(m, (0, 1)).all():
+            m = m.astype(bool)
+        else:
+            raise BadInputError(f"{name} must be boolean (True = missing); got dtype {m.dtype}.")
+    return np.array(m, dtype=bool, copy=True)
+
+
+def check_incomplete(
+    X,
+    missing=None,
+    *,
+    columns: Sequence[str] | None = None,
+    allow_empty_rows: bool = False,
+    allow_constant: bool = True,
+    name: str = "X",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate incomplete data and return ``(X_nan, missing)``.
+
+    ``X_nan`` is a float64 copy with NaN exactly where ``missing`` is True. If ``missing`` is
+    None it is taken from the NaN entries of ``X``; if given, NaN entries of ``X`` that are not
+    marked missing are an error (they would be observed values that are not numbers).
+
+    Raises
+    ------
+    BadInputError
+        Non-numeric values, inf, wrong shapes, columns with no observed value, rows with no
+        observed value (unless ``allow_empty_rows``), constant columns (unless ``allow_constant``).
+    """
+    arr = as_float_matrix(X, name=name, columns=columns)
+    nan = np.isnan(arr)
+    if missing is None:
+        m = nan
+    else:
+        m = check_missing(missing, arr.shape)
+        stray = nan & ~m
+        if stray.any():
+            rows, cols = np.nonzero(stray)
+            raise BadInputError(
+                f"{name} has {stray.sum()} NaN value(s) at entries marked observed, e.g. row {rows[0]} "
+                f"of {column_label(cols[0], columns)}. Mark them missing or supply their values."
+            )
+    arr[m] = np.nan
+    empty_cols = np.flatnonzero(m.all(axis=0))
+    if empty_cols.size:
+        raise BadInputError(
+            f"{_list_labels(empty_cols, columns)} {'has' if empty_cols.size == 1 else 'have'} no "
+            "observed value, so nothing can be learned about them. Drop those columns before fitting."
+        )
+    if not allow_empty_rows:
+        empty_rows = np.flatnonzero(m.all(axis=1))
+        if empty_rows.size:
+            shown = ", ".join(str(i) for i in empty_rows[:5]) + (" ..." if empty_rows.size > 5 else "")
+            raise BadInputError(
+                f"{empty_rows.size} row(s) have every value missing (rows {shown}). They carry no "
+                "information for fitting; drop them, or pass empty_rows='marginal' to impute them "
+                "from the fitted model's marginal distribution."
+            )
+    if not allow_constant:
+        with np.errstate(invalid="ignore"):  # all-NaN columns were rejected above
+            spread = np.nanmax(arr, axis=0) - np.nanmin(arr, axis=0)
+        const = np.flatnonzero(spread == 0)
+        if const.size:
+            raise BadInputError(
+                f"{_list_labels(const, columns)} {'is' if const.size == 1 else 'are'} constant on the "
+                "observed entries; a Gaussian model has zero variance there. Drop the column(s)."
+            )
+    return arr, m
