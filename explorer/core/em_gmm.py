@@ -290,9 +290,11 @@ def _component_loglik(Xf, missing, patterns, means, covariances, covariance_type
     if covariance_type == "full":
         precision, logdet = precision_and_logdet(covariances)
         for k in range(K):
-            ll[:, k], xh, cc = observed_gaussian(Xf, patterns, means[k], precision[k], logdet[k], conditionals=conditionals)
+            ll[:, k], _, cc = observed_gaussian(
+                Xf, patterns, means[k], precision[k], logdet[k], conditionals=conditionals,
+                out=xhat[k] if conditionals else None,
+            )
             if conditionals:
-                xhat[k] = xh
                 cond.append(tuple(cc))
     else:
         if np.any(covariances <= 0):

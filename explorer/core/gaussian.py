@@ -106,29 +106,24 @@ def precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return precision, logdet
 
 
-#: Patterns with at most this many missing entries are factored by column loops vectorised over
-#: the batch (fast for many tiny matrices); larger blocks go to LAPACK one matrix at a time.
-SMALL_BLOCK = 12
-
-
 def _factor_patterns(precision: np.ndarray, unique_mis: np.ndarray):
-    """Inverse Cholesky factors and log-determinants of the blocks Lambda_mm, one per pattern.
+    """Inverse Cholesky factors and log-determinants of the blocks Lambda_mm, one per pattern (LAPACK).
 
     Returns ``Linv`` of shape (n_unique, m, m) and ``logdet_mm`` of shape (n_unique,).
     """
-    m = unique_mis.shape[1]
-    if m <= SMALL_BLOCK and unique_mis.shape[0] > 1:
-        mt = unique_mis.T
-        lmm = precision[mt[:, None, :], mt[None, :, :]]  # (m, m, n_unique): batch last
-        L = _cholesky_batch_last(lmm)
-        Linv = np.moveaxis(_tril_inverse_batch_last(L), -1, 0)
-        logdet_mm = 2.0 * np.log(np.diagonal(L, axis1=0, axis2=1)).sum(axis=-1)
-        return Linv, logdet_mm
     lmm = precision[unique_mis[:, :, None], unique_mis[:, None, :]]
     L = cholesky(lmm, what="missing-block precision")
     Linv = _tril_solve_identity(L)
     logdet_mm = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
     return Linv, logdet_mm
+
+
+def _factor_patterns_batch_last(precision: np.ndarray, group: MissingGroup):
+    """As :func:`_factor_patterns` for many small blocks; ``Linv`` is batch-last, (m, m, n_unique)."""
+    lmm = np.take(precision.ravel(), group.block_index)  # (m, m, n_unique)
+    L = _cholesky_batch_last(lmm)
+    logdet_mm = 2.0 * np.log(np.diagonal(L, axis1=0, axis2=1)).sum(axis=-1)
+    return _tril_inverse_batch_last(L), logdet_mm
 
 
 def _cholesky_batch_last(A: np.ndarray) -> np.ndarray:
@@ -139,7 +134,7 @@ def _cholesky_batch_last(A: np.ndarray) -> np.ndarray:
     LAPACK once per matrix.
     """
     m = A.shape[0]
-    L = np.zeros_like(A)
+    L = np.empty_like(A)  # only the lower triangle is ever read
     for j in range(m):
         s = A[j, j] - np.einsum("kn,kn->n", L[j, :j], L[j, :j])
         if not np.all(s > 0):
@@ -173,6 +168,7 @@ def observed_gaussian(
     logdet_cov: float,
     *,
     conditionals: bool = True,
+    out: np.ndarray | None = None,
 ):
     """Observed-coordinate log-density and conditionals of one full-covariance Gaussian.
 
@@ -189,6 +185,8 @@ def observed_gaussian(
         :math:`\\log|\\Sigma|`.
     conditionals : bool
         Also return conditional means and covariances.
+    out : ndarray of shape (n_samples, n_features), optional
+        Where to write ``xhat`` (avoids an allocation per component).
 
     Returns
     -------
@@ -203,10 +201,13 @@ def observed_gaussian(
     """
     n, d = Xf.shape
     loglik = np.zeros(n)
-    xhat = Xf.copy() if conditionals else None
+    xhat = None
     cond_cov = [] if conditionals else None
-    if patterns.empty_rows.size and conditionals:
-        xhat[patterns.empty_rows] = mean
+    if conditionals:
+        xhat = out if out is not None else np.empty((n, d))
+        xhat[...] = Xf  # C-contiguous, so ravel() below is a view
+        if patterns.empty_rows.size:
+            xhat[patterns.empty_rows] = mean
     for g in patterns.groups:
         diff = Xf[g.rows] - mean
         m = g.n_missing
@@ -216,26 +217,35 @@ def observed_gaussian(
         quad = np.einsum("ij,ij->i", diff, r)
         logdet_oo = np.full(g.rows.size, logdet_cov)
         if m:
-            Linv, logdet_mm = _factor_patterns(precision, g.unique_mis)
             rm = np.take_along_axis(r, g.mis, axis=1)
-            if g.loop_over_patterns:
+            if g.block_index is None:
+                Linv, logdet_mm = _factor_patterns(precision, g.unique_mis)
                 shift = np.empty_like(rm)
                 for u, pos in enumerate(g.members):
                     t = rm[pos] @ Linv[u].T
                     quad[pos] -= np.einsum("ij,ij->i", t, t)
                     shift[pos] = t @ Linv[u]
+                blocks = np.swapaxes(Linv, -1, -2) @ Linv if conditionals else None
             else:
-                Lr = Linv[g.inverse]
-                t = np.einsum("nij,nj->ni", Lr, rm)
-                quad -= np.einsum("ij,ij->i", t, t)
-                shift = np.einsum("nji,nj->ni", Lr, t)
+                LinvT, logdet_mm = _factor_patterns_batch_last(precision, g)
+                if g.n_unique == g.rows.size:  # every row its own pattern: permute rows, not factors
+                    order = g.order
+                    t = np.einsum("ijn,nj->in", LinvT, rm[order])
+                    shift = np.empty_like(rm)
+                    shift[order] = np.einsum("jin,jn->ni", LinvT, t)
+                    quad[order] -= np.einsum("in,in->n", t, t)
+                else:
+                    Lg = LinvT[:, :, g.inverse]  # (m, m, n_g)
+                    t = np.einsum("ijn,nj->in", Lg, rm)
+                    quad -= np.einsum("in,in->n", t, t)
+                    shift = np.einsum("jin,jn->ni", Lg, t)
+                if conditionals:
+                    Lb = np.moveaxis(LinvT, -1, 0)
+                    blocks = np.swapaxes(Lb, -1, -2) @ Lb
             logdet_oo += logdet_mm[g.inverse]
             if conditionals:
-                vals = mean[g.mis] - shift
-                sub = xhat[g.rows]
-                np.put_along_axis(sub, g.mis, vals, axis=1)
-                xhat[g.rows] = sub
-                cond_cov.append(np.swapaxes(Linv, -1, -2) @ Linv)
+                xhat.ravel()[g.flat_missing] = (mean[g.mis] - shift).ravel()
+                cond_cov.append(blocks)
         elif conditionals:
             cond_cov.append(np.zeros((1, 0, 0)))
         loglik[g.rows] = -0.5 * ((d - m) * LOG_2PI + logdet_oo + quad)

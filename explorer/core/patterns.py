@@ -28,6 +28,9 @@ __all__ = ["MissingGroup", "MissingPatterns", "group_patterns"]
 #: kernels loop over the patterns instead of gathering a matrix per row.
 LOOP_MAX_PATTERNS = 64
 LOOP_MIN_ROWS_PER_PATTERN = 8
+#: Groups with at most this many missing entries per row (and many patterns) are factored by
+#: column loops vectorised over the patterns; see :mod:`explorer.core.gaussian`.
+SMALL_BLOCK = 12
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -46,6 +49,13 @@ class MissingGroup:
         ``unique_mis[inverse[i]]`` is the pattern of ``rows[i]``.
     members : tuple of ndarray
         ``members[u]`` are the positions (into ``rows``) of the rows with pattern ``u``.
+    order : ndarray of shape (n_rows,)
+        Positions sorted by pattern (``inverse[order]`` is non-decreasing).
+    flat_missing : ndarray of shape (n_rows * m,)
+        Flat indices ``row * n_features + column`` of the missing entries, row-major.
+    block_index : ndarray of shape (m, m, n_unique) or None
+        Flat indices of the (mis, mis) block of a (n_features, n_features) matrix for every
+        pattern, batch-last; only for groups that the batched small-block kernels handle.
     """
 
     rows: np.ndarray
@@ -53,6 +63,9 @@ class MissingGroup:
     unique_mis: np.ndarray
     inverse: np.ndarray
     members: tuple
+    order: np.ndarray
+    flat_missing: np.ndarray
+    block_index: np.ndarray | None
 
     @property
     def n_missing(self) -> int:
@@ -65,10 +78,7 @@ class MissingGroup:
     @property
     def loop_over_patterns(self) -> bool:
         """True when factoring per distinct pattern and looping is cheaper than gathering per row."""
-        return (
-            self.n_unique <= LOOP_MAX_PATTERNS
-            or self.rows.size >= LOOP_MIN_ROWS_PER_PATTERN * self.n_unique
-        )
+        return _loop_over_patterns(self.n_missing, self.n_unique, self.rows.size)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -108,6 +118,10 @@ class MissingPatterns:
         return np.concatenate([g.rows for g in self.groups])
 
 
+def _loop_over_patterns(m: int, n_unique: int, n_rows: int) -> bool:
+    return m > SMALL_BLOCK or n_unique <= LOOP_MAX_PATTERNS or n_rows >= LOOP_MIN_ROWS_PER_PATTERN * n_unique
+
+
 def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
     sub = missing[rows]
     if m == 0:
@@ -121,9 +135,25 @@ def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
     order = np.argsort(inverse, kind="stable")
     bounds = np.cumsum(np.bincount(inverse, minlength=unique.shape[0]))[:-1]
     members = tuple(np.split(order, bounds))
-    for a in (rows, mis, unique, inverse, *members):
+    d = missing.shape[1]
+    flat_missing = (rows[:, None] * d + mis).ravel()
+    block_index = None
+    if m and not _loop_over_patterns(m, unique.shape[0], rows.size):
+        ut = unique.T
+        block_index = ut[:, None, :] * d + ut[None, :, :]
+        block_index.setflags(write=False)
+    for a in (rows, mis, unique, inverse, order, flat_missing, *members):
         a.setflags(write=False)
-    return MissingGroup(rows=rows, mis=mis, unique_mis=unique, inverse=inverse, members=members)
+    return MissingGroup(
+        rows=rows,
+        mis=mis,
+        unique_mis=unique,
+        inverse=inverse,
+        members=members,
+        order=order,
+        flat_missing=flat_missing,
+        block_index=block_index,
+    )
 
 
 def group_patterns(missing: np.ndarray) -> MissingPatterns:

@@ -1,0 +1,56 @@
+"""explorer: probabilistic imputation of missing data, with live Panel apps.
+
+The public names below are loaded lazily (PEP 562), so ``import explorer`` and
+``import explorer.core`` stay light: the numerical core needs numpy and scipy only, and pandas,
+xarray, scikit-learn, param and Panel are imported the first time a name that needs them is used.
+
+>>> import explorer
+>>> explorer.GaussianMixtureImputer      # doctest: +SKIP  (imports explorer.imputers now)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "GaussianMixtureImputer": "explorer.imputers",
+    "amputate": "explorer.imputers",
+    "load_dataset": "explorer.datasets",
+    "list_datasets": "explorer.datasets",
+    "IncompleteData": "explorer.core.data",
+    "ConditionalMixture": "explorer.core.conditional",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from explorer.core.conditional import ConditionalMixture
+    from explorer.core.data import IncompleteData
+    from explorer.datasets import list_datasets, load_dataset
+    from explorer.imputers import GaussianMixtureImputer, amputate
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'explorer' has no attribute {name!r}") from None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:  # a real missing dependency inside the module: surface it
+            raise
+        raise AttributeError(
+            f"explorer.{name} lives in {module_name}, which is not available in this installation"
+        ) from exc
+    value = getattr(module, name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

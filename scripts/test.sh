@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Run the whole test suite: unit/property tests, browser tests (Playwright + Debian chromium)
+# and, when notebooks/*.ipynb exist, the notebooks (executed with nbmake).
+#
+#   bash scripts/test.sh                  # everything: tests/ (+ notebooks/ with --nbmake)
+#   bash scripts/test.sh -x -q            # same selection, extra pytest options
+#   bash scripts/test.sh tests/core -q    # explicit paths: passed to pytest unchanged
+#
+# Exit status is pytest's. Never downloads a browser (no `playwright install`).
+set -euo pipefail
+# shellcheck source=scripts/_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+
+CHROMIUM="${EXPLORER_CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$CHROMIUM" ]; then
+    if [ -n "${EXPLORER_CHROMIUM:-}" ]; then
+        _explorer_die "EXPLORER_CHROMIUM=$EXPLORER_CHROMIUM is not an executable."
+    fi
+    command -v apt-get >/dev/null 2>&1 \
+        || _explorer_die "/usr/bin/chromium is missing and apt-get is not available; install Chromium."
+    echo ">> /usr/bin/chromium missing: installing Debian's chromium with apt-get" >&2
+    _explorer_as_root apt-get update
+    DEBIAN_FRONTEND=noninteractive _explorer_as_root apt-get install -y chromium \
+        || _explorer_die "apt-get install -y chromium failed"
+    [ -x /usr/bin/chromium ] || _explorer_die "chromium installed but /usr/bin/chromium is missing"
+fi
+
+# Default targets unless the caller named a path (an argument that exists on disk, with an
+# optional ::test suffix). Notebooks are added only when there is at least one.
+have_target=0
+for arg in "$@"; do
+    case "$arg" in
+        -*) ;;
+        *) if [ -e "${arg%%::*}" ]; then have_target=1; fi ;;
+    esac
+done
+
+targets=()
+if [ "$have_target" = 0 ]; then
+    targets=(tests)
+    shopt -s nullglob
+    notebooks=(notebooks/*.ipynb)
+    shopt -u nullglob
+    if [ "${#notebooks[@]}" -gt 0 ]; then
+        targets+=(notebooks --nbmake "--nbmake-timeout=${NBMAKE_TIMEOUT:-300}")
+    fi
+fi
+
+echo ">> .venv/bin/python -m pytest ${targets[*]} $*" >&2
+exec .venv/bin/python -m pytest "${targets[@]}" "$@"

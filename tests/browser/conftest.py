@@ -1,0 +1,283 @@
+"""Browser-test harness: Panel apps served in-process, driven by Playwright on Debian's chromium.
+
+Every test in ``tests/browser`` is marked ``browser`` automatically. Nothing is skipped: when
+``/usr/bin/chromium`` (or ``$EXPLORER_CHROMIUM``) is missing, the tests FAIL with the command that
+fixes it. No browser is ever downloaded (``playwright install`` is never needed).
+
+The fixtures are self-contained (Playwright's sync API only). If the pytest-playwright plugin is
+installed, ``browser``/``context``/``page`` here override its fixtures; the plugin then merely
+adds a ``[chromium]`` suffix to test ids.
+
+Fixtures
+--------
+browser                 session-wide ``playwright.sync_api.Browser`` (headless chromium)
+new_page(**ctx_kwargs)  factory: a page in a fresh browser context (1280x800, 20 s timeouts);
+                        one context per call, so two calls = two independent sessions
+page                    ``new_page()`` for the common single-page case
+page_errors             :class:`PageErrors` attached to ``page`` before the test runs
+watch_errors(page)      attach a :class:`PageErrors` to any other page (call before ``goto``)
+serve_app(apps, ...)    start ``pn.serve`` in a thread on a free port, wait for ``/liveness``,
+                        return the base URL ``http://localhost:<port>``; stopped at teardown
+wait_for_bokeh(page)    wait until the Bokeh document is rendered and idle
+screenshot(target, name)  save ``docs/screenshots/<name>.png`` (page = full page, or a locator)
+                        (``directory=`` to save elsewhere)
+
+Typical test::
+
+    def test_gmm_page(serve_app, page, page_errors, wait_for_bokeh):
+        url = serve_app({"gmm": "apps/gmm.py"})
+        page.goto(f"{url}/gmm")
+        wait_for_bokeh(page)
+        page.get_by_role("button", name="Step").click()
+        ...
+        page_errors.assert_none()
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT_DIR = REPO_ROOT / "docs" / "screenshots"
+CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+DEFAULT_TIMEOUT_MS = 20_000
+SERVER_START_TIMEOUT_S = 30.0
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test below tests/browser with ``browser`` (select with ``-m browser``)."""
+    for item in items:
+        if _HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+
+
+# --------------------------------------------------------------------------- browser / pages
+
+
+@pytest.fixture(scope="session")
+def _sync_playwright():
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    yield pw
+    pw.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(_sync_playwright):
+    """Headless Debian chromium, shared by the whole session."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}. Browser tests must run: install Debian's chromium "
+            "with `apt-get update && apt-get install -y chromium` (scripts/test.sh does this), or "
+            "point EXPLORER_CHROMIUM at a chromium binary. Do not run `playwright install`.",
+            pytrace=False,
+        )
+    browser = _sync_playwright.chromium.launch(
+        executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Factory: ``new_page(**context_kwargs) -> Page`` in its own browser context."""
+    contexts = []
+
+    def _new_page(**context_kwargs):
+        context_kwargs.setdefault("viewport", VIEWPORT)
+        context = browser.new_context(**context_kwargs)
+        context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+        context.set_default_navigation_timeout(DEFAULT_TIMEOUT_MS)
+        contexts.append(context)
+        return context.new_page()
+
+    yield _new_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_page):
+    """A fresh page (own context, 1280x800 viewport, 20 s default timeouts)."""
+    return new_page()
+
+
+class PageErrors(list):
+    """Browser-side errors of one page: console messages of type ``error`` and ``pageerror``s.
+
+    Attach it before navigating so that errors raised while loading are caught.
+    """
+
+    def __init__(self, page):
+        super().__init__()
+        page.on("console", self._on_console)
+        page.on("pageerror", self._on_pageerror)
+
+    def _on_console(self, msg):
+        if msg.type == "error":
+            loc = msg.location or {}
+            where = f" ({loc.get('url', '')}:{loc.get('lineNumber', '')})" if loc.get("url") else ""
+            self.append(f"console.error: {msg.text}{where}")
+
+    def _on_pageerror(self, exc):
+        self.append(f"pageerror: {exc.message}\n{getattr(exc, 'stack', '') or ''}".rstrip())
+
+    def assert_none(self):
+        assert not self, "the page reported errors:\n" + "\n".join(self)
+
+
+@pytest.fixture
+def watch_errors() -> Callable[..., PageErrors]:
+    """``watch_errors(page) -> PageErrors`` for pages made with ``new_page``."""
+    return PageErrors
+
+
+@pytest.fixture
+def page_errors(page) -> PageErrors:
+    """Errors reported by ``page`` (console errors and uncaught exceptions)."""
+    return PageErrors(page)
+
+
+# --------------------------------------------------------------------------- helpers
+
+_BOKEH_READY = (
+    "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
+    " && Bokeh.documents[0].is_idle"
+)
+
+
+def _wait_for_bokeh(page, timeout: float = DEFAULT_TIMEOUT_MS) -> None:
+    page.wait_for_function(_BOKEH_READY, timeout=timeout)
+
+
+@pytest.fixture
+def wait_for_bokeh() -> Callable[..., None]:
+    """``wait_for_bokeh(page, timeout=20000)``: block until the Bokeh document is idle."""
+    return _wait_for_bokeh
+
+
+def _save_screenshot(target, name: str, *, directory: Path | str | None = None, **kwargs) -> Path:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"screenshot name {name!r}: use letters, digits, '_', '-', '.' only")
+    directory = Path(directory) if directory is not None else SCREENSHOT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.png"
+    if hasattr(target, "context"):  # a Page (a Locator has .page but no .context)
+        kwargs.setdefault("full_page", True)
+    target.screenshot(path=str(path), **kwargs)
+    return path
+
+
+@pytest.fixture
+def screenshot() -> Callable[..., Path]:
+    """``screenshot(page_or_locator, name, directory=None, **kw) -> Path``.
+
+    Saves ``docs/screenshots/<name>.png`` (or ``<directory>/<name>.png``); a Page is captured
+    full-page, a Locator just its element. Extra keywords go to Playwright's ``screenshot``.
+    """
+    return _save_screenshot
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _wait_for_liveness(url: str, thread, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        if thread is not None and not thread.is_alive():
+            pytest.fail(f"the Panel server thread died while starting ({url}); see the log above")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+                last = f"HTTP {resp.status}"
+        except (urllib.error.URLError, ConnectionError, OSError) as exc:
+            last = repr(exc)
+        time.sleep(0.05)
+    pytest.fail(f"{url} did not answer within {timeout:.0f} s (last error: {last})")
+
+
+@pytest.fixture
+def serve_app():
+    """Factory: serve Panel apps in-process and return the base URL.
+
+    ``serve_app(apps, *, num_threads=4, **serve_kwargs) -> "http://localhost:<port>"``
+
+    ``apps`` is a dict ``{slug: function_or_path}`` (served at ``/<slug>``), or a single function
+    or path (served at ``/app``). Pass functions or file paths, never a shared Panel object: a
+    function builds a fresh app per browser session, like ``panel serve``. ``num_threads`` sets
+    Panel's thread pool as ``panel serve --num-threads`` does (``None`` disables it). Extra
+    keyword arguments go to ``pn.serve`` (e.g. ``check_unused_sessions_milliseconds``). Every
+    server is stopped when the test ends.
+    """
+    import panel as pn
+
+    threads = []
+
+    def _serve(apps, *, num_threads: int | None = 4, **serve_kwargs) -> str:
+        if not isinstance(apps, Mapping):
+            apps = {"app": apps}
+        apps = {slug: str(app) if isinstance(app, Path) else app for slug, app in apps.items()}
+        for slug, app in apps.items():
+            if isinstance(app, str) and not Path(app).exists():
+                raise FileNotFoundError(f"serve_app: {slug!r} -> {app} does not exist")
+        # a fresh pool per test: setting the same value twice would not recreate it after reset
+        pn.config.nthreads = None
+        pn.config.nthreads = num_threads
+        server_id = uuid.uuid4().hex
+        thread = pn.serve(
+            apps, port=0, threaded=True, show=False, liveness=True, verbose=False,
+            server_id=server_id, **serve_kwargs,
+        )
+        threads.append(thread)
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while server_id not in pn.state._servers:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                pytest.fail(f"Panel server for {sorted(apps)} did not start; see the log above")
+            time.sleep(0.02)
+        port = pn.state._servers[server_id][0].port
+        base = f"http://localhost:{port}"
+        _wait_for_liveness(f"{base}/liveness", thread, SERVER_START_TIMEOUT_S)
+        return base
+
+    yield _serve
+    for thread in threads:
+        thread.stop()
+        thread.join(timeout=10)
+    pn.config.nthreads = None
+
+
+@pytest.fixture(autouse=True)
+def _reset_panel_state():
+    """Leave no servers, sessions, caches or thread pools behind between browser tests."""
+    yield
+    import panel as pn
+
+    pn.state.kill_all_servers()
+    pn.state.reset()
+    pn.config.nthreads = None
+
