@@ -1,0 +1,413 @@
+"""Built-in data sets: synthetic teaching examples and small real tables from ``assets/``.
+
+>>> from explorer.datasets import list_datasets, load_dataset
+>>> [info.name for info in list_datasets()][:3]
+['ghahramani_bivariate', 'three_blobs', 'anisotropic']
+>>> load_dataset("iris").shape
+(150, 4)
+
+Every data set loads complete (no missing entry, ``truth`` set) except ``hepatitis``, which keeps
+its real missing values (``truth=None``). Synthetic sets take ``n_samples`` / ``random_state``
+(an int seed or a ``numpy.random.Generator``; default seed 0, so a name always gives the same
+data); their generating mixture is available from :func:`dataset_parameters`. Class labels or
+targets come with ``load_dataset(name, return_labels=True)``. Real tables are read once from
+``assets/`` (see ``assets/README.md`` for sources and licences) and cached; nothing reads
+outside the repository at run time. ``EXPLORER_ASSETS`` overrides the assets folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from explorer.core._validation import BadInputError
+from explorer.core.data import IncompleteData
+
+__all__ = [
+    "ASSETS_DIR",
+    "DIGIT_SHAPE",
+    "DatasetInfo",
+    "dataset_parameters",
+    "digit_templates",
+    "list_datasets",
+    "load_dataset",
+]
+
+ASSETS_DIR = Path(os.environ.get("EXPLORER_ASSETS", Path(__file__).resolve().parent.parent / "assets"))
+#: Image shape of the digits_5x7 rows: 7 pixel rows x 5 pixel columns, flattened row-major.
+DIGIT_SHAPE = (7, 5)
+DEFAULT_DIGIT_NOISE = 0.2
+
+_BIVARIATE_MEAN = np.array([5.0, 5.0])
+_BIVARIATE_FACTOR = np.array([[1.0, 0.5], [2.0, 0.5]])  # A A^T = [[5/4, 9/4], [9/4, 17/4]]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """Catalogue entry of a built-in data set (``n_samples`` is the default size)."""
+
+    name: str
+    title: str
+    n_samples: int
+    n_features: int
+    description: str
+    source: str
+    licence: str
+    synthetic: bool
+    has_missing: bool = False
+    labels: str = ""  # what return_labels gives
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    info: DatasetInfo
+    load: Callable[..., tuple[IncompleteData, np.ndarray | None]]
+    params: Callable[..., dict] | None = None
+
+
+_REGISTRY: dict[str, _Entry] = {}
+_ALIASES = {"two_moons_like": "two_moons", "digits": "digits_5x7", "boston_housing": "boston"}
+
+
+def _register(info: DatasetInfo, params=None):
+    def deco(fn):
+        _REGISTRY[info.name] = _Entry(info, fn, params)
+        return fn
+
+    return deco
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _rng(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    raise BadInputError(f"random_state must be an int, None or a numpy.random.Generator; got {random_state!r}.")
+
+
+def _n(n_samples, minimum: int = 2) -> int:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < minimum:
+        raise BadInputError(f"n_samples must be an integer >= {minimum}; got {n_samples!r}.")
+    return int(n_samples)
+
+
+def _sample_mixture(weights, means, covariances, n: int, rng: np.random.Generator):
+    labels = rng.choice(len(weights), size=n, p=np.asarray(weights))
+    chol = np.linalg.cholesky(np.asarray(covariances))
+    z = rng.standard_normal((n, means.shape[1]))
+    X = means[labels] + np.einsum("nij,nj->ni", chol[labels], z)
+    return X, labels
+
+
+# ---------------------------------------------------------------------------- synthetic
+def _bivariate_params() -> dict:
+    return {
+        "weights": np.array([1.0]),
+        "means": _BIVARIATE_MEAN[None, :],
+        "covariances": (_BIVARIATE_FACTOR @ _BIVARIATE_FACTOR.T)[None],
+    }
+
+
+@_register(
+    DatasetInfo(
+        "ghahramani_bivariate", "Bivariate Gaussian (Ghahramani & Jordan Fig. 1)", 200, 2,
+        "Gaussian with mean (5, 5) and covariance [[5/4, 9/4], [9/4, 17/4]] (correlation 0.976).",
+        "seed001, Ghahramani & Jordan (1994), Fig. 1; generated", "n/a (synthetic)", True, labels="zeros",
+    ),
+    params=_bivariate_params,
+)
+def _bivariate(n_samples=200, random_state=0):
+    rng = _rng(random_state)
+    n = _n(n_samples)
+    X = _BIVARIATE_MEAN + rng.standard_normal((n, 2)) @ _BIVARIATE_FACTOR.T
+    data = IncompleteData.from_complete(
+        X, columns=("x", "y"), name="ghahramani_bivariate",
+        description=f"{n} draws from N((5, 5), [[5/4, 9/4], [9/4, 17/4]]) (seed001 Fig. 1)",
+    )
+    return data, np.zeros(n, dtype=np.intp)
+
+
+def _rotated(angle_deg: float, long_var: float, short_var: float) -> np.ndarray:
+    a = np.deg2rad(angle_deg)
+    R = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    return R @ np.diag([long_var, short_var]) @ R.T
+
+
+_MIXTURES = {
+    "three_blobs": {
+        "weights": np.array([0.3, 0.3, 0.4]),
+        "means": np.array([[-4.0, -2.0], [4.0, -2.0], [0.0, 4.0]]),
+        "covariances": np.array([[[1.2, 0.5], [0.5, 0.6]], [[0.6, -0.4], [-0.4, 1.0]], [[1.5, 0.3], [0.3, 0.5]]]),
+    },
+    "anisotropic": {
+        "weights": np.full(3, 1.0 / 3.0),
+        "means": np.array([[-3.0, 0.0], [0.0, 0.0], [3.0, 0.0]]),
+        "covariances": np.stack([_rotated(60.0, 4.0, 0.1)] * 3),
+    },
+}
+
+
+def _mixture_loader(name: str, description: str):
+    def load(n_samples=300, random_state=0):
+        p = _MIXTURES[name]
+        X, labels = _sample_mixture(p["weights"], p["means"], p["covariances"], _n(n_samples), _rng(random_state))
+        return IncompleteData.from_complete(X, columns=("x", "y"), name=name, description=description), labels
+
+    return load
+
+
+for _name, _title, _desc in [
+    ("three_blobs", "Three blobs", "3 well separated full-covariance Gaussian clusters in 2-D."),
+    ("anisotropic", "Anisotropic clusters",
+     "3 parallel elongated clusters (60 degrees, variances 4 and 0.1): easy for a GMM, hard for k-means."),
+]:  # fmt: skip
+    _register(
+        DatasetInfo(_name, _title, 300, 2, _desc, "generated (Gaussian mixture)", "n/a (synthetic)", True,
+                    labels="mixture component"),
+        params=functools.partial(lambda n: _MIXTURES[n], _name),
+    )(_mixture_loader(_name, _desc))
+
+
+@_register(
+    DatasetInfo(
+        "two_moons", "Two moons", 300, 2,
+        "Two interleaving half circles with Gaussian noise (0.1): a non-Gaussian shape a mixture must tile.",
+        "generated (as sklearn.datasets.make_moons, random angles)", "n/a (synthetic)", True, labels="moon",
+    )
+)
+def _two_moons(n_samples=300, random_state=0, noise=0.1):
+    rng, n = _rng(random_state), _n(n_samples)
+    labels = (np.arange(n) >= (n + 1) // 2).astype(np.intp)
+    t = rng.uniform(0.0, np.pi, size=n)
+    X = np.where(labels[:, None] == 0, np.c_[np.cos(t), np.sin(t)], np.c_[1.0 - np.cos(t), 0.5 - np.sin(t)])
+    X = X + float(noise) * rng.standard_normal((n, 2))
+    return IncompleteData.from_complete(X, columns=("x", "y"), name="two_moons",
+                                        description=f"two moons, {n} points, noise {noise}"), labels
+
+
+@_register(
+    DatasetInfo(
+        "ring", "Ring", 300, 2, "Points on a circle of radius 3 with radial Gaussian noise (0.25).",
+        "generated", "n/a (synthetic)", True,
+    )
+)
+def _ring(n_samples=300, random_state=0, radius=3.0, noise=0.25):
+    rng, n = _rng(random_state), _n(n_samples)
+    t = rng.uniform(0.0, 2.0 * np.pi, size=n)
+    r = float(radius) + float(noise) * rng.standard_normal(n)
+    X = np.c_[r * np.cos(t), r * np.sin(t)]
+    return IncompleteData.from_complete(X, columns=("x", "y"), name="ring",
+                                        description=f"ring, {n} points, radius {radius}, noise {noise}"), None
+
+
+# ---------------------------------------------------------------------------- digits
+@functools.lru_cache(maxsize=1)
+def _templates() -> np.ndarray:
+    path = ASSETS_DIR / "digits_5x7.txt"
+    blocks: dict[int, list[str]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("digit"):
+            current = int(line.split()[1])
+            blocks[current] = []
+        else:
+            blocks[current].append(line)
+    out = np.zeros((10, *DIGIT_SHAPE))
+    for d in range(10):
+        rows = blocks[d]
+        if len(rows) != DIGIT_SHAPE[0] or any(len(r) != DIGIT_SHAPE[1] for r in rows):
+            raise RuntimeError(f"{path}: digit {d} is not a {DIGIT_SHAPE[0]}x{DIGIT_SHAPE[1]} bitmap.")
+        out[d] = [[1.0 if c == "X" else 0.0 for c in r] for r in rows]
+    return _ro(out)
+
+
+def digit_templates(flat: bool = False) -> np.ndarray:
+    """The ten clean binary 5x7 digit templates (read-only).
+
+    Returns
+    -------
+    ndarray of shape (10, 7, 5), or (10, 35) when ``flat`` (row-major, as the data set's rows).
+    """
+    t = _templates()
+    return _ro(t.reshape(10, -1)) if flat else t
+
+
+def _digits_params(noise=DEFAULT_DIGIT_NOISE) -> dict:
+    d = DIGIT_SHAPE[0] * DIGIT_SHAPE[1]
+    return {
+        "weights": np.full(10, 0.1),
+        "means": digit_templates(flat=True),
+        "covariances": np.broadcast_to(float(noise) ** 2 * np.eye(d), (10, d, d)),
+    }
+
+
+@_register(
+    DatasetInfo(
+        "digits_5x7", "Noisy 5x7 digits (Ghahramani & Jordan Fig. 2)", 100, 35,
+        "10 noisy copies of each 5x7 digit template (Gaussian noise sd 0.2); rows are 7x5 images flattened row-major.",
+        "seed001, Ghahramani & Jordan (1994), Fig. 2; templates designed for this project", "CC0 (synthetic)",
+        True, labels="digit",
+    ),
+    params=_digits_params,
+)
+def _digits(n_per_digit=10, noise=DEFAULT_DIGIT_NOISE, random_state=0):
+    rng, k = _rng(random_state), _n(n_per_digit, minimum=1)
+    if not float(noise) >= 0.0:
+        raise BadInputError(f"noise must be a standard deviation >= 0; got {noise!r}.")
+    labels = np.repeat(np.arange(10), k)
+    X = digit_templates(flat=True)[labels] + float(noise) * rng.standard_normal((10 * k, 35))
+    cols = tuple(f"r{i}c{j}" for i in range(DIGIT_SHAPE[0]) for j in range(DIGIT_SHAPE[1]))
+    desc = f"digits 0-9 x {k} copies, template (7x5, 0/1) + N(0, {float(noise)}^2) noise; image shape (7, 5)"
+    return IncompleteData.from_complete(X, columns=cols, name="digits_5x7", description=desc), labels
+
+
+# ---------------------------------------------------------------------------- real tables
+@functools.lru_cache(maxsize=None)
+def _read_asset(filename: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    path = ASSETS_DIR / filename
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run scripts/prepare_assets.py to build the assets.")
+    with open(path, newline="") as fh:
+        rows = [tuple(r) for r in csv.reader(fh) if r]
+    return rows[0], tuple(rows[1:])
+
+
+def _numeric(rows, idx, na=("?",)) -> np.ndarray:
+    return np.array([[np.nan if r[j] in na else float(r[j]) for j in idx] for r in rows])
+
+
+def _table_loader(name, filename, drop, label_col, description, *, label_type=int, binary_cols=(), recode12=()):
+    @functools.lru_cache(maxsize=1)
+    def load():
+        header, rows = _read_asset(filename)
+        keep = [j for j, c in enumerate(header) if c not in drop and c != label_col]
+        X = _numeric(rows, keep)
+        cols = tuple(header[j] for j in keep)
+        for c in recode12:  # 1/2 coding -> 0/1
+            X[:, cols.index(c)] -= 1.0
+        binary = tuple(c in binary_cols or c in recode12 for c in cols)
+        labels = None
+        if label_col is not None:
+            j = header.index(label_col)
+            labels = _ro(np.array([label_type(r[j]) for r in rows]))
+        if np.isnan(X).any():
+            data = IncompleteData.from_array(X, columns=cols, binary=binary, name=name, description=description)
+        else:
+            data = IncompleteData.from_complete(X, columns=cols, binary=binary, name=name, description=description)
+        return data, labels
+
+    return lambda: load()
+
+
+_HEP_BINARY = ("SEX", "STEROID", "ANTIVIRAL", "FATIGUE", "MALAISE", "ANOREXIA", "LIVER_BIG", "LIVER_FIRM",
+               "SPLEEN_PALPABLE", "SPIDERS", "ASCITES", "VARICES", "HISTOLOGY")  # fmt: skip
+_TABLES = [
+    (DatasetInfo("iris", "Iris", 150, 4, "Fisher's iris: 4 flower measurements (cm), 3 species.",
+                 "scikit-learn bundled copy (Fisher 1936; UCI)", "CC BY 4.0 (UCI)", False, labels="species 0-2"),
+     dict(filename="iris.csv", drop=(), label_col="target")),
+    (DatasetInfo("wine", "Wine", 178, 13, "13 chemical measurements of wines from 3 cultivars.",
+                 "scikit-learn bundled copy (UCI Wine)", "CC BY 4.0 (UCI)", False, labels="cultivar 0-2"),
+     dict(filename="wine.csv", drop=(), label_col="target")),
+    (DatasetInfo("boston", "Boston housing", 506, 13,
+                 "1970 Boston census tracts, 12 numeric + CHAS (0/1), MEDV dropped (seed000). Caveat: column B "
+                 "encodes a racial statistic; kept only for faithful reproduction of seed000.",
+                 "Harrison & Rubinfeld (1978) via UCI/StatLib", "public domain (StatLib)", False, labels="MEDV"),
+     dict(filename="boston.csv", drop=(), label_col="MEDV", label_type=float, binary_cols=("CHAS",))),
+    (DatasetInfo("ionosphere", "Ionosphere", 351, 33,
+                 "Radar returns: V1 binary, V3-V34 numeric; constant V2 and the class dropped (seed000).",
+                 "UCI Machine Learning Repository (Sigillito et al. 1989)", "CC BY 4.0", False,
+                 labels="class 'g'/'b'"),
+     dict(filename="ionosphere.csv", drop=("V2",), label_col="Class", label_type=str, binary_cols=("V1",))),
+    (DatasetInfo("hepatitis", "Hepatitis (real missing values)", 155, 19,
+                 "155 patients, 19 attributes with their real missing values (5.7%, 21 patterns); 1/2-coded "
+                 "attributes recoded to 0/1 (1 = yes / female); class DIE_LIVE dropped (labels).",
+                 "UCI Machine Learning Repository (Hepatitis)", "CC BY 4.0", False, has_missing=True,
+                 labels="DIE_LIVE (1 = die, 2 = live)"),
+     dict(filename="hepatitis.csv", drop=(), label_col="DIE_LIVE", recode12=_HEP_BINARY)),
+]
+for _info, _kw in _TABLES:
+    _register(_info)(_table_loader(_info.name, description=_info.description, **_kw))
+
+
+# ---------------------------------------------------------------------------- public API
+def _entry(name: str) -> _Entry:
+    key = _ALIASES.get(name, name)
+    if key not in _REGISTRY:
+        raise BadInputError(f"unknown data set {name!r}; available: {', '.join(_REGISTRY)}.")
+    return _REGISTRY[key]
+
+
+def _check_kwargs(entry: _Entry, fn, kwargs: dict) -> None:
+    accepted = list(inspect.signature(fn).parameters)
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise BadInputError(f"{entry.info.name!r} does not take {unknown}; accepted options: {accepted or 'none'}.")
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """Catalogue of the built-in data sets, in display order (see :class:`DatasetInfo`)."""
+    return [e.info for e in _REGISTRY.values()]
+
+
+def load_dataset(name: str, *, return_labels: bool = False, **kwargs):
+    """Load a built-in data set as complete :class:`IncompleteData` (``hepatitis``: real missing).
+
+    Parameters
+    ----------
+    name : str
+        One of ``[info.name for info in list_datasets()]``.
+    return_labels : bool, default False
+        Also return the class labels / target of each row (None for ``ring``).
+    **kwargs
+        Generator options of synthetic sets: ``n_samples`` (digits: ``n_per_digit``),
+        ``random_state`` (int, None or Generator; default 0), and ``noise`` (digits, moons, ring).
+
+    Returns
+    -------
+    IncompleteData, or (IncompleteData, ndarray or None) with ``return_labels``.
+    """
+    entry = _entry(name)
+    _check_kwargs(entry, entry.load, kwargs)
+    data, labels = entry.load(**kwargs)
+    return (data, labels) if return_labels else data
+
+
+def dataset_parameters(name: str, **kwargs) -> dict:
+    """True generating mixture of a synthetic data set.
+
+    Returns
+    -------
+    dict with read-only ``weights`` (K,), ``means`` (K, D) and ``covariances`` (K, D, D).
+
+    Raises
+    ------
+    BadInputError
+        For data sets not drawn from a Gaussian mixture (real tables, ``two_moons``, ``ring``).
+    """
+    entry = _entry(name)
+    if entry.params is None:
+        raise BadInputError(
+            f"{entry.info.name!r} is not drawn from a known Gaussian mixture; parameters exist for "
+            f"{', '.join(n for n, e in _REGISTRY.items() if e.params is not None)}."
+        )
+    _check_kwargs(entry, entry.params, kwargs)
+    return {k: _ro(v) for k, v in entry.params(**kwargs).items()}

@@ -1,0 +1,379 @@
+"""Load user data into :class:`~explorer.core.data.IncompleteData` (and back to pandas).
+
+Loaders accept CSV files or uploaded bytes, pandas DataFrames, numpy arrays and xarray objects.
+Missing cells become NaN / ``missing=True``: empty cells, ``?`` and ``NA`` by default in text,
+``None`` / ``NaN`` / ``pd.NA`` in frames. Columns that are not numeric are an error that names
+them, unless ``drop_non_numeric=True`` (the dropped names are then recorded in ``description``).
+
+Uploads (bytes or file-like objects) larger than ``max_bytes`` (default 20 MB) are refused
+before parsing, so an app cannot be made to parse arbitrarily large input.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from explorer.core._validation import BadInputError
+from explorer.core.data import IncompleteData
+
+__all__ = ["DEFAULT_MAX_BYTES", "from_csv", "from_dataframe", "from_numpy", "from_xarray", "to_dataframe"]
+
+#: Default size limit for uploaded CSV content (bytes or file-like objects).
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+_NA_DEFAULT = ("?", "NA", "")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _read_text(src, max_bytes: int | None) -> tuple[str, str]:
+    """Return ``(text, label)`` from a path, bytes or a file-like object."""
+    if isinstance(src, (str, os.PathLike)):
+        path = os.fspath(src)
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        return _decode(raw), os.path.basename(path)
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        raw = bytes(src)
+    elif hasattr(src, "read"):
+        raw = src.read(-1 if max_bytes is None else max_bytes + 1)
+    else:
+        raise BadInputError(
+            f"from_csv expects a path, bytes or a file-like object; got {type(src).__name__}."
+        )
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise BadInputError(
+            f"the uploaded data are larger than the limit of {max_bytes / 2**20:.1f} MB "
+            f"({'at least ' if hasattr(src, 'read') else ''}{len(raw) / 2**20:.1f} MB). Upload a smaller "
+            "file (e.g. a subset of rows or columns), or raise max_bytes."
+        )
+    label = getattr(src, "name", "")
+    label = os.path.basename(label) if isinstance(label, str) else ""
+    return (raw if isinstance(raw, str) else _decode(raw)), label
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _infer_header(rows: pd.DataFrame, na: set[str]) -> bool:
+    """First row is a header if it is non-numeric where the rest of its column is numeric.
+
+    Also a header when every cell of the first row is non-numeric text.
+    """
+    if len(rows) == 0:
+        return False
+    first = [str(c).strip() for c in rows.iloc[0]]
+    if all(c not in na and not _is_number(c) for c in first):
+        return True
+    for j, cell in enumerate(first):
+        if cell in na or _is_number(cell):
+            continue
+        rest = [str(c).strip() for c in rows.iloc[1:, j]]
+        vals = [c for c in rest if c not in na]
+        if vals and all(_is_number(c) for c in vals):
+            return True
+    return False
+
+
+def _select(df: pd.DataFrame, columns) -> pd.DataFrame:
+    if columns is None:
+        return df
+    names = [str(c) for c in columns]
+    unknown = [c for c in names if c not in df.columns]
+    if unknown:
+        shown = ", ".join(map(repr, list(df.columns)[:20]))
+        raise BadInputError(f"unknown column(s) {unknown}; available columns: {shown}.")
+    return df[names]
+
+
+def _column_to_float(s: pd.Series, na: set[str]) -> tuple[np.ndarray | None, str | None]:
+    """Convert one column to float64 (NaN = missing); return (None, example) if not numeric."""
+    dtype = s.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return s.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan), None
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_datetime64_any_dtype(dtype) or (
+        pd.api.types.is_timedelta64_dtype(dtype)
+    ):
+        bad = s.dropna()
+        return None, (str(bad.iloc[0]) if len(bad) else str(dtype))
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
+        return s.to_numpy(dtype=np.float64, na_value=np.nan), None
+    # object / string: strip, map NA tokens to missing, parse the rest
+    out = np.full(len(s), np.nan)
+    for i, v in enumerate(s.tolist()):
+        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            out[i] = float(v)
+            continue
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            out[i] = float(v)
+            continue
+        text = str(v).strip()
+        if text in na:
+            continue
+        try:
+            out[i] = float(text)
+        except ValueError:
+            return None, text
+    return out, None
+
+
+def _frame_to_data(
+    df: pd.DataFrame, *, na_values, drop_non_numeric: bool, name: str, description: str
+) -> IncompleteData:
+    na = {str(t).strip() for t in (na_values or ())}
+    cols, arrays, bad = [], [], []
+    for label in df.columns:
+        arr, example = _column_to_float(df[label], na)
+        if arr is None:
+            bad.append((str(label), example))
+        else:
+            cols.append(str(label))
+            arrays.append(arr)
+    if bad and not drop_non_numeric:
+        listed = ", ".join(f"{c!r} (e.g. {ex!r})" for c, ex in bad[:8])
+        more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
+        raise BadInputError(
+            f"{len(bad)} column(s) are not numeric: {listed}{more}. Drop them (drop_non_numeric=True "
+            "or select columns=...) or encode them as numbers (e.g. 0/1 for yes/no); mark missing "
+            f"cells with one of {sorted(na)}."
+        )
+    if not arrays:
+        raise BadInputError("no numeric column left; the data need at least one numeric column.")
+    if bad:
+        note = "dropped non-numeric columns: " + ", ".join(c for c, _ in bad)
+        description = f"{description}; {note}" if description else note
+    X = np.column_stack(arrays)
+    return IncompleteData.from_array(X, columns=cols, name=name, description=description)
+
+
+# ---------------------------------------------------------------------------- loaders
+def from_csv(
+    path_or_buffer,
+    *,
+    columns: Sequence[str] | None = None,
+    na_values: Sequence[str] = _NA_DEFAULT,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+    drop_non_numeric: bool = False,
+    header: bool | str = "infer",
+    names: Sequence[str] | None = None,
+    sep: str | None = ",",
+    name: str | None = None,
+    description: str = "",
+) -> IncompleteData:
+    """Read a delimited text table into :class:`IncompleteData`.
+
+    Parameters
+    ----------
+    path_or_buffer : str, os.PathLike, bytes or file-like
+        A file path, or uploaded content (bytes, ``io.BytesIO``/``io.StringIO``...).
+    columns : sequence of str, optional
+        Keep only these columns, in this order (applied before the numeric check).
+    na_values : sequence of str, default ('?', 'NA', '')
+        Cell texts (after stripping spaces) that mean "missing".
+    max_bytes : int or None, default 20 MB
+        Size limit for bytes / file-like input (paths are not limited); None disables it.
+    drop_non_numeric : bool, default False
+        Drop non-numeric columns instead of raising; their names go into ``description``.
+    header : bool or 'infer', default 'infer'
+        Whether the first row names the columns. 'infer' treats it as a header when it holds text
+        above numbers (or only text).
+    names : sequence of str, optional
+        Column names for files without a header (default ``x0, x1, ...``).
+    sep : str or None, default ','
+        Field separator; None sniffs it (python engine).
+    name, description : str
+        Stored in the result; ``name`` defaults to the file name.
+
+    Raises
+    ------
+    BadInputError
+        Oversized upload, unparsable text, unknown or non-numeric columns, columns with no
+        observed value, inf values.
+    """
+    text, label = _read_text(path_or_buffer, max_bytes)
+    na = {str(t).strip() for t in na_values}
+    engine = "python" if sep is None else "c"
+
+    def parse(**kw) -> pd.DataFrame:
+        try:
+            return pd.read_csv(io.StringIO(text), sep=sep, header=None, skip_blank_lines=True, engine=engine, **kw)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as exc:
+            raise BadInputError(
+                f"could not parse the CSV data: {exc}. Check the separator (sep=) and quoting."
+            ) from None
+
+    # the first rows as text decide the header; the full parse then uses pandas' C float parser
+    peek = parse(dtype=str, keep_default_na=False, na_filter=False, nrows=50)
+    has_header = _infer_header(peek, na) if header == "infer" else bool(header)
+    if has_header:
+        head = [str(c).strip() for c in peek.iloc[0]]
+        head = [c if c else f"x{j}" for j, c in enumerate(head)]
+    elif names is not None:
+        head = [str(c) for c in names]
+        if len(head) != peek.shape[1]:
+            raise BadInputError(f"{len(head)} names given for {peek.shape[1]} columns in the file.")
+    else:
+        head = [f"x{j}" for j in range(peek.shape[1])]
+    if len(set(head)) != len(head):
+        dup = sorted({c for c in head if head.count(c) > 1})
+        raise BadInputError(f"the header repeats column name(s) {dup}; make the names unique.")
+    raw = parse(
+        skiprows=1 if has_header else 0,
+        names=head,
+        na_values=sorted(na),
+        keep_default_na=False,
+        skipinitialspace=True,
+    )
+    if len(raw) == 0:
+        raise BadInputError("the CSV data have no data row.")
+    raw.columns = head
+    raw = _select(raw, columns)
+    return _frame_to_data(
+        raw,
+        na_values=na_values,
+        drop_non_numeric=drop_non_numeric,
+        name=label if name is None else name,
+        description=description,
+    )
+
+
+def from_dataframe(
+    df: pd.DataFrame,
+    *,
+    columns: Sequence[str] | None = None,
+    na_values: Sequence[str] = _NA_DEFAULT,
+    drop_non_numeric: bool = False,
+    name: str = "",
+    description: str = "",
+) -> IncompleteData:
+    """Convert a DataFrame: numeric, boolean and nullable columns; NaN / None / pd.NA = missing.
+
+    Text columns whose cells all parse as numbers (or are in ``na_values``) are converted too.
+    Categorical, datetime and other text columns are non-numeric (see :func:`from_csv`). The
+    index is ignored; column labels become strings.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise BadInputError(f"from_dataframe expects a pandas DataFrame; got {type(df).__name__}.")
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise BadInputError(f"the DataFrame is empty (shape {df.shape}).")
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]
+    if len(set(df.columns)) != df.shape[1]:
+        raise BadInputError("the DataFrame has repeated column labels; make them unique.")
+    return _frame_to_data(
+        _select(df, columns), na_values=na_values, drop_non_numeric=drop_non_numeric, name=name, description=description
+    )
+
+
+def from_numpy(
+    X,
+    missing=None,
+    *,
+    columns: Sequence[str] | None = None,
+    binary: Sequence[bool] | None = None,
+    name: str = "",
+    description: str = "",
+) -> IncompleteData:
+    """Wrap an array (NaN = missing unless ``missing`` is given); see :meth:`IncompleteData.from_array`."""
+    return IncompleteData.from_array(X, missing, columns=columns, binary=binary, name=name, description=description)
+
+
+def from_xarray(
+    obj,
+    *,
+    feature_dim: str | None = None,
+    drop_non_numeric: bool = False,
+    name: str | None = None,
+    description: str = "",
+) -> IncompleteData:
+    """Convert an ``xarray.DataArray`` (2-D) or ``xarray.Dataset`` (1-D variables) to data.
+
+    Parameters
+    ----------
+    obj : xarray.DataArray or xarray.Dataset
+        A DataArray must be 2-D; ``feature_dim`` (default: its last dimension) indexes the
+        columns, whose names come from that dimension's coordinate when there is one. A Dataset
+        gives one column per data variable; all variables must be 1-D along the same dimension
+        (a Dataset holding a single 2-D variable is treated as that DataArray).
+    feature_dim : str, optional
+    drop_non_numeric : bool, default False
+    name, description : str
+        ``name`` defaults to the DataArray's name / the Dataset's ``name`` attribute.
+    """
+    import xarray as xr
+
+    if isinstance(obj, xr.Dataset):
+        variables = list(obj.data_vars)
+        if not variables:
+            raise BadInputError("the Dataset has no data variable.")
+        if len(variables) == 1 and obj[variables[0]].ndim == 2:
+            return from_xarray(obj[variables[0]], feature_dim=feature_dim, name=name, description=description)
+        dims = {v: obj[v].dims for v in variables}
+        if any(len(d) != 1 for d in dims.values()) or len(set(dims.values())) != 1:
+            shown = ", ".join(f"{v}{tuple(d)}" for v, d in dims.items())
+            raise BadInputError(
+                f"Dataset variables must all be 1-D along the same dimension (one column each); got {shown}. "
+                "Select or stack them first, or pass a 2-D DataArray."
+            )
+        df = pd.DataFrame({str(v): obj[v].values for v in variables})
+        label = str(obj.attrs.get("name", "")) if name is None else name
+        return from_dataframe(df, drop_non_numeric=drop_non_numeric, name=label, description=description)
+    if not isinstance(obj, xr.DataArray):
+        raise BadInputError(f"from_xarray expects an xarray DataArray or Dataset; got {type(obj).__name__}.")
+    if obj.ndim != 2:
+        raise BadInputError(
+            f"the DataArray must be 2-D (samples x features); got dims {obj.dims}. Stack or select dimensions first."
+        )
+    fdim = obj.dims[-1] if feature_dim is None else feature_dim
+    if fdim not in obj.dims:
+        raise BadInputError(f"feature_dim {fdim!r} is not a dimension of the DataArray {obj.dims}.")
+    sdim = next(d for d in obj.dims if d != fdim)
+    arr = obj.transpose(sdim, fdim)
+    if fdim in arr.coords:
+        columns = [str(c) for c in arr.coords[fdim].values]
+    else:
+        columns = [f"x{j}" for j in range(arr.sizes[fdim])]
+    label = (str(obj.name) if obj.name is not None else "") if name is None else name
+    if arr.dtype.kind in "OUS":
+        df = pd.DataFrame(np.asarray(arr.values), columns=columns)
+        return from_dataframe(df, drop_non_numeric=drop_non_numeric, name=label, description=description)
+    return IncompleteData.from_array(np.asarray(arr.values), columns=columns, name=label, description=description)
+
+
+def to_dataframe(data: IncompleteData, imputed=None) -> pd.DataFrame:
+    """DataFrame of ``data`` (NaN at missing entries), or of the completed matrix.
+
+    Parameters
+    ----------
+    data : IncompleteData
+    imputed : array_like of shape (n_samples, n_features), optional
+        Imputed matrix; only its values at the missing entries are used, the observed entries
+        are copied from ``data`` unchanged.
+    """
+    if not isinstance(data, IncompleteData):
+        raise BadInputError(f"to_dataframe expects IncompleteData; got {type(data).__name__}.")
+    values = np.array(data.values, copy=True)
+    if imputed is not None:
+        imp = np.asarray(imputed, dtype=np.float64)
+        if imp.shape != data.shape:
+            raise BadInputError(f"imputed has shape {imp.shape} but the data have shape {data.shape}.")
+        values[data.missing] = imp[data.missing]
+    return pd.DataFrame(values, columns=list(data.columns))

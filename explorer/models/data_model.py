@@ -1,0 +1,197 @@
+"""The data a page works on: a data set, a missingness mechanism, and the resulting mask.
+
+:class:`DataModel` is a ``param.Parameterized`` object with no Panel import: every setting is a
+bounded, documented parameter (serialisable, so the screen can live in the URL), and the outputs
+(``complete``, ``data``, ``mask``, ``error``, ``revision``) are constant parameters that only the
+model writes. Views depend on ``revision``, which increases whenever ``data`` changes.
+
+Failures never lose the current data: a bad upload or an infeasible mechanism setting leaves
+``data`` as it was and puts a readable message in ``error``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import param
+
+from explorer import datasets as ds
+from explorer import io as eio
+from explorer.core._validation import BadInputError
+from explorer.core.data import IncompleteData, standardize
+from explorer.core.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
+
+__all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
+
+NO_MECHANISM = "none"
+UPLOADED = "uploaded"
+#: Image shapes of the built-in image data sets (rows are flattened row-major).
+IMAGE_SHAPES = {"digits_5x7": ds.DIGIT_SHAPE}
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed", "standardize")
+
+
+def _dataset_names() -> list[str]:
+    return [info.name for info in ds.list_datasets()]
+
+
+class DataModel(param.Parameterized):
+    """Load a data set and remove values with a missingness mechanism.
+
+    Examples
+    --------
+    >>> m = DataModel(dataset="ghahramani_bivariate", mechanism="mcar", rate=0.2)
+    >>> m.data.n_features, round(m.mask.realised_rate, 1)
+    (2, 0.2)
+    """
+
+    dataset = param.Selector(default="three_blobs", objects=_dataset_names() + [UPLOADED], doc="Data set")
+    n_samples = param.Integer(default=300, bounds=(10, 20000), doc="Rows drawn for synthetic data sets")
+    data_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the synthetic data generator")
+    mechanism = param.Selector(
+        default="mcar", objects=[NO_MECHANISM] + list(MECHANISMS), doc="Missingness mechanism"
+    )
+    rate = param.Number(default=0.3, bounds=(0.0, 0.95), doc="Requested overall missing rate")
+    mechanism_params = param.Dict(default={}, doc="Extra parameters of the mechanism (JSON-serialisable)")
+    mask_seed = param.Integer(default=1, bounds=(0, None), doc="Seed of the missingness mechanism")
+    standardize = param.Boolean(default=False, doc="Standardise columns with their observed entries")
+
+    complete = param.ClassSelector(class_=IncompleteData, constant=True, allow_None=True, precedence=-1,
+                                   doc="The data before amputation (truth where known)")
+    data = param.ClassSelector(class_=IncompleteData, constant=True, allow_None=True, precedence=-1,
+                               doc="The data with missing values")
+    mask = param.ClassSelector(class_=MaskResult, constant=True, allow_None=True, precedence=-1)
+    error = param.String(default="", constant=True, precedence=-1, doc="Last error, readable")
+    revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases when data changes")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._uploaded: IncompleteData | None = None
+        self._load()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def image_shape(self) -> tuple[int, int] | None:
+        """(height, width) when rows are flattened images, else None."""
+        return IMAGE_SHAPES.get(self.dataset)
+
+    @property
+    def mechanism_info(self):
+        return None if self.mechanism == NO_MECHANISM else get_mechanism(self.mechanism)
+
+    # ------------------------------------------------------------------ effects
+    def _publish(self, **outputs):
+        with param.edit_constant(self):
+            self.param.update(**outputs)
+
+    def _fail(self, exc: Exception):
+        self._publish(error=str(exc))
+
+    @param.depends("dataset", "n_samples", "data_seed", "standardize", watch=True)
+    def _load(self):
+        try:
+            complete = self._read_dataset()
+        except BadInputError as exc:
+            self._fail(exc)
+            return
+        self._publish(complete=complete)
+        self._amputate()
+
+    def _read_dataset(self) -> IncompleteData:
+        if self.dataset == UPLOADED:
+            if self._uploaded is None:
+                raise BadInputError("No file has been uploaded yet.")
+            return self._uploaded
+        accepted = inspect.signature(ds._entry(self.dataset).load).parameters
+        kwargs = {}
+        if "n_samples" in accepted:
+            kwargs["n_samples"] = self.n_samples
+        if "random_state" in accepted:
+            kwargs["random_state"] = self.data_seed
+        return ds.load_dataset(self.dataset, **kwargs)
+
+    @param.depends("mechanism", "rate", "mechanism_params", "mask_seed", watch=True)
+    def _amputate(self):
+        complete = self.complete
+        if complete is None:
+            return
+        try:
+            data, mask = self._apply(complete)
+            if self.standardize:
+                data, _ = standardize(data)
+        except BadInputError as exc:
+            self._fail(exc)
+            return
+        self._publish(data=data, mask=mask, error="", revision=self.revision + 1)
+
+    def _apply(self, complete: IncompleteData):
+        if self.mechanism == NO_MECHANISM or complete.truth is None:
+            missing = complete.missing
+            mask = MaskResult(missing, None, float(missing.mean()), NO_MECHANISM, "given", {})
+            return complete, mask
+        mech = get_mechanism(self.mechanism)
+        params = dict(self.mechanism_params)
+        if mech.image:
+            if self.image_shape is None:
+                raise BadInputError(
+                    f"Mechanism {mech.name!r} is an image mask; choose an image data set "
+                    f"({', '.join(IMAGE_SHAPES)}) or a tabular mechanism."
+                )
+            params.setdefault("image_shape", self.image_shape)
+        if "binary" in mech.param_names:
+            params.setdefault("binary", complete.binary)
+        rng = np.random.default_rng(self.mask_seed)
+        mask = apply_mechanism(complete.truth, mech.name, self.rate if mech.has_rate else None, rng=rng, **params)
+        return complete.with_missing(mask.missing), mask
+
+    # ------------------------------------------------------------------ actions
+    def load_csv(self, content: bytes, filename: str = "upload.csv") -> bool:
+        """Use an uploaded CSV file (bytes). Returns False (and sets ``error``) if it cannot be used.
+
+        The file's own missing cells (empty, ``?``, ``NA``) are kept as missing and no mechanism
+        is applied on top unless one is chosen afterwards.
+        """
+        try:
+            data = eio.from_csv(content, max_bytes=MAX_UPLOAD_BYTES)
+        except BadInputError as exc:
+            self._fail(BadInputError(f"{filename}: {exc}"))
+            return False
+        self._uploaded = IncompleteData.from_array(
+            data.values, missing=data.missing, columns=data.columns, name=filename,
+            description=data.description,
+        )
+        with param.parameterized.batch_call_watchers(self):
+            self.param.update(mechanism=NO_MECHANISM if data.missing.any() else self.mechanism, dataset=UPLOADED)
+        if self.dataset == UPLOADED:
+            self._load()
+        return not self.error
+
+    def set_points(self, X) -> None:
+        """Replace the data by user-given complete points (e.g. clicked in a 2-D view)."""
+        try:
+            data = IncompleteData.from_complete(np.asarray(X, dtype=float), columns=self.complete.columns
+                                                if self.complete is not None and self.complete.n_features == np.shape(X)[1]
+                                                else None, name="points")
+        except BadInputError as exc:
+            self._fail(exc)
+            return
+        self._uploaded = data
+        if self.dataset != UPLOADED:
+            self.dataset = UPLOADED  # triggers _load
+        else:
+            self._load()
+
+    # ------------------------------------------------------------------ settings
+    def settings(self) -> dict:
+        """The inputs as a JSON-serialisable dict (the state of the screen)."""
+        return json.loads(self.param.serialize_parameters(subset=list(_SETTINGS)))
+
+    def apply_settings(self, settings: dict) -> None:
+        """Set inputs from :meth:`settings` output (unknown keys are an error)."""
+        unknown = sorted(set(settings) - set(_SETTINGS))
+        if unknown:
+            raise BadInputError(f"Unknown settings {unknown}; accepted: {list(_SETTINGS)}.")
+        values = self.param.deserialize_parameters(json.dumps(settings))
+        self.param.update(**values)
