@@ -1,0 +1,131 @@
+"""Sidebar controls for a :class:`~explorer.models.data_model.DataModel`.
+
+Data set, mechanism (with its own parameters, generated from the mechanism registry), rate,
+seeds, a CSV upload, the realised missing rate, and a readable error message when something
+cannot be done (the data on screen are then kept as they were).
+"""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.core.mechanisms import MECHANISMS
+from explorer.models.data_model import NO_MECHANISM, DataModel
+
+__all__ = ["DataControls"]
+
+_KIND_OF = {name: m.kind for name, m in MECHANISMS.items()}
+# mechanism parameters the controls can edit, by registry kind
+_EDITABLE = ("float", "int", "choice", "column", "columns")
+
+
+def _mechanism_label(name: str) -> str:
+    if name == NO_MECHANISM:
+        return "none (keep the data's own missing values)"
+    return f"{name} ({_KIND_OF[name]})"
+
+
+class DataControls(Viewer):
+    """Widgets for a DataModel; ``datasets`` and ``mechanisms`` restrict the choices shown."""
+
+    model = param.ClassSelector(class_=DataModel)
+    datasets = param.List(default=None, allow_None=True, doc="Data sets offered (default: all)")
+    mechanisms = param.List(default=None, allow_None=True, doc="Mechanisms offered (default: all)")
+    allow_upload = param.Boolean(default=True)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        m = self.model
+        ds_options = self.datasets or list(m.param.dataset.objects)
+        if m.dataset not in ds_options:
+            ds_options = [m.dataset] + ds_options
+        mech_names = self.mechanisms or list(m.param.mechanism.objects)
+        self._dataset = pn.widgets.Select.from_param(m.param.dataset, options=ds_options, label="Data set")
+        self._mechanism = pn.widgets.Select.from_param(
+            m.param.mechanism, options={_mechanism_label(n): n for n in mech_names}, label="Mechanism"
+        )
+        self._rate = pn.widgets.FloatSlider.from_param(m.param.rate, step=0.05, label="Missing rate")
+        self._n = pn.widgets.IntInput.from_param(m.param.n_samples, label="Rows (synthetic)", step=50)
+        self._data_seed = pn.widgets.IntInput.from_param(m.param.data_seed, label="Data seed")
+        self._mask_seed = pn.widgets.IntInput.from_param(m.param.mask_seed, label="Mask seed")
+        self._summary = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._params_box = pn.Column(sizing_mode="stretch_width")
+        self._upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, visible=self.allow_upload)
+        self._upload.param.watch(self._on_upload, "value")
+        m.param.watch(self._refresh, ["revision", "error", "mechanism", "dataset"])
+        self._refresh()
+        self._layout = pn.Column(
+            self._dataset, self._n, self._data_seed, self._mechanism, self._rate, self._params_box,
+            self._mask_seed, pn.pane.Markdown("Upload a CSV (numeric columns, empty or `?` = missing):",
+                                              visible=self.allow_upload, margin=(5, 10, 0, 10)),
+            self._upload, self._summary, self._error, sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        return self._layout
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_upload(self, event):
+        if event.new:
+            self.model.load_csv(event.new, self._upload.filename or "upload.csv")
+
+    def _set_param(self, name, value):
+        params = dict(self.model.mechanism_params)
+        params[name] = value
+        self.model.mechanism_params = params
+
+    def _param_widgets(self):
+        info = self.model.mechanism_info
+        if info is None:
+            return []
+        data = self.model.complete
+        columns = list(data.columns) if data is not None else []
+        current = self.model.mechanism_params
+        widgets = []
+        for p in info.params:
+            if p.kind not in _EDITABLE:
+                continue
+            value = current.get(p.name, p.default)
+            label = p.name.replace("_", " ")
+            if p.kind == "choice":
+                w = pn.widgets.Select(label=label, options=list(p.choices), value=value)
+            elif p.kind == "int":
+                lo, hi = p.bounds or (None, None)
+                w = pn.widgets.IntInput(label=label, value=int(value), start=lo, end=hi)
+            elif p.kind == "float":
+                lo, hi = p.bounds or (None, None)
+                w = pn.widgets.FloatInput(label=label, value=float(value), start=lo, end=hi, step=0.1)
+            elif p.kind == "column" and columns:
+                idx = value % len(columns) if isinstance(value, int) else 0
+                w = pn.widgets.Select(label=label, options={c: i for i, c in enumerate(columns)}, value=idx)
+            elif p.kind == "columns" and columns:
+                vals = [value] if isinstance(value, int) else list(value or [])
+                w = pn.widgets.MultiChoice(label=label, options={c: i for i, c in enumerate(columns)},
+                                           value=[v % len(columns) for v in vals])
+            else:
+                continue
+            w.description = p.doc
+            w.param.watch(lambda e, name=p.name: self._set_param(name, e.new), "value")
+            widgets.append(w)
+        return widgets
+
+    def _refresh(self, *events):
+        m = self.model
+        names = {e.name for e in events}
+        if not events or names & {"mechanism", "dataset"}:
+            self._params_box.objects = self._param_widgets()
+            info = m.mechanism_info
+            self._rate.disabled = info is None or not info.has_rate
+        self._error.object = m.error
+        self._error.visible = bool(m.error)
+        if m.data is not None and m.mask is not None:
+            info = m.mechanism_info
+            summary = info.summary if info is not None else "the data's own missing values"
+            self._summary.object = (
+                f"**{m.data.name or m.dataset}**: {m.data.n_samples} rows x {m.data.n_features} columns. "
+                f"Missing: **{m.mask.realised_rate:.1%}** of entries "
+                f"({len(m.data.pattern_counts()[1])} patterns). *{summary}*"
+            )
