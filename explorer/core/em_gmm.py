@@ -150,7 +150,10 @@ class EMConfig:
 class EMData:
     """Incomplete data prepared once for EM (see :func:`prepare`).
 
-    ``X`` holds NaN at missing entries, ``Xf`` holds 0 there; ``patterns`` groups the rows.
+    ``X`` holds NaN at missing entries, ``Xf`` holds 0 there (both in the caller's row order).
+    ``patterns`` groups the rows in the *sorted layout* (see
+    :func:`~explorer.core.patterns.group_patterns`): the kernels work on ``Xp = Xf[perm]`` where
+    every group is a contiguous block of rows; results are put back in the caller's order.
     For the ``mean_impute`` variant the model is fitted on ``mean_filled`` instead.
     """
 
@@ -158,6 +161,8 @@ class EMData:
     Xf: np.ndarray
     missing: np.ndarray
     patterns: MissingPatterns
+    Xp: np.ndarray
+    rows_p: np.ndarray
     col_mean: np.ndarray
     fit_rows: np.ndarray
     mean_filled: np.ndarray
@@ -177,6 +182,11 @@ class EMData:
     def n_fit(self) -> int:
         return int(self.fit_rows.size)
 
+    @property
+    def empty_rows(self) -> np.ndarray:
+        """Rows (caller's order) with nothing observed; ``patterns.empty_rows`` are in the sorted layout."""
+        return np.sort(self.patterns.perm[self.n_fit :])
+
 
 def prepare(X, missing=None, *, columns=None) -> EMData:
     """Validate incomplete data and group its rows by missingness.
@@ -194,8 +204,9 @@ def prepare(X, missing=None, *, columns=None) -> EMData:
         Non-numeric values, inf, all-missing columns, fewer than two rows with data.
     """
     Xn, miss = check_incomplete(X, missing, columns=columns, allow_empty_rows=True)
-    patterns = group_patterns(miss)
-    fit_rows = np.sort(patterns.fitted_rows)
+    patterns = group_patterns(miss, sort=True)
+    n_nonempty = Xn.shape[0] - patterns.empty_rows.size
+    fit_rows = np.sort(patterns.perm[:n_nonempty])
     if fit_rows.size < 2:
         raise BadInputError("At least two rows with an observed value are needed to fit a mixture.")
     Xf = np.where(miss, 0.0, Xn)
@@ -203,12 +214,16 @@ def prepare(X, missing=None, *, columns=None) -> EMData:
     mean_filled = np.where(miss, col_mean, Xn)
     no_missing = np.zeros_like(miss)
     all_rows = np.arange(Xn.shape[0])
-    _readonly(Xn, Xf, miss, col_mean, fit_rows, mean_filled, no_missing, all_rows)
+    Xp = np.ascontiguousarray(Xf[patterns.perm])
+    rows_p = np.arange(n_nonempty)
+    _readonly(Xn, Xf, miss, col_mean, fit_rows, mean_filled, no_missing, all_rows, Xp, rows_p)
     return EMData(
         X=Xn,
         Xf=Xf,
         missing=miss,
         patterns=patterns,
+        Xp=Xp,
+        rows_p=rows_p,
         col_mean=col_mean,
         fit_rows=fit_rows,
         mean_filled=mean_filled,
@@ -245,7 +260,7 @@ class EMState:
     log_likelihood: float
     objective: float
     resp: np.ndarray
-    xhat: np.ndarray = field(repr=False)  # (K, n, D) rows completed by each component's conditional mean
+    xhat: np.ndarray = field(repr=False)  # (K, n, D) rows completed per component, in the fit layout (see _fit_view)
     cond_cov: tuple = field(repr=False)  # per component, per group: (n_unique, m, m) (full only)
 
     @property
@@ -362,10 +377,11 @@ def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMCo
 
 
 def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, means, covariances) -> EMState:
-    Xfit, miss_fit, pats_fit, rows_fit = _fit_view(data, config)
-    objective, resp, xhat, cond = _e_step(
+    Xfit, miss_fit, pats_fit, rows_fit, perm = _fit_view(data, config)
+    objective, resp_p, xhat, cond = _e_step(
         Xfit, miss_fit, pats_fit, weights, means, covariances, config.covariance_type, rows_fit
     )
+    resp = _to_original(resp_p, perm)
     if config.variant == "mean_impute":
         ll = observed_log_likelihood(data, weights, means, covariances, config.covariance_type)[data.fit_rows].sum()
     else:
@@ -385,10 +401,24 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
 
 
 def _fit_view(data: EMData, config: EMConfig):
-    """(matrix, missing, patterns, rows) the variant fits on."""
+    """(matrix, missing, patterns, rows, perm) the variant fits on, in its row layout.
+
+    ``perm`` maps the layout to the caller's rows (``layout_row = original_row[perm]``), or is
+    None when the layout is the caller's order.
+    """
     if config.variant == "mean_impute":
-        return data.mean_filled, data.no_missing, data.filled_patterns, data.all_rows
-    return data.Xf, data.missing, data.patterns, data.fit_rows
+        return data.mean_filled, data.no_missing, data.filled_patterns, data.all_rows, None
+    p = data.patterns
+    return data.Xp, p.missing, p, data.rows_p, p.perm
+
+
+def _to_original(a: np.ndarray, perm) -> np.ndarray:
+    """Rows of ``a`` (in a fit layout) back in the caller's order."""
+    if perm is None:
+        return a
+    out = np.empty_like(a)
+    out[perm] = a
+    return out
 
 
 def init_from_parameters(data: EMData, config: EMConfig, weights, means, covariances) -> EMState:
@@ -416,7 +446,7 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
     observed means (a starting point only: the first EM step corrects it).
     """
     K = config.n_components
-    Xfit, miss_fit, _, rows_fit = _fit_view(data, config)
+    Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
     if K > rows_fit.size:
         raise BadInputError(
             f"n_components={K} is larger than the number of rows with observed data ({rows_fit.size}). "
@@ -466,8 +496,9 @@ def step(state: EMState, data: EMData, config: EMConfig) -> EMState:
     DegenerateCovarianceError
         When a component collapses (a covariance stops being positive definite).
     """
-    _, _, pats_fit, rows_fit = _fit_view(data, config)
-    weights, means, covs = _m_step(state.resp, state.xhat, state.cond_cov, state.covariances, pats_fit, rows_fit, config)
+    _, _, pats_fit, rows_fit, perm = _fit_view(data, config)
+    resp_p = state.resp if perm is None else state.resp[perm]
+    weights, means, covs = _m_step(resp_p, state.xhat, state.cond_cov, state.covariances, pats_fit, rows_fit, config)
     return _state_from_parameters(data, config, state.iteration + 1, weights, means, covs)
 
 
@@ -479,7 +510,8 @@ def impute(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:
     if config.variant == "mean_impute":
         fill = np.broadcast_to(data.col_mean, data.X.shape)
     else:
-        fill = np.einsum("nk,knd->nd", state.resp, state.xhat)
+        perm = data.patterns.perm
+        fill = _to_original(np.einsum("nk,knd->nd", state.resp[perm], state.xhat), perm)
     return np.where(data.missing, fill, data.X)
 
 
@@ -488,13 +520,14 @@ def observed_log_likelihood(data: EMData, weights, means, covariances, covarianc
 
     Rows with nothing observed get 0.
     """
+    p = data.patterns
     ll, _, _ = _component_loglik(
-        data.Xf, data.missing, data.patterns, np.asarray(means), np.asarray(covariances), covariance_type, False
+        data.Xp, p.missing, p, np.asarray(means), np.asarray(covariances), covariance_type, False
     )
     with np.errstate(divide="ignore"):
         out = logsumexp(ll + np.log(np.asarray(weights)), axis=1)
-    out[data.patterns.empty_rows] = 0.0
-    return out
+    out[p.empty_rows] = 0.0
+    return _to_original(out, p.perm)
 
 
 def snapshot(state: EMState, data: EMData, config: EMConfig, truth=None) -> dict:

@@ -209,15 +209,16 @@ def observed_gaussian(
         if patterns.empty_rows.size:
             xhat[patterns.empty_rows] = mean
     for g in patterns.groups:
-        diff = Xf[g.rows] - mean
         m = g.n_missing
+        sl = slice(g.start, g.stop) if g.start is not None else g.rows
+        diff = Xf[sl] - mean
         if m:
-            np.put_along_axis(diff, g.mis, 0.0, axis=1)
+            diff.ravel()[g.local_flat_missing] = 0.0
         r = diff @ precision  # (n_g, d); row i is (Lambda d_i)^T
         quad = np.einsum("ij,ij->i", diff, r)
         logdet_oo = np.full(g.rows.size, logdet_cov)
         if m:
-            rm = np.take_along_axis(r, g.mis, axis=1)
+            rm = np.take(r.ravel(), g.local_flat_missing).reshape(g.rows.size, m)
             if g.block_index is None:
                 Linv, logdet_mm = _factor_patterns(precision, g.unique_mis)
                 shift = np.empty_like(rm)
@@ -228,12 +229,17 @@ def observed_gaussian(
                 blocks = np.swapaxes(Linv, -1, -2) @ Linv if conditionals else None
             else:
                 LinvT, logdet_mm = _factor_patterns_batch_last(precision, g)
-                if g.n_unique == g.rows.size:  # every row its own pattern: permute rows, not factors
-                    order = g.order
-                    t = np.einsum("ijn,nj->in", LinvT, rm[order])
-                    shift = np.empty_like(rm)
-                    shift[order] = np.einsum("jin,jn->ni", LinvT, t)
-                    quad[order] -= np.einsum("in,in->n", t, t)
+                if g.n_unique == g.rows.size:
+                    if g.start is not None:  # sorted layout: row i has pattern i
+                        t = np.einsum("ijn,nj->in", LinvT, rm)
+                        shift = np.einsum("jin,jn->ni", LinvT, t)
+                        quad -= np.einsum("in,in->n", t, t)
+                    else:  # every row its own pattern: permute rows, not factors
+                        order = g.order
+                        t = np.einsum("ijn,nj->in", LinvT, rm[order])
+                        shift = np.empty_like(rm)
+                        shift[order] = np.einsum("jin,jn->ni", LinvT, t)
+                        quad[order] -= np.einsum("in,in->n", t, t)
                 else:
                     Lg = LinvT[:, :, g.inverse]  # (m, m, n_g)
                     t = np.einsum("ijn,nj->in", Lg, rm)
@@ -244,11 +250,15 @@ def observed_gaussian(
                     blocks = np.swapaxes(Lb, -1, -2) @ Lb
             logdet_oo += logdet_mm[g.inverse]
             if conditionals:
-                xhat.ravel()[g.flat_missing] = (mean[g.mis] - shift).ravel()
+                vals = (mean[g.mis] - shift).ravel()
+                if g.start is not None:
+                    xhat[g.start : g.stop].ravel()[g.local_flat_missing] = vals
+                else:
+                    xhat.ravel()[g.flat_missing] = vals
                 cond_cov.append(blocks)
         elif conditionals:
             cond_cov.append(np.zeros((1, 0, 0)))
-        loglik[g.rows] = -0.5 * ((d - m) * LOG_2PI + logdet_oo + quad)
+        loglik[sl] = -0.5 * ((d - m) * LOG_2PI + logdet_oo + quad)
     return loglik, xhat, cond_cov
 
 

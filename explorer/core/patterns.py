@@ -24,10 +24,9 @@ import numpy as np
 
 __all__ = ["MissingGroup", "MissingPatterns", "group_patterns"]
 
-#: Below this many distinct patterns in a group (or with this many rows per pattern on average),
-#: kernels loop over the patterns instead of gathering a matrix per row.
-LOOP_MAX_PATTERNS = 64
-LOOP_MIN_ROWS_PER_PATTERN = 8
+#: Groups with at most this many distinct patterns are handled by a Python loop over the
+#: patterns (one shared factor each, BLAS over its rows); larger groups by batched kernels.
+LOOP_MAX_PATTERNS = 8
 #: Groups with at most this many missing entries per row (and many patterns) are factored by
 #: column loops vectorised over the patterns; see :mod:`explorer.core.gaussian`.
 SMALL_BLOCK = 12
@@ -56,6 +55,11 @@ class MissingGroup:
     block_index : ndarray of shape (m, m, n_unique) or None
         Flat indices of the (mis, mis) block of a (n_features, n_features) matrix for every
         pattern, batch-last; only for groups that the batched small-block kernels handle.
+    start, stop : int or None
+        When the group's rows are the contiguous range ``start:stop`` (sorted layout, see
+        :func:`group_patterns`), kernels use slices instead of gathers.
+    local_flat_missing : ndarray of shape (n_rows * m,)
+        Flat indices ``position * n_features + column`` of the missing entries within the group.
     """
 
     rows: np.ndarray
@@ -66,6 +70,9 @@ class MissingGroup:
     order: np.ndarray
     flat_missing: np.ndarray
     block_index: np.ndarray | None
+    start: int | None
+    stop: int | None
+    local_flat_missing: np.ndarray
 
     @property
     def n_missing(self) -> int:
@@ -95,12 +102,16 @@ class MissingPatterns:
         Rows with every entry missing.
     n_patterns : int
         Number of distinct patterns among the non-empty rows.
+    perm : ndarray or None
+        For the sorted layout: ``missing`` here is ``original_missing[perm]`` (rows ordered by
+        number of missing entries, then by pattern; rows with nothing observed last).
     """
 
     missing: np.ndarray
     groups: tuple
     empty_rows: np.ndarray
     n_patterns: int
+    perm: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -119,7 +130,8 @@ class MissingPatterns:
 
 
 def _loop_over_patterns(m: int, n_unique: int, n_rows: int) -> bool:
-    return m > SMALL_BLOCK or n_unique <= LOOP_MAX_PATTERNS or n_rows >= LOOP_MIN_ROWS_PER_PATTERN * n_unique
+    # n_rows is kept in the signature: a cost model may use it; today the pattern count decides
+    return m > SMALL_BLOCK or n_unique <= LOOP_MAX_PATTERNS
 
 
 def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
@@ -137,12 +149,14 @@ def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
     members = tuple(np.split(order, bounds))
     d = missing.shape[1]
     flat_missing = (rows[:, None] * d + mis).ravel()
+    local_flat_missing = (np.arange(rows.size)[:, None] * d + mis).ravel()
+    contiguous = rows.size > 0 and rows[-1] - rows[0] + 1 == rows.size and np.all(np.diff(rows) == 1)
     block_index = None
     if m and not _loop_over_patterns(m, unique.shape[0], rows.size):
         ut = unique.T
         block_index = ut[:, None, :] * d + ut[None, :, :]
         block_index.setflags(write=False)
-    for a in (rows, mis, unique, inverse, order, flat_missing, *members):
+    for a in (rows, mis, unique, inverse, order, flat_missing, local_flat_missing, *members):
         a.setflags(write=False)
     return MissingGroup(
         rows=rows,
@@ -153,16 +167,24 @@ def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
         order=order,
         flat_missing=flat_missing,
         block_index=block_index,
+        start=int(rows[0]) if contiguous else None,
+        stop=int(rows[-1]) + 1 if contiguous else None,
+        local_flat_missing=local_flat_missing,
     )
 
 
-def group_patterns(missing: np.ndarray) -> MissingPatterns:
+def group_patterns(missing: np.ndarray, *, sort: bool = False) -> MissingPatterns:
     """Group rows by number of missing entries and, within a group, by pattern.
 
     Parameters
     ----------
     missing : array-like of bool, shape (n_samples, n_features)
         True = missing.
+    sort : bool
+        Group the rows of ``missing[perm]`` instead, where ``perm`` orders the rows by number of
+        missing entries, then by pattern (empty rows last). Every group is then a contiguous range
+        of rows with non-decreasing pattern index, which lets kernels use slices instead of
+        gathers. The result's ``perm`` says how to reorder data to match.
 
     Returns
     -------
@@ -178,6 +200,14 @@ def group_patterns(missing: np.ndarray) -> MissingPatterns:
     missing = np.array(missing, dtype=bool, copy=True)
     if missing.ndim != 2:
         raise ValueError(f"missing must be 2-D, got shape {missing.shape}")
+    if sort:
+        first = group_patterns(missing)
+        parts = [g.rows[g.order] for g in first.groups] + [first.empty_rows]
+        perm = np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, dtype=np.intp)
+        out = group_patterns(missing[perm])
+        perm.setflags(write=False)
+        return MissingPatterns(missing=out.missing, groups=out.groups, empty_rows=out.empty_rows,
+                               n_patterns=out.n_patterns, perm=perm)
     n_features = missing.shape[1]
     counts = missing.sum(axis=1)
     groups = []
