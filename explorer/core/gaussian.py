@@ -52,8 +52,27 @@ class DegenerateCovarianceError(BadInputError):
     """A covariance matrix is not positive definite (a collapsed or singular component)."""
 
 
+#: A factor whose smallest squared pivot is below ``PIVOT_RTOL * n_features * eps`` times the
+#: largest diagonal entry is numerically singular (its log-determinant and Mahalanobis distances
+#: are round-off), even if LAPACK did not fail.
+PIVOT_RTOL = 1.0
+
+
+def _degenerate(what: str, k=None) -> DegenerateCovarianceError:
+    where = f" (component {k})" if k is not None else ""
+    return DegenerateCovarianceError(
+        f"The {what}{where} is singular or not positive definite: a component has collapsed onto "
+        "too few points or onto a subspace (e.g. a constant or duplicated column). Increase "
+        "reg_covar, use fewer components, standardise the data, or drop constant columns."
+    )
+
+
 def cholesky(cov: np.ndarray, *, what: str = "covariance") -> np.ndarray:
     """Lower Cholesky factor(s) of a stack of symmetric positive-definite matrices.
+
+    Besides LAPACK's own failure, a factor is rejected when it is numerically singular: its
+    smallest squared pivot is below ``n_features * eps`` times the largest diagonal entry of the
+    matrix (the relative size of round-off), see :data:`PIVOT_RTOL`.
 
     Raises
     ------
@@ -61,21 +80,25 @@ def cholesky(cov: np.ndarray, *, what: str = "covariance") -> np.ndarray:
         With the index of the first failing matrix and the usual remedies.
     """
     try:
-        return np.linalg.cholesky(cov)
+        L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
-        bad = []
+        bad = None
         if cov.ndim == 3:
             for k in range(cov.shape[0]):
                 try:
                     np.linalg.cholesky(cov[k])
                 except np.linalg.LinAlgError:
-                    bad.append(k)
-        where = f" (component {bad[0]})" if bad else ""
-        raise DegenerateCovarianceError(
-            f"The {what}{where} is singular or not positive definite: a component has collapsed onto "
-            "too few points or onto a subspace (e.g. a constant or duplicated column). Increase "
-            "reg_covar, use fewer components, standardise the data, or drop constant columns."
-        ) from None
+                    bad = k
+                    break
+        raise _degenerate(what, bad) from None
+    d = cov.shape[-1]
+    pivots = np.diagonal(L, axis1=-2, axis2=-1) ** 2
+    scale = np.diagonal(cov, axis1=-2, axis2=-1).max(axis=-1)
+    tiny = pivots.min(axis=-1) <= PIVOT_RTOL * d * np.finfo(float).eps * scale
+    if np.any(tiny):
+        bad = int(np.flatnonzero(np.atleast_1d(tiny))[0]) if cov.ndim == 3 else None
+        raise _degenerate(what, bad)
+    return L
 
 
 def _tril_solve_identity(L: np.ndarray) -> np.ndarray:

@@ -150,7 +150,9 @@ def _group(missing: np.ndarray, rows: np.ndarray, m: int) -> MissingGroup:
     d = missing.shape[1]
     flat_missing = (rows[:, None] * d + mis).ravel()
     local_flat_missing = (np.arange(rows.size)[:, None] * d + mis).ravel()
-    contiguous = rows.size > 0 and rows[-1] - rows[0] + 1 == rows.size and np.all(np.diff(rows) == 1)
+    # slices are only valid when the rows are contiguous AND ordered by pattern (the kernels' "row i has
+    # pattern i" shortcut); a contiguous group of the unsorted layout keeps gathers
+    contiguous = rows.size > 0 and bool(np.all(np.diff(rows) == 1)) and bool(np.all(np.diff(inverse) >= 0))
     block_index = None
     if m and not _loop_over_patterns(m, unique.shape[0], rows.size):
         ut = unique.T

@@ -1,0 +1,499 @@
+"""Scikit-learn style estimators for probabilistic imputation, and :func:`amputate`.
+
+:class:`GaussianMixtureImputer` fits a Gaussian mixture to data with missing values by EM
+(:mod:`explorer.core.em_gmm`, Ghahramani & Jordan 1994) and then uses the fitted density:
+
+* ``transform``: single imputation by the conditional mean :math:`E[x^m \\mid x^o]`;
+* ``sample``: multiple imputation, draws from :math:`p(x^m \\mid x^o)`;
+* ``conditional``: the whole conditional mixture of every row
+  (:class:`~explorer.core.conditional.ConditionalMixture`: means, variances, intervals, densities);
+* ``score_samples`` / ``score``: observed-data log-likelihood per row / mean;
+* ``predict``: least-squares regression of some columns on others (Ghahramani & Jordan eq. 13).
+
+It follows the scikit-learn estimator rules (parameters stored untouched in ``__init__``,
+fitted attributes end with ``_``), so ``clone``, ``get_params``/``set_params``, ``Pipeline`` and
+``GridSearchCV`` work. :func:`amputate` makes missing values in complete data with one of the
+registered mechanisms of :mod:`explorer.core.mechanisms`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from explorer.core import em_gmm
+from explorer.core._validation import BadInputError, as_float_matrix, check_incomplete
+from explorer.core.conditional import ConditionalMixture, regression
+from explorer.core.gaussian import DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
+from explorer.core.mechanisms import apply_mechanism
+from explorer.core.patterns import group_patterns
+
+__all__ = ["GaussianMixtureImputer", "amputate"]
+
+_EMPTY_ROWS = ("raise", "marginal")
+
+
+def _rng(random_state, name: str = "random_state") -> np.random.Generator:
+    """``numpy.random.default_rng`` of an int, None or Generator, with a clear error otherwise."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
+        return np.random.default_rng(int(random_state))
+    raise BadInputError(
+        f"{name} must be None, a non-negative int or a numpy.random.Generator; got {random_state!r}. "
+        "(numpy.random.RandomState is not supported: use numpy.random.default_rng(seed).)"
+    )
+
+
+def _reject_sparse(X) -> None:
+    if hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X.sparse, "to_dense"):
+        raise TypeError(
+            "Sparse input is not supported: missing entries must be NaN in a dense array. "
+            "Convert with X.toarray() (or DataFrame.sparse.to_dense())."
+        )
+
+
+def _feature_names(X):
+    """Column names of a DataFrame-like ``X`` as an object array, or None (all must be str)."""
+    cols = getattr(X, "columns", None)
+    if cols is None:
+        return None
+    names = np.asarray(list(cols), dtype=object)
+    if names.size and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
+    """Impute missing values with a Gaussian mixture fitted by EM on the incomplete data.
+
+    The model :math:`p(x) = \\sum_k \\pi_k N(x; \\mu_k, \\Sigma_k)` is fitted by maximum
+    likelihood on the observed entries (EM with missing values, valid when the data are missing
+    at random). Missing entries are then imputed from :math:`p(x^m \\mid x^o)`, a Gaussian
+    mixture per row.
+
+    Parameters
+    ----------
+    n_components : int, default 1
+        Number of mixture components K.
+    covariance_type : {"full", "diag"}, default "full"
+    reg_covar : float, default 1e-6
+        Added to the diagonal of every covariance after each M-step.
+    tol : float, default 1e-5
+        Stop when the mean per-row log-likelihood changes by less than ``tol``.
+    max_iter : int, default 300
+        Maximum number of EM iterations per restart (a ``ConvergenceWarning`` is emitted when
+        it is reached).
+    init : {"kmeans", "kmeans++", "random"}, default "kmeans"
+        Initialisation (k-means on the observed entries, k-means++ seeds, random responsibilities).
+    n_init : int, default 1
+        Number of restarts; the one with the highest log-likelihood is kept.
+    variant : {"em", "naive", "mean_impute"}, default "em"
+        ``"em"`` is exact EM. The others are ablations kept for teaching: ``"naive"`` refits on
+        conditional means without the conditional-covariance correction (not EM; covariances
+        shrink), ``"mean_impute"`` fits on the column-mean-filled matrix and its ``transform``
+        returns the observed column means (the classical mean imputation).
+    empty_rows : {"raise", "marginal"}, default "raise"
+        What to do with rows whose every value is missing: raise an error (in ``fit`` and in
+        every method that takes ``X``), or accept them (they do not inform the fit and are
+        imputed from the marginal distribution, e.g. the mixture mean).
+    random_state : int, numpy.random.Generator or None, default None
+        Seed of the initialisation (``numpy.random.default_rng(random_state)``).
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_components,)
+    means_ : ndarray of shape (n_components, n_features)
+    covariances_ : ndarray
+        (n_components, n_features, n_features) for "full", (n_components, n_features) for "diag".
+    converged_ : bool
+    n_iter_ : int
+        EM iterations of the kept restart.
+    stop_reason_ : str
+        ``"tol"`` or ``"max_iter"``.
+    log_likelihood_ : float
+        Observed-data log-likelihood of the training data (a sum over rows, not a mean).
+    history_ : xarray.Dataset
+        Trace of the kept restart (see :func:`explorer.history.em_history`).
+    col_means_ : ndarray of shape (n_features,)
+        Observed column means of the training data (used by ``variant="mean_impute"``).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names (e.g. a pandas DataFrame).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explorer.imputers import GaussianMixtureImputer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.multivariate_normal([0.0, 0.0], [[1.0, 0.9], [0.9, 1.0]], size=200)
+    >>> X[::4, 1] = np.nan
+    >>> imp = GaussianMixtureImputer(random_state=0).fit(X)
+    >>> Xi = imp.transform(X)
+    >>> bool(np.isnan(Xi).any()), bool(np.array_equal(Xi[1::4], X[1::4]))
+    (False, True)
+    >>> imp.sample(X, n_imputations=3, random_state=1).shape
+    (3, 200, 2)
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        covariance_type="full",
+        reg_covar=1e-6,
+        tol=1e-5,
+        max_iter=300,
+        init="kmeans",
+        n_init=1,
+        variant="em",
+        empty_rows="raise",
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.reg_covar = reg_covar
+        self.tol = tol
+        self.max_iter = max_iter
+        self.init = init
+        self.n_init = n_init
+        self.variant = variant
+        self.empty_rows = empty_rows
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ sklearn plumbing
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def _config(self) -> em_gmm.EMConfig:
+        if self.empty_rows not in _EMPTY_ROWS:
+            raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
+        return em_gmm.EMConfig(
+            n_components=self.n_components,
+            covariance_type=self.covariance_type,
+            reg_covar=self.reg_covar,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            init=self.init,
+            n_init=self.n_init,
+            variant=self.variant,
+        )
+
+    @property
+    def _columns(self):
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else [str(c) for c in names]
+
+    def _validate(self, X) -> np.ndarray:
+        """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
+        check_is_fitted(self, "means_")
+        _reject_sparse(X)
+        names = _feature_names(X)
+        fitted = getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and not np.array_equal(names, fitted):
+            raise BadInputError(
+                f"X has columns {list(names)} but the imputer was fitted on {list(fitted)}. "
+                "Pass the same columns in the same order."
+            )
+        arr = as_float_matrix(X, name="X", columns=self._columns if names is None else list(names))
+        if arr.shape[1] != self.n_features_in_:
+            raise BadInputError(
+                f"X has {arr.shape[1]} feature(s) but the imputer was fitted on {self.n_features_in_}. "
+                "Pass data with the same columns, in the same order, as in fit."
+            )
+        self._check_empty_rows(np.isnan(arr))
+        return arr
+
+    def _check_empty_rows(self, missing: np.ndarray) -> None:
+        if self.empty_rows == "marginal":
+            return
+        empty = np.flatnonzero(missing.all(axis=1))
+        if empty.size:
+            shown = ", ".join(str(i) for i in empty[:5]) + (" ..." if empty.size > 5 else "")
+            raise BadInputError(
+                f"{empty.size} row(s) have every value missing (rows {shown}); nothing conditions their "
+                "imputation. Drop them, or set empty_rows='marginal' to impute them from the fitted "
+                "marginal distribution."
+            )
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None):
+        """Fit the mixture by EM on the observed entries of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            NaN marks a missing entry.
+        y : ignored
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BadInputError
+            Invalid parameters or data (non-numeric or infinite values, columns with no observed
+            value, all-missing rows with ``empty_rows="raise"``).
+        DegenerateCovarianceError
+            EM stopped on a collapsed (singular) component: increase ``reg_covar``, use fewer
+            components or drop constant / duplicated columns.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When ``max_iter`` is reached before ``tol``.
+        """
+        from explorer.history import em_history
+
+        config = self._config()
+        rng = _rng(self.random_state)
+        _reject_sparse(X)
+        names = _feature_names(X)
+        columns = None if names is None else [str(c) for c in names]
+        Xn, missing = check_incomplete(
+            X, columns=columns, allow_empty_rows=self.empty_rows == "marginal"
+        )
+        data = em_gmm.prepare(Xn, missing, columns=columns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", em_gmm.ConvergenceWarning)
+            result = em_gmm.fit(data, config, rng)
+        if result.stop_reason == "degenerate":
+            raise DegenerateCovarianceError(
+                f"EM stopped after {result.n_iter} iteration(s): {result.message}"
+            )
+        if result.stop_reason != "tol":
+            warnings.warn(result.message, em_gmm.ConvergenceWarning, stacklevel=2)
+        state = result.state
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = Xn.shape[1]
+        self.weights_ = np.array(state.weights)
+        self.means_ = np.array(state.means)
+        self.covariances_ = np.array(state.covariances)
+        self.col_means_ = np.array(data.col_mean)
+        self.converged_ = bool(result.converged)
+        self.n_iter_ = int(result.n_iter)
+        self.stop_reason_ = result.stop_reason
+        self.log_likelihood_ = float(state.log_likelihood)
+        self.history_ = em_history(result.trace, columns=columns, config=config, stop_reason=result.stop_reason)
+        return self
+
+    # ------------------------------------------------------------------ using the model
+    def conditional(self, X) -> ConditionalMixture:
+        """The conditional mixture :math:`p(x^m \\mid x^o)` of every row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NaN marks a missing entry.
+
+        Returns
+        -------
+        ConditionalMixture
+            With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
+        """
+        arr = self._validate(X)
+        return ConditionalMixture.from_gaussian_mixture(
+            arr, self.weights_, self.means_, self.covariances_,
+            covariance_type=self.covariance_type, columns=self._columns,
+        )
+
+    def transform(self, X):
+        """Single imputation: replace every NaN by its conditional mean :math:`E[x^m \\mid x^o]`.
+
+        Observed entries are returned unchanged (bit for bit). With ``variant="mean_impute"``
+        (an ablation) missing entries get the observed column means of the training data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            No NaN.
+        """
+        arr = self._validate(X)
+        missing = np.isnan(arr)
+        if self.variant == "mean_impute":
+            return np.where(missing, self.col_means_, arr)
+        return self.conditional(arr).mean()
+
+    def sample(self, X, n_imputations=5, random_state=None) -> np.ndarray:
+        """Multiple imputation: draws of the missing entries from :math:`p(x^m \\mid x^o)`.
+
+        Every variant draws from its fitted mixture (for ``"mean_impute"`` that is the model
+        fitted on the mean-filled data, not the column means that its ``transform`` returns).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_imputations : int, default 5
+        random_state : int, numpy.random.Generator or None
+
+        Returns
+        -------
+        ndarray of shape (n_imputations, n_samples, n_features)
+            Observed entries equal ``X`` in every imputation.
+        """
+        rng = _rng(random_state)
+        return self.conditional(X).sample(n_imputations, rng)
+
+    def score_samples(self, X) -> np.ndarray:
+        """Observed-data log-likelihood of every row, :math:`\\log\\sum_k \\pi_k N(x^o; \\mu_k^o, \\Sigma_k^{oo})`.
+
+        Rows with every value missing score 0 (when ``empty_rows="marginal"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        arr = self._validate(X)
+        missing = np.isnan(arr)
+        Xf = np.where(missing, 0.0, arr)
+        K = self.weights_.shape[0]
+        ll = np.empty((arr.shape[0], K))
+        if self.covariance_type == "full":
+            patterns = group_patterns(missing)
+            precision, logdet = precision_and_logdet(self.covariances_)
+            for k in range(K):
+                ll[:, k] = observed_gaussian(
+                    Xf, patterns, self.means_[k], precision[k], logdet[k], conditionals=False
+                )[0]
+        else:
+            for k in range(K):
+                ll[:, k] = observed_diagonal(Xf, missing, self.means_[k], self.covariances_[k], conditionals=False)[0]
+        with np.errstate(divide="ignore"):
+            out = logsumexp(ll + np.log(self.weights_), axis=1)
+        out[missing.all(axis=1)] = 0.0
+        return out
+
+    def score(self, X, y=None) -> float:
+        """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
+        return float(np.mean(self.score_samples(X)))
+
+    def predict(self, X, inputs, targets) -> np.ndarray:
+        """Least-squares prediction of ``targets`` from ``inputs`` (Ghahramani & Jordan eq. 13).
+
+        :math:`\\hat x^t = \\sum_k h_k(x^i)\\,[\\mu_k^t + \\Sigma_k^{ti}(\\Sigma_k^{ii})^{-1}(x^i - \\mu_k^i)]`
+        with :math:`h_k(x^i) \\propto \\pi_k N(x^i; \\mu_k^i, \\Sigma_k^{ii})`. Columns in neither
+        list are marginalised out; NaN inputs are marginalised too.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, len(inputs))
+            Either full rows (only the ``inputs`` columns are read) or just the input columns,
+            in the order of ``inputs``.
+        inputs, targets : int, str or sequence of them
+            Column indices, or names when the imputer was fitted on a DataFrame; disjoint.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(targets))
+        """
+        check_is_fitted(self, "means_")
+        columns = self._columns
+        if np.ndim(X) == 1:  # a single input column given as a vector
+            X = np.asarray(X).reshape(-1, 1)
+        arr = as_float_matrix(X, name="X")
+        inp = np.atleast_1d(np.asarray(inputs, dtype=object))
+        if arr.shape[1] == self.n_features_in_:
+            idx = [self._column_index(j) for j in inp]
+            arr = arr[:, idx]
+        elif arr.shape[1] != inp.size:
+            raise BadInputError(
+                f"X has {arr.shape[1]} column(s): pass either all {self.n_features_in_} features or only "
+                f"the {inp.size} input column(s), in the order of inputs."
+            )
+        mix = regression(
+            self.weights_, self.means_, self.covariances_, arr,
+            inputs=inputs, targets=targets, covariance_type=self.covariance_type, columns=columns,
+        )
+        return mix.mean()
+
+    def _column_index(self, j) -> int:
+        columns = self._columns
+        if isinstance(j, str):
+            if columns is None or j not in columns:
+                raise BadInputError(
+                    f"Unknown column {j!r}: the imputer was fitted on "
+                    f"{'unnamed columns (use integer indices)' if columns is None else columns}."
+                )
+            return columns.index(j)
+        if isinstance(j, numbers.Integral) and not isinstance(j, bool) and -self.n_features_in_ <= j < self.n_features_in_:
+            return int(j) % self.n_features_in_
+        raise BadInputError(f"{j!r} is not a column of the {self.n_features_in_} fitted feature(s).")
+
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names (the input ones: imputation keeps the columns)."""
+        check_is_fitted(self, "n_features_in_")
+        fitted = getattr(self, "feature_names_in_", None)
+        if input_features is not None:
+            names = np.asarray(input_features, dtype=object)
+            if names.size != self.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
+                raise BadInputError("input_features do not match the features seen in fit.")
+            return names
+        if fitted is not None:
+            return fitted.copy()
+        return np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
+
+
+def amputate(X, mechanism="mcar", rate=0.2, random_state=None, **params):
+    """Make missing values in complete data with a registered missingness mechanism.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Complete data (no NaN). Never modified.
+    mechanism : str, default "mcar"
+        A key of :data:`explorer.core.mechanisms.MECHANISMS` ("mcar", "mar_threshold",
+        "self_masking", "square", ...).
+    rate : float or None, default 0.2
+        Overall fraction of entries to remove; must be None for mechanisms without a rate
+        (e.g. "square", "half", "patterns").
+    random_state : int, numpy.random.Generator or None
+    **params
+        Parameters of the mechanism (e.g. ``target=1, control=0`` for "mar_threshold").
+
+    Returns
+    -------
+    X_nan : ndarray or DataFrame of shape (n_samples, n_features)
+        A float copy of ``X`` with NaN at the missing entries (a DataFrame with the same index
+        and columns when ``X`` is one).
+    missing : ndarray of bool, shape (n_samples, n_features)
+        True = missing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explorer.imputers import amputate
+    >>> X = np.arange(20.0).reshape(10, 2)
+    >>> X_nan, missing = amputate(X, "mar_threshold", rate=0.25, target=1, control=0)
+    >>> int(missing[:, 1].sum()), bool(np.isnan(X_nan[missing]).all()), bool(np.isnan(X).any())
+    (5, True, False)
+    """
+    rng = _rng(random_state)
+    names = getattr(X, "columns", None)
+    arr = as_float_matrix(X, name="X", columns=None if names is None else [str(c) for c in names])
+    result = apply_mechanism(arr, mechanism, rate, rng=rng, **params)
+    missing = np.array(result.missing, dtype=bool)
+    out = arr.copy()
+    out[missing] = np.nan
+    if names is not None and hasattr(X, "index"):
+        import pandas as pd
+
+        return pd.DataFrame(out, index=X.index, columns=X.columns), missing
+    return out, missing
