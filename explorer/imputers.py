@@ -8,7 +8,7 @@
 * ``conditional``: the whole conditional mixture of every row
   (:class:`~explorer.core.conditional.ConditionalMixture`: means, variances, intervals, densities);
 * ``score_samples`` / ``score``: observed-data log-likelihood per row / mean;
-* ``predict``: least-squares regression of some columns on others (Ghahramani & Jordan eq. 13).
+* ``regress``: least-squares regression of some columns on others (Ghahramani & Jordan eq. 13).
 
 It follows the scikit-learn estimator rules (parameters stored untouched in ``__init__``,
 fitted attributes end with ``_``), so ``clone``, ``get_params``/``set_params``, ``Pipeline`` and
@@ -385,7 +385,7 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
         """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
         return float(np.mean(self.score_samples(X)))
 
-    def predict(self, X, inputs, targets) -> np.ndarray:
+    def regress(self, X, inputs, targets) -> np.ndarray:
         """Least-squares prediction of ``targets`` from ``inputs`` (Ghahramani & Jordan eq. 13).
 
         :math:`\\hat x^t = \\sum_k h_k(x^i)\\,[\\mu_k^t + \\Sigma_k^{ti}(\\Sigma_k^{ii})^{-1}(x^i - \\mu_k^i)]`

@@ -227,7 +227,7 @@ def test_predict_is_the_eq13_convex_combination(data):
     inputs, targets = [0], [2]  # column 1 is marginalised out
     Xq = X[:50].copy()
     Xq[:, 1] = np.nan  # ignored
-    pred = imp.predict(Xq, inputs=inputs, targets=targets)
+    pred = imp.regress(Xq, inputs=inputs, targets=targets)
     assert pred.shape == (50, 1)
     # eq. 13 written out with dense linear algebra
     i, t = np.array(inputs), np.array(targets)
@@ -244,15 +244,15 @@ def test_predict_is_the_eq13_convex_combination(data):
     np.testing.assert_allclose(pred, expected, rtol=1e-9, atol=1e-9)
     assert np.all(pred >= per_k.min(axis=0) - 1e-12) and np.all(pred <= per_k.max(axis=0) + 1e-12)
     # passing only the input columns gives the same answer
-    np.testing.assert_allclose(imp.predict(Xq[:, inputs], inputs=inputs, targets=targets), pred, rtol=1e-14)
-    np.testing.assert_allclose(imp.predict(Xq[:, 0], inputs=0, targets=2), pred, rtol=1e-14)
+    np.testing.assert_allclose(imp.regress(Xq[:, inputs], inputs=inputs, targets=targets), pred, rtol=1e-14)
+    np.testing.assert_allclose(imp.regress(Xq[:, 0], inputs=0, targets=2), pred, rtol=1e-14)
     # a missing input is marginalised: with nothing observed the prediction is the marginal mean
-    nothing = imp.predict(np.full((2, 1), np.nan), inputs=[0], targets=[1, 2])
+    nothing = imp.regress(np.full((2, 1), np.nan), inputs=[0], targets=[1, 2])
     np.testing.assert_allclose(nothing, np.broadcast_to(imp.weights_ @ imp.means_[:, 1:], (2, 2)), rtol=1e-12)
     with pytest.raises(BadInputError, match="both an input and a target"):
-        imp.predict(X[:5], inputs=[0, 1], targets=[1])
+        imp.regress(X[:5], inputs=[0, 1], targets=[1])
     with pytest.raises(BadInputError, match="either all 3 features or only"):
-        imp.predict(X[:5, :2], inputs=[0], targets=[2])
+        imp.regress(X[:5, :2], inputs=[0], targets=[2])
 
 
 def test_dataframe_input_keeps_feature_names(data):
@@ -269,12 +269,12 @@ def test_dataframe_input_keeps_feature_names(data):
     out_df = imp.transform(df)
     assert isinstance(out_df, pd.DataFrame) and list(out_df.columns) == ["a", "b", "c"]
     assert list(out_df.index) == list(df.index)
-    pred = imp.predict(df, inputs=["a"], targets=["c"])
-    np.testing.assert_allclose(pred, imp.predict(X_nan, inputs=[0], targets=[2]))
+    pred = imp.regress(df, inputs=["a"], targets=["c"])
+    np.testing.assert_allclose(pred, imp.regress(X_nan, inputs=[0], targets=[2]))
     with pytest.raises(BadInputError, match="fitted on \\['a', 'b', 'c'\\]"):
         imp.transform(df[["b", "a", "c"]])
     with pytest.raises(BadInputError, match="Unknown column 'z'"):
-        imp.predict(df, inputs=["z"], targets=["c"])
+        imp.regress(df, inputs=["z"], targets=["c"])
     # refitting on an array forgets the names
     assert not hasattr(imp.fit(X_nan), "feature_names_in_")
 
@@ -306,9 +306,9 @@ def test_not_fitted_error(method):
         getattr(GaussianMixtureImputer(), method)(np.zeros((3, 2)))
 
 
-def test_predict_not_fitted():
+def test_regress_not_fitted():
     with pytest.raises(NotFittedError):
-        GaussianMixtureImputer().predict(np.zeros((3, 2)), inputs=[0], targets=[1])
+        GaussianMixtureImputer().regress(np.zeros((3, 2)), inputs=[0], targets=[1])
 
 
 @pytest.mark.parametrize("method", ["transform", "sample", "score_samples", "conditional"])
@@ -442,3 +442,8 @@ def test_amputate_bad_input():
         amputate(X, "mcar", colour="red")
     with pytest.raises(BadInputError, match="random_state"):
         amputate(X, random_state=-1)
+
+
+def test_imputer_is_not_a_predictor():
+    """A transformer must not expose predict(): Pipeline/check_estimator would call it with X only."""
+    assert not hasattr(GaussianMixtureImputer(), "predict")
