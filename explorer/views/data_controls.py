@@ -94,10 +94,12 @@ class DataControls(Viewer):
                 w = pn.widgets.Select(label=label, options=list(p.choices), value=value)
             elif p.kind == "int":
                 lo, hi = p.bounds or (None, None)
-                w = pn.widgets.IntInput(label=label, value=int(value), start=lo, end=hi)
+                # a default of None means "derived from the data" (e.g. mar_rows' n_controlling)
+                w = pn.widgets.IntInput(label=label, value=None if value is None else int(value), start=lo, end=hi)
             elif p.kind == "float":
                 lo, hi = p.bounds or (None, None)
-                w = pn.widgets.FloatInput(label=label, value=float(value), start=lo, end=hi, step=0.1)
+                w = pn.widgets.FloatInput(label=label, value=None if value is None else float(value), start=lo,
+                                          end=hi, step=0.1)
             elif p.kind == "column" and columns:
                 idx = value % len(columns) if isinstance(value, int) else 0
                 w = pn.widgets.Select(label=label, options={c: i for i, c in enumerate(columns)}, value=idx)

@@ -1,0 +1,38 @@
+"""Page "EM playground": exact EM vs a naive refit vs mean imputation on 2-D data (classroom).
+
+Serve on its own with ``panel serve apps/em_playground.py`` (add ``--num-threads 4`` so Play runs
+off the event loop), or as part of the gallery (``panel serve apps/``, which imports
+:func:`create_view`). Every browser session builds its own models; the data and model settings
+live in the URL, so a screen can be shared as a link.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.models.data_model import DataModel
+from explorer.views.em_playground import EMPlayground
+
+TITLE = "EM playground"
+#: The default screen: seed001 Fig. 1 (bivariate Gaussian, y hidden where x is large, K = 1).
+DEFAULT_DATA = {"dataset": "ghahramani_bivariate", "n_samples": 200, "mechanism": "mar_threshold", "rate": 0.35}
+
+
+def create_view(**data_settings) -> EMPlayground:
+    """The bare Viewer (plain layout, no template) with a fresh DataModel and three EMModels."""
+    return EMPlayground(data_model=DataModel(**(DEFAULT_DATA | data_settings)), n_components=1)
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served page: controls in the sidebar, the three panels and the traces in the main area."""
+    pn.extension(sizing_mode="stretch_width", notifications=False)
+    view = create_view()
+    view.sync_url()
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=340,
+        header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

@@ -1,0 +1,178 @@
+"""The gallery: one served app that opens every page of the explorer.
+
+``panel serve apps/`` (``bash scripts/serve.sh``) runs this file as a Bokeh *directory app* at
+``/apps``; ``panel serve apps/*.py`` serves it at ``/main`` next to each page on its own. The pages
+are the sibling modules of this file (``apps/<page>.py``), loaded by path with :mod:`importlib`
+(so this works whatever ``sys.path`` is) and each built only when first opened, from the module's
+``create_view()`` (the page's Viewer without a template). A page that cannot be loaded shows a
+"page unavailable" message instead of breaking the gallery. The open page is kept in the URL
+(``?page=em_playground``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.datasets import list_datasets
+
+log = logging.getLogger(__name__)
+APPS_DIR = Path(__file__).resolve().parent
+TITLE = "Imputation explorer"
+HOME = "home"
+
+
+class PageInfo(param.Parameterized):
+    """A page of the gallery: ``apps/<slug>.py`` with ``create_view()``."""
+
+    slug = param.String()
+    title = param.String()
+    summary = param.String()
+    dataset = param.String(doc="The built-in data set the page starts with")
+
+
+PAGES = [
+    PageInfo(slug="em_playground", title="EM playground",
+             summary="Exact EM, a naive conditional-mean refit and mean imputation side by side on 2-D data: "
+                     "Play the iterations and watch the bias of the shortcuts (Ghahramani & Jordan, Fig. 1).",
+             dataset="ghahramani_bivariate"),
+    PageInfo(slug="conditional", title="Conditional density slices",
+             summary="The distribution of a missing value given the observed ones under a fitted mixture: "
+                     "density, interval, samples, and the component weights behind them.",
+             dataset="iris"),
+    PageInfo(slug="data_mechanism", title="Data & mechanism",
+             summary="What a missingness mechanism (MCAR, MAR, NMAR) removes from a data set: the missingness "
+                     "matrix, per-column rates, patterns and the marginals of observed vs hidden values.",
+             dataset="iris"),
+]
+
+
+def load_page_module(slug: str):
+    """Import ``apps/<slug>.py`` by path (cached in ``sys.modules`` as ``explorer_apps.<slug>``)."""
+    name = f"explorer_apps.{slug}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = APPS_DIR / f"{slug}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.name} is not in {APPS_DIR}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def build_page(slug: str):
+    """``(sidebar, main)`` of a page (``sidebar`` is None when the view has no separate controls).
+
+    Raises whatever the page raises; :class:`Gallery` turns that into a readable placeholder.
+    """
+    module = load_page_module(slug)
+    factory = getattr(module, "create_view", None) or getattr(module, "view", None)
+    if factory is None:
+        raise AttributeError(f"apps/{slug}.py defines no create_view() returning the page's Viewer")
+    view = factory()
+    sidebar, main = getattr(view, "sidebar", None), getattr(view, "main", None)
+    if sidebar is None or main is None:
+        return None, view
+    return sidebar, main
+
+
+def _datasets_table() -> pd.DataFrame:
+    return pd.DataFrame([{"name": d.name, "data set": d.title, "rows x columns": f"{d.n_samples} x {d.n_features}",
+                          "description": d.description} for d in list_datasets()])
+
+
+class Gallery(Viewer):
+    """Navigation between the pages; each page is built the first time it is opened."""
+
+    page = param.Selector(default=HOME, objects=[HOME] + [p.slug for p in PAGES], doc="The open page")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._built: dict[str, tuple] = {}
+        self.menu = pn.widgets.RadioButtonGroup.from_param(
+            self.param.page, options={"Home": HOME} | {p.title: p.slug for p in PAGES},
+            orientation="vertical", variant="outline", color="primary", sizing_mode="stretch_width")
+        self.page_sidebar = pn.Column(sizing_mode="stretch_width")
+        self.main = pn.Column(sizing_mode="stretch_width", min_height=400)
+        self.sidebar = pn.Column("### Pages", self.menu, pn.layout.Divider(), self.page_sidebar,
+                                 sizing_mode="stretch_width")
+        self._home = self._build_home()
+        self._layout = pn.Row(pn.Column(self.sidebar, width=340), self.main, sizing_mode="stretch_width")
+        self._show()
+
+    def __panel__(self):
+        return self._layout
+
+    def _build_home(self):
+        cards = []
+        for p in PAGES:
+            button = pn.widgets.Button(label=f"Open {p.title}", color="primary")
+            button.on_click(lambda event, slug=p.slug: setattr(self, "page", slug))
+            cards.append(pn.Column(
+                pn.pane.Markdown(f"### {p.title}\n{p.summary}\n\n*Starts with the built-in data set* `{p.dataset}`."),
+                button, sizing_mode="stretch_width", margin=8,
+                styles={"border": "1px solid #d0d7de", "border-radius": "8px", "padding": "8px"}))
+        intro = pn.pane.Markdown(
+            "# Imputation explorer\nInteractive pages about fitting models to data with missing values and "
+            "imputing them from the fitted model: mixtures of Gaussians fitted by EM, and what the missingness "
+            "mechanism does to the data. Pick a page below or in the sidebar; every page works on the built-in "
+            "data sets listed at the bottom, and its settings can be changed in its sidebar.",
+            sizing_mode="stretch_width")
+        table = pn.pane.DataFrame(_datasets_table(), index=False, sizing_mode="stretch_width",
+                                  stylesheets=[":host table td, :host table th {text-align: left;}"])
+        return pn.Column(intro, pn.GridBox(*cards, ncols=len(cards), sizing_mode="stretch_width"),
+                         "### Built-in data sets", table, sizing_mode="stretch_width")
+
+    def _page(self, slug: str):
+        if slug not in self._built:
+            try:
+                self._built[slug] = build_page(slug)
+            except Exception as exc:  # the gallery stays usable whatever a page does
+                log.exception("page %s could not be built", slug)
+                alert = pn.pane.Alert(f"**Page unavailable:** {type(exc).__name__}: {exc}", alert_type="warning",
+                                      sizing_mode="stretch_width")
+                self._built[slug] = (None, alert)
+        return self._built[slug]
+
+    @param.depends("page", watch=True)
+    def _show(self):
+        if self.page == HOME:
+            sidebar, main = None, self._home
+        else:
+            self.main.loading = True
+            try:
+                sidebar, main = self._page(self.page)
+            finally:
+                self.main.loading = False
+        with pn.io.hold():
+            self.page_sidebar.objects = [] if sidebar is None else [sidebar]
+            self.main.objects = [main]
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served gallery: page menu (and the open page's controls) in the sidebar, the page in main."""
+    pn.extension(sizing_mode="stretch_width", notifications=False)
+    gallery = Gallery()
+    if pn.state.location is not None:
+        pn.state.location.sync(gallery, {"page": "page"})
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[gallery.sidebar], main=[gallery.main], sidebar_width=340,
+        header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

@@ -1,0 +1,228 @@
+"""Step / Play / Pause / Reset controller for any number of steppable models.
+
+:class:`StepPlayer` drives models that offer ``step()``, ``try_step()`` (non-blocking: returns
+False at once when another step is running), ``reset()`` and a ``finished`` property, e.g.
+:class:`~explorer.models.em_model.EMModel`. It is generic, so later pages (variational mixtures,
+Neumann solver) can reuse it.
+
+How Play works (see the Panel guide, section 2.5): Play starts a session-scoped
+``pn.state.add_periodic_callback``. Each tick advances every unfinished model by
+``steps_per_tick`` steps and then increments :attr:`StepPlayer.frame`, which is what views
+watch (so a view redraws once per tick, however many steps the tick made). With Panel's thread
+pool (``panel serve --num-threads 4`` or ``pn.extension(nthreads=4)``) ticks run on worker
+threads and could overlap when a tick is slower than the period: a non-blocking lock skips a
+tick instead of queueing it, and models are advanced with ``try_step()``. Creating and stopping
+the timer is always done on the event loop (``pn.state.execute``), from one reconciling method,
+so Play/Pause clicks, the end of a run and the end of the session cannot race. Outside a server
+(Jupyter, scripts, tests) the same code runs directly; without a running event loop the timer
+never fires and :meth:`StepPlayer.tick` can be called by hand.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+__all__ = ["StepPlayer"]
+
+
+def _model_label(model, index: int) -> str:
+    return getattr(model, "name", None) or f"model {index + 1}"
+
+
+class StepPlayer(Viewer):
+    """Buttons Step, Play/Pause, Reset, a speed control and an iteration read-out.
+
+    Parameters
+    ----------
+    models : list
+        Objects with ``step() -> bool``, ``try_step() -> bool``, ``reset()`` and ``finished``.
+        Optional ``iteration``, ``stop_reason`` and ``run_id`` attributes are shown / watched.
+    labels : list of str, optional
+        Names shown in the iteration read-out (default: the models' ``name``).
+    period : int
+        Milliseconds between two ticks while playing.
+    steps_per_tick : int
+        Steps each model makes per tick (views redraw once per tick: a throttle).
+
+    Examples
+    --------
+    >>> from explorer.models.em_model import EMModel
+    >>> player = StepPlayer(models=[EMModel()], labels=["EM"])
+    >>> player.step()
+    1
+    >>> player.models[0].iteration
+    1
+    """
+
+    models = param.List(default=[], doc="Models with step(), try_step(), reset() and finished")
+    labels = param.List(default=None, allow_None=True, item_type=str, doc="Names in the read-out")
+    playing = param.Boolean(default=False, doc="True while the timer runs")
+    period = param.Integer(default=200, bounds=(20, 5000), doc="Milliseconds between ticks")
+    steps_per_tick = param.Integer(default=1, bounds=(1, 50), doc="Steps per model and tick")
+    frame = param.Integer(default=0, constant=True, doc="Increases after every batch of steps (views watch it)")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._tick_lock = threading.Lock()  # a tick in progress makes later ticks skip
+        self._timer_lock = threading.RLock()
+        self._cb = None  # the PeriodicCallback while playing
+        self._doc = None  # the session document the timer belongs to
+        self._destroy_registered = False
+        self._destroyed = False
+        self._step_button = pn.widgets.Button(label="Step", color="primary", description="One step of every model")
+        self._play = pn.widgets.Toggle.from_param(self.param.playing, label="Play", color="success")
+        self._reset_button = pn.widgets.Button(label="Reset", color="warning", description="Start every run again")
+        self._period = pn.widgets.IntSlider.from_param(
+            self.param.period, label="Tick period (ms)", start=50, end=2000, step=50
+        )
+        self._per_tick = pn.widgets.IntSlider.from_param(
+            self.param.steps_per_tick, label="Steps per tick", start=1, end=25
+        )
+        self._readout = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self._step_button.on_click(self._on_step)
+        self._reset_button.on_click(self._on_reset)
+        for m in self.models:
+            if "run_id" in getattr(m, "param", {}):
+                m.param.watch(self._on_model_reset, "run_id")
+        self._update_readout()
+        self._layout = pn.Column(
+            pn.Row(self._step_button, self._play, self._reset_button, sizing_mode="stretch_width"),
+            self._period, self._per_tick, self._readout, sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        return self._layout
+
+    # ------------------------------------------------------------------ state
+    @property
+    def finished(self) -> bool:
+        """True when every model is finished (nothing left to play)."""
+        return all(bool(m.finished) for m in self.models)
+
+    @property
+    def timer(self):
+        """The running ``PeriodicCallback`` (None when paused)."""
+        return self._cb
+
+    def _label(self, i: int) -> str:
+        if self.labels and i < len(self.labels):
+            return self.labels[i]
+        return _model_label(self.models[i], i)
+
+    def _update_readout(self):
+        parts = []
+        for i, m in enumerate(self.models):
+            it = getattr(m, "iteration", None)
+            text = f"**{self._label(i)}**: {it if it is not None else '-'}"
+            reason = getattr(m, "stop_reason", "")
+            if reason:
+                text += f" ({'converged' if reason == 'tol' else reason.replace('_', ' ')})"
+            parts.append(text)
+        self._readout.object = "Iteration: " + " · ".join(parts) if parts else "No model."
+        label = "Pause" if self.playing else "Play"
+        if self._play.label != label:
+            self._play.label = label
+
+    def _bump(self):
+        with pn.io.hold():
+            self._update_readout()
+            with param.edit_constant(self):
+                self.frame += 1
+
+    # ------------------------------------------------------------------ actions
+    def step(self) -> int:
+        """One step of every unfinished model (waits for a running tick). Returns steps made."""
+        done = sum(bool(m.step()) for m in self.models if not m.finished)
+        self._bump()
+        return done
+
+    def tick(self) -> int:
+        """One timer tick: ``steps_per_tick`` non-blocking steps per model; skipped when busy.
+
+        Returns the number of steps made (0 when skipped). Pauses once every model is finished.
+        """
+        if not self._tick_lock.acquire(blocking=False):
+            return 0
+        try:
+            done = 0
+            for m in self.models:
+                for _ in range(self.steps_per_tick):
+                    if m.finished or not m.try_step():
+                        break
+                    done += 1
+            self._bump()
+        finally:
+            self._tick_lock.release()
+        if self.finished and self.playing:
+            self.playing = False
+        return done
+
+    def reset(self) -> None:
+        """Pause and start every model again."""
+        self.playing = False
+        for m in self.models:
+            m.reset()
+        self._bump()
+
+    def play(self) -> None:
+        self.playing = True
+
+    def pause(self) -> None:
+        self.playing = False
+
+    # ------------------------------------------------------------------ widget callbacks
+    def _on_step(self, event=None):
+        self.step()
+
+    def _on_reset(self, event=None):
+        self.reset()
+
+    def _on_model_reset(self, event):
+        self._update_readout()
+
+    # ------------------------------------------------------------------ the timer
+    @param.depends("playing", "period", watch=True)
+    def _request_sync(self):
+        self._update_readout()
+        # create / stop / retime the timer on the event loop (scheduled when called from a thread)
+        pn.state.execute(self._sync_timer, schedule="auto")
+
+    def _sync_timer(self):
+        """Make the timer match ``playing`` and ``period`` (idempotent, runs on the event loop)."""
+        with self._timer_lock:
+            want = self.playing and not self._destroyed
+            if want and self.finished:  # nothing to do: flip back instead of spinning
+                want = False
+                self.playing = False
+            if not want:
+                self._stop_timer()
+                return
+            if self._cb is not None:
+                if self._cb.period != self.period:
+                    self._cb.period = self.period
+                return
+            self._register_destroy()
+            self._cb = pn.state.add_periodic_callback(self.tick, period=self.period, start=True)
+
+    def _stop_timer(self):
+        with self._timer_lock:
+            cb, self._cb = self._cb, None
+            if cb is not None:
+                cb.stop()
+
+    def _register_destroy(self):
+        doc = pn.state.curdoc
+        if self._destroy_registered or doc is None or doc.session_context is None:
+            return  # Jupyter / scripts: no session to outlive
+        self._destroy_registered = True
+        self._doc = doc
+        pn.state.on_session_destroyed(self._on_session_destroyed)
+
+    def _on_session_destroyed(self, session_context):
+        """Stop for good (Bokeh may call this twice for one session: idempotent)."""
+        self._destroyed = True
+        self._stop_timer()

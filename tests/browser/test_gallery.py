@@ -1,0 +1,58 @@
+"""The gallery (apps/main.py) served as a script and as the Bokeh directory app ``apps/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+PAGES = {"em_playground": "EM playground", "conditional": "Conditional density slices",
+         "data_mechanism": "Data & mechanism"}
+
+
+def _open(page, label: str, slug: str) -> None:
+    page.get_by_role("button", name=label, exact=True).click()
+    page.wait_for_function(f"() => window.location.search.includes('page={slug}')")
+    page.locator(".bk-Canvas").first.wait_for()  # the page's plots are drawn
+    assert page.get_by_text("Page unavailable", exact=False).count() == 0
+
+
+def test_gallery_navigates_to_every_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"main": str(REPO_ROOT / "apps" / "main.py")})
+    page = new_page(viewport={"width": 1400, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/main")
+    wait_for_bokeh(page)
+    page.get_by_role("heading", name="Built-in data sets").wait_for()
+    for title in PAGES.values():  # one card per page
+        assert page.get_by_role("button", name=f"Open {title}", exact=True).is_visible()
+    assert page.get_by_text("ghahramani_bivariate", exact=False).first.is_visible()
+    screenshot(page, "gallery")
+
+    _open(page, "EM playground", "em_playground")
+    page.get_by_text("Exact EM · iteration 0", exact=False).wait_for()
+    page.get_by_role("button", name="Step", exact=True).click()
+    page.get_by_text("Exact EM · iteration 1", exact=False).wait_for()
+
+    _open(page, "Conditional density slices", "conditional")
+    _open(page, "Data & mechanism", "data_mechanism")
+    page.get_by_role("button", name="Home", exact=True).click()
+    page.get_by_role("button", name="Open EM playground", exact=True).click()
+    page.get_by_text("Exact EM · iteration 1", exact=False).wait_for()  # built once, state kept
+    errors.assert_none()
+
+
+@pytest.mark.parametrize("slug", ["em_playground"])
+def test_directory_app_opens_a_page_from_the_url(slug, serve_app, page, page_errors, wait_for_bokeh):
+    # `panel serve apps/` runs apps/ as a Bokeh directory app (main.py) at /apps; pn.serve takes a
+    # directory only as a ready-made Bokeh Application (a plain path string would be shown as text)
+    from panel.io.application import build_single_handler_application
+
+    url = serve_app({"apps": build_single_handler_application(str(REPO_ROOT / "apps"))})
+    page.goto(f"{url}/apps?page={slug}")
+    wait_for_bokeh(page)
+    page.get_by_text("Exact EM · iteration 0", exact=False).wait_for()
+    assert page.get_by_role("button", name=PAGES[slug], exact=True).is_visible()
+    page_errors.assert_none()
