@@ -26,6 +26,8 @@ def create_view(**data_settings) -> EMPlayground:
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: controls in the sidebar, the three panels and the traces in the main area."""
     pn.extension(sizing_mode="stretch_width", notifications=False)
+    if pn.config.nthreads is None:  # served without --num-threads: still run Play's steps off the event loop
+        pn.extension(nthreads=4)
     view = create_view()
     view.sync_url()
     return pn.template.BootstrapTemplate(

@@ -165,6 +165,8 @@ class Gallery(Viewer):
 def create_app() -> pn.template.BootstrapTemplate:
     """The served gallery: page menu (and the open page's controls) in the sidebar, the page in main."""
     pn.extension(sizing_mode="stretch_width", notifications=False)
+    if pn.config.nthreads is None:  # served without --num-threads: still run Play's steps off the event loop
+        pn.extension(nthreads=4)
     gallery = Gallery()
     if pn.state.location is not None:
         pn.state.location.sync(gallery, {"page": "page"})
