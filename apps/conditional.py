@@ -1,0 +1,45 @@
+"""Page "Conditional density slices": p(x_mis | x_obs) of one row under a fitted Gaussian mixture.
+
+Serve on its own with ``panel serve apps/conditional.py`` (or as part of the gallery,
+``panel serve apps/``, which imports :func:`create_view`). Every browser session builds its own
+models; EM runs in a background thread, and the data and model settings live in the URL.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.models.data_model import DataModel
+from explorer.models.em_model import EMModel
+from explorer.views.conditional_view import ConditionalView
+
+TITLE = "Conditional density slices"
+#: Parameters mirrored in the URL query string (shareable screens).
+DATA_URL_PARAMS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mask_seed", "standardize")
+EM_URL_PARAMS = ("n_components", "covariance_type", "seed")
+
+
+def create_view(**data_settings) -> ConditionalView:
+    """The bare Viewer with fresh models (iris, MCAR 30 %, K = 3 unless overridden); EM starts fitting on load."""
+    settings = {"dataset": "iris", "mechanism": "mcar", "rate": 0.3} | data_settings
+    view = ConditionalView(em_model=EMModel(data_model=DataModel(**settings), n_components=3))
+    # fit once the page is up: at session creation the app still registers watchers (URL sync) on the
+    # models, which must not race the worker thread; outside a server (or once loaded) this runs now
+    pn.state.onload(view.fit)
+    return view
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served page: the view in a template, data and model controls in the sidebar."""
+    pn.extension(notifications=False)
+    view = create_view()
+    if pn.state.location is not None:
+        pn.state.location.sync(view.em_model.data_model, {p: f"data_{p}" for p in DATA_URL_PARAMS})
+        pn.state.location.sync(view.em_model, {p: p for p in EM_URL_PARAMS})
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=320, header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

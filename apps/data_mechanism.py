@@ -1,0 +1,39 @@
+"""Page "Data & mechanism": what a missingness mechanism removes from a data set.
+
+Serve on its own with ``panel serve apps/data_mechanism.py`` (or as part of the gallery,
+``panel serve apps/``, which imports :func:`create_view`). Every browser session builds its own
+:class:`~explorer.models.data_model.DataModel`; the data settings live in the URL.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.models.data_model import DataModel
+from explorer.views.data_view import DataMechanismView
+
+TITLE = "Data & mechanism"
+#: DataModel parameters mirrored in the URL query string (shareable screens).
+URL_PARAMS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mask_seed", "standardize")
+
+
+def create_view(**data_settings) -> DataMechanismView:
+    """The bare Viewer with a fresh DataModel (iris, ``nmar_lowest`` at 30 % unless overridden)."""
+    settings = {"dataset": "iris", "mechanism": "nmar_lowest", "rate": 0.3} | data_settings
+    return DataMechanismView(data_model=DataModel(**settings))
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served page: the view in a template, its data controls in the sidebar."""
+    pn.extension(notifications=False)
+    view = create_view()
+    if pn.state.location is not None:
+        pn.state.location.sync(view.data_model, {p: p for p in URL_PARAMS})
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=320,
+        header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

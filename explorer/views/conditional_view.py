@@ -1,0 +1,604 @@
+r"""Conditional density slices: :math:`p(x_f \mid x^o)` of one row under a fitted Gaussian mixture.
+
+The "density imputation" of seed000 (eq. 3.27) and the conditional-density views 5/6 of
+seed001 §6: for a row with missing entries, the conditional distribution of the missing block
+given the observed one is again a Gaussian mixture, with weights :math:`h_k` (the posterior
+responsibilities of the components for the observed part), per-component regression means and
+Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).
+
+:class:`ConditionalView` fits an :class:`~explorer.models.em_model.EMModel` on the data of its
+:class:`~explorer.models.data_model.DataModel` in a background thread (``Fit``; refits when the
+data or K / covariance type change) and shows, for a data row or a typed row:
+
+* one missing feature: the conditional mixture density (curve), each component's weighted
+  contribution (dashed), the mean imputation (vertical line), an equal-tailed 95 % interval
+  (band), samples (rug) and the true value when it is known (star);
+* two missing features: contours of the joint conditional density (50/80/95 % regions),
+  samples, the mean and the truth;
+* a table of the observed values and the conditional means / sds of the missing ones, and the
+  component weights :math:`h_k` against the priors :math:`\pi_k`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import partial
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend and its options)
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.core._validation import BadInputError
+from explorer.models.data_model import DataModel
+from explorer.models.em_model import EMModel
+from explorer.views.data_controls import DataControls
+
+__all__ = ["ConditionalView", "parse_row", "slice_1d", "slice_2d", "mass_levels"]
+
+MISSING_TOKENS = ("", "?", "nan", "na", "n/a")
+NONE = "(none: 1-D slice)"
+PRIOR, POSTERIOR = "π_k (prior)", "h_k (this row)"
+CURVE, MEAN, BAND, TRUTH, SAMPLE = "#1d2b3f", "#2f6fb3", "#9cc3e6", "#d62728", "#555555"
+COMPONENT = "#7a5195"
+
+
+# ----------------------------------------------------------------------------- pure helpers
+def parse_row(text: str, columns) -> np.ndarray:
+    """Parse a typed row: comma-separated numbers, blank or ``?`` (or nan/NA) = missing.
+
+    Parameters
+    ----------
+    text : str
+        E.g. ``"5.1, ?, 1.4, "`` for 4 columns.
+    columns : sequence of str
+        The data's column names (their number is the number of values expected).
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        NaN at the missing entries.
+
+    Raises
+    ------
+    BadInputError
+        Wrong number of values, a value that is not a finite number, or nothing missing.
+    """
+    columns = list(columns)
+    if not text or not text.strip():
+        raise BadInputError(f"Type {len(columns)} values separated by commas ({', '.join(columns)}); "
+                            "leave a value blank or type ? where it is missing.")
+    tokens = [t.strip() for t in text.split(",")]
+    if len(tokens) != len(columns):
+        raise BadInputError(f"Expected {len(columns)} comma-separated values ({', '.join(columns)}), got "
+                            f"{len(tokens)}. Leave a value blank or type ? for a missing one.")
+    out = np.empty(len(columns))
+    for j, tok in enumerate(tokens):
+        if tok.lower() in MISSING_TOKENS:
+            out[j] = np.nan
+            continue
+        try:
+            out[j] = float(tok)
+        except ValueError:
+            raise BadInputError(f"Value {j + 1} ({columns[j]}) is {tok!r}, which is not a number. "
+                                "Use ? or leave it blank for a missing value.") from None
+        if not np.isfinite(out[j]):
+            raise BadInputError(f"Value {j + 1} ({columns[j]}) is {tok!r}; give a finite number, "
+                                "or ? for a missing value.")
+    if not np.isnan(out).any():
+        raise BadInputError("Nothing is missing in this row: leave at least one value blank or type ? "
+                            "to see its conditional density.")
+    return out
+
+
+def _range(mu, sd, w, extra=(), k: float = 4.0, min_weight: float = 1e-3):
+    keep = w >= min(min_weight, w.max())
+    lo, hi = np.min(mu[keep] - k * sd[keep]), np.max(mu[keep] + k * sd[keep])
+    pts = [float(v) for v in extra if v is not None and np.isfinite(v)]
+    if pts:
+        lo, hi = min(lo, *pts), max(hi, *pts)
+    pad = 0.02 * (hi - lo) if hi > lo else 1.0
+    return lo - pad, hi + pad
+
+
+def slice_1d(cm, row: int, feature: int, *, rng, truth=None, n_grid: int = 400, n_draws: int = 200,
+             level: float = 0.95) -> dict:
+    """Everything the 1-D view draws for one missing feature of one row.
+
+    Parameters
+    ----------
+    cm : ConditionalMixture
+    row, feature : int
+        ``feature`` must be missing in ``row``.
+    rng : numpy.random.Generator
+        For the samples.
+    truth : float, optional
+        The true value (kept in the x range).
+
+    Returns
+    -------
+    dict
+        ``grid`` (G,), ``density`` (G,) = ``cm.marginal_pdf(row, feature, grid)[0]``,
+        ``components`` (K, G), ``mean``, ``sd``, ``lower``, ``upper`` (the equal-tailed
+        ``level`` interval), ``samples`` (n_draws,), ``truth`` (or None) and
+        ``truth_density`` (density at the truth, 0 without one).
+    """
+    w, M, C, mis = cm.component_parameters(row)
+    p = int(np.flatnonzero(mis == feature)[0])
+    lo, hi = _range(M[:, p], np.sqrt(C[:, p, p]), w, extra=(truth,))
+    grid = np.linspace(lo, hi, n_grid)
+    density, components = cm.marginal_pdf(row, feature, grid)
+    lower, upper = cm.interval(level)
+    samples = cm.sample(n_draws, rng)[:, row, feature]
+    out = {"grid": grid, "density": density, "components": components,
+           "mean": float(cm.mean()[row, feature]), "sd": float(np.sqrt(cm.variance()[row, feature])),
+           "lower": float(lower[row, feature]), "upper": float(upper[row, feature]), "samples": samples,
+           "truth": None if truth is None else float(truth), "truth_density": 0.0}
+    if truth is not None:
+        out["truth_density"] = float(cm.marginal_pdf(row, feature, [truth])[0][0])
+    return out
+
+
+def mass_levels(density, cell_area: float, masses=(0.5, 0.8, 0.95)) -> np.ndarray:
+    """Density thresholds whose super-level sets hold the given probability masses (increasing).
+
+    The mass of ``{x : p(x) >= t}`` is estimated on the grid (renormalised to the grid total).
+    """
+    d = np.sort(np.asarray(density, dtype=float).ravel())[::-1]
+    cum = np.cumsum(d) * cell_area
+    total = cum[-1] if cum[-1] > 0 else 1.0
+    idx = np.minimum(np.searchsorted(cum / total, masses), d.size - 1)
+    levels = np.unique(d[idx])
+    return levels[levels > 0]
+
+
+def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 80, n_draws: int = 300) -> dict:
+    """The 2-D view of two missing features: joint density on a grid, samples, mean, truth.
+
+    Returns
+    -------
+    dict
+        ``gx`` (Gx,), ``gy`` (Gy,), ``density`` (Gy, Gx) = ``cm.marginal_pdf_2d(row, f1, f2, gx, gy)[0]``,
+        ``levels`` (:func:`mass_levels` for 50/80/95 %), ``samples`` (n_draws, 2), ``mean`` (2,),
+        ``truth`` ((2,) or None).
+    """
+    w, M, C, mis = cm.component_parameters(row)
+    ranges = []
+    for f, t in ((f1, None if truth is None else truth[0]), (f2, None if truth is None else truth[1])):
+        p = int(np.flatnonzero(mis == f)[0])
+        ranges.append(_range(M[:, p], np.sqrt(C[:, p, p]), w, extra=(t,), k=3.5))
+    gx, gy = np.linspace(*ranges[0], n_grid), np.linspace(*ranges[1], n_grid)
+    density = cm.marginal_pdf_2d(row, f1, f2, gx, gy)[0]
+    draws = cm.sample(n_draws, rng)[:, row]
+    mean = cm.mean()[row]
+    return {"gx": gx, "gy": gy, "density": density,
+            "levels": mass_levels(density, (gx[1] - gx[0]) * (gy[1] - gy[0])),
+            "samples": draws[:, [f1, f2]], "mean": mean[[f1, f2]],
+            "truth": None if truth is None else np.asarray(truth, dtype=float)}
+
+
+# ----------------------------------------------------------------------------- element builders
+def _slice1d_element(data):
+    x, y = hv.Dimension("sx", label=data["xlabel"]), hv.Dimension("sdens", label="density")
+    s = data["slice"]
+    top = max(float(s["density"].max()), 1e-12)
+    comps = [{"sx": s["grid"], "sdens": c, "component": k + 1} for k, c in enumerate(s["components"])]
+    truth = [] if s["truth"] is None else [(s["truth"], s["truth_density"])]
+    return (
+        hv.VSpan(s["lower"], s["upper"]).opts(color=BAND, alpha=0.35, line_alpha=0)
+        # one colour: a colour mapped per component makes HoloViews split the paths into 2-point
+        # segments, and a dash pattern restarted on every segment draws as a solid line
+        * hv.Path(comps, kdims=[x, y], vdims=["component"]).opts(color=COMPONENT, line_dash="dashed", line_width=1.8)
+        * hv.Curve((s["grid"], s["density"]), x, y, label="conditional density").opts(color=CURVE, line_width=3)
+        * hv.VLine(s["mean"]).opts(color=MEAN, line_width=2.5)
+        * hv.Spikes(s["samples"], x).opts(color=SAMPLE, alpha=0.35, position=-0.1 * top, spike_length=0.08 * top)
+        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
+    ).opts({"Curve": dict(title=data["title"], framewise=True, ylim=(-0.12 * top, 1.1 * top)),
+            "Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel="density")})
+
+
+def _slice2d_element(data):
+    x, y = hv.Dimension("cx", label=data["xlabel"]), hv.Dimension("cy", label=data["ylabel"])
+    s = data["slice"]
+    gx, gy, d = s["gx"], s["gy"], s["density"]
+    dx, dy = (gx[1] - gx[0]) / 2, (gy[1] - gy[0]) / 2
+    img = hv.Image(np.flipud(d), bounds=(gx[0] - dx, gy[0] - dy, gx[-1] + dx, gy[-1] + dy), kdims=[x, y],
+                   vdims=["pdf"])
+    lines = hv.operation.contours(img, levels=list(s["levels"])) if len(s["levels"]) else hv.Contours([], [x, y])
+    truth = [] if s["truth"] is None else [tuple(s["truth"])]
+    return (
+        img.opts(cmap="Purples", alpha=0.7, title=data["title"], framewise=True)
+        * lines.opts(color=CURVE, line_width=1.5)
+        * hv.Scatter(s["samples"], x, y, label="samples").opts(color=SAMPLE, alpha=0.35, size=3)
+        * hv.Scatter([tuple(s["mean"])], x, y, label="mean imputation").opts(
+            color=MEAN, marker="diamond", size=18, line_color="white", line_width=1.5)
+        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
+    ).opts({"Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel=data["ylabel"])})
+
+
+def _weights_element(data):
+    rows = [(str(k + 1), PRIOR, float(p)) for k, p in enumerate(data["prior"])]
+    rows += [(str(k + 1), POSTERIOR, float(h)) for k, h in enumerate(data["posterior"])]
+    return hv.Bars(rows, ["component", "weight"], "value").opts(
+        color="weight", cmap={PRIOR: "#b8c4d3", POSTERIOR: MEAN}, multi_level=False, ylim=(0, 1.1),
+        framewise=True, title="Component weights for this row", ylabel="weight", xlabel="component",
+        legend_position="top_left")
+
+
+def _placeholder_2d() -> dict:
+    g = np.linspace(0.0, 1.0, 2)
+    return {"slice": {"gx": g, "gy": g, "density": np.zeros((2, 2)), "levels": np.zeros(0),
+                      "samples": np.zeros((0, 2)), "mean": np.array([0.5, 0.5]), "truth": None},
+            "xlabel": "x", "ylabel": "y", "title": ""}
+
+
+def _placeholder_1d(message: str) -> dict:
+    grid = np.linspace(0.0, 1.0, 2)
+    return {"slice": {"grid": grid, "density": np.zeros(2), "components": np.zeros((1, 2)), "mean": 0.5,
+                      "sd": 0.0, "lower": 0.5, "upper": 0.5, "samples": np.zeros(0), "truth": None,
+                      "truth_density": 0.0}, "xlabel": "x", "title": message}
+
+
+# ----------------------------------------------------------------------------- the view
+class ConditionalView(Viewer):
+    """Fit a mixture, pick a row and one or two missing features, see :math:`p(x^m \\mid x^o)`.
+
+    Parameters
+    ----------
+    em_model : EMModel
+        Default: iris with MCAR 30 %, K = 3. Its ``data_model`` drives the data controls.
+    source : {"data row", "custom row"}
+    row_position : int
+        Position among the rows that have a missing value.
+    custom_text : str
+        A typed row (see :func:`parse_row`).
+    feature, feature2 : str
+        Missing feature on the x axis; a second one for the 2-D view (``NONE`` = 1-D).
+    auto_fit : bool
+        Fit again when the data, K or the covariance type change.
+    """
+
+    em_model = param.ClassSelector(class_=EMModel)
+    source = param.Selector(default="data row", objects=["data row", "custom row"])
+    row_position = param.Integer(default=0, bounds=(0, None), doc="Index among the incomplete rows")
+    custom_text = param.String(default="", doc="Comma-separated values, blank or ? = missing")
+    feature = param.String(default="", doc="Missing feature of the 1-D slice / x axis")
+    feature2 = param.String(default=NONE, doc="Second missing feature (2-D view)")
+    auto_fit = param.Boolean(default=True, doc="Refit when the data or the settings change")
+    n_draws = param.Integer(default=200, bounds=(1, 5000), doc="Samples drawn from the conditional")
+    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the samples and of 'random row'")
+
+    def __init__(self, **params):
+        if params.get("em_model") is None:
+            params["em_model"] = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
+                                         n_components=3)
+        super().__init__(**params)
+        self._lock = threading.RLock()
+        self._token = 0
+        self._worker: threading.Thread | None = None
+        self._doc = None  # the session document while served (worker -> UI hand-over)
+        self._rng = np.random.default_rng(self.seed)
+        self._rows = np.zeros(0, dtype=int)
+        self._updating = False
+        em = self.em_model
+        self.controls = DataControls(model=em.data_model)
+        self.pipes = {"slice1d": hv.streams.Pipe(data=_placeholder_1d("No model yet")),
+                      "slice2d": hv.streams.Pipe(data=_placeholder_2d()),
+                      "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
+        self._make_widgets()
+        self.main = self._build()
+        self._on_run()
+        em.param.watch(self._on_run, ["run_id"])
+        self.param.watch(self._on_selection, ["source", "row_position", "custom_text", "feature", "feature2"])
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            pn.state.on_session_destroyed(self._on_destroyed)
+        self.sidebar = pn.Column(self.controls, self._model_box, sizing_mode="stretch_width")
+        self._layout = pn.Row(pn.Column(self.controls, self._model_box, width=300), self.main,
+                              sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self._layout
+
+    # ------------------------------------------------------------------ widgets and layout (built once)
+    def _make_widgets(self):
+        em = self.em_model
+        self._k = pn.widgets.IntSlider.from_param(em.param.n_components, start=1, end=10, label="Components K")
+        self._cov = pn.widgets.Select.from_param(em.param.covariance_type, label="Covariance")
+        self._auto = pn.widgets.Checkbox.from_param(self.param.auto_fit, label="Refit when settings change")
+        self._fit_button = pn.widgets.Button(label="Fit", color="primary", description="Run EM to convergence",
+                                             sizing_mode="stretch_width")
+        self._fit_button.on_click(self._on_fit_click)
+        self._progress = pn.indicators.Progress(active=True, value=-1, visible=False, height=12,
+                                                sizing_mode="stretch_width")
+        self._status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10), css_classes=["fit-status"])
+        self._em_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._k,
+                                    self._cov, self._auto, self._fit_button, self._progress, self._status,
+                                    self._em_error, sizing_mode="stretch_width")
+        self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
+                                                              variant="outline", width=240)
+        self._row = pn.widgets.IntSlider.from_param(self.param.row_position, start=0, end=1,
+                                                    label="Incomplete row", width=260)
+        self._random = pn.widgets.Button(label="Random row", width=120, margin=(22, 10, 5, 10))
+        self._random.on_click(self._on_random)
+        self._custom = pn.widgets.TextInput.from_param(
+            self.param.custom_text, width=420, placeholder="e.g. 6.8, 3.0, ?, ?",
+            label="Custom row (comma-separated; blank or ? = missing)")
+        self._custom_error = pn.pane.Alert("", alert_type="warning", visible=False, width=420)
+        self._feature = pn.widgets.Select.from_param(self.param.feature, options=[], label="Missing feature (x)",
+                                                     width=220)
+        self._feature2 = pn.widgets.Select.from_param(self.param.feature2, options=[NONE],
+                                                      label="Second missing feature (y)", width=220)
+        self._row_info = pn.pane.Markdown(margin=(28, 10, 0, 10), sizing_mode="stretch_width")
+        self._table = pn.pane.DataFrame(index=False, width=880, margin=(0, 10), max_height=320)
+
+    def _build(self):
+        s1 = hv.DynamicMap(_slice1d_element, streams=[self.pipes["slice1d"]]).opts(
+            {"Curve": dict(width=560, height=360, toolbar="above", show_grid=True),
+             # canvas, not WebGL: WebGL draws the dashed component curves solid (and odd line caps)
+             "Overlay": dict(backend_opts={"plot.output_backend": "canvas"})})
+        self._slice2d_dmap = hv.DynamicMap(_slice2d_element, streams=[self.pipes["slice2d"]]).opts(
+            {"Image": dict(width=560, height=400, toolbar="above", colorbar=False)})
+        weights = hv.DynamicMap(_weights_element, streams=[self.pipes["weights"]]).opts(
+            {"Bars": dict(width=320, height=300, toolbar=None, tools=["hover"])})
+        # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
+        pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
+        # visibility is toggled on the wrapping Columns: toggling it on a HoloViews pane itself trips a
+        # Panel 1.9 stylesheet-sync error in served sessions
+        self._pane1d = pn.Column(pn.pane.HoloViews(s1, **pane), sizing_mode=None)
+        self._pane2d = pn.Column(pn.pane.HoloViews(self._slice2d_dmap, **pane), visible=False, sizing_mode=None)
+        intro = pn.pane.HTML(
+            "For a row with missing values the fitted mixture gives the whole conditional distribution "
+            "<i>p</i>(<i>x</i><sup>m</sup> | <i>x</i><sup>o</sup>) = &Sigma;<sub>k</sub> <i>h<sub>k</sub></i> "
+            "N(<i>x</i><sup>m</sup>; <i>x&#770;<sub>k</sub></i><sup>m</sup>, <i>Q<sub>k</sub></i>), again a "
+            "Gaussian mixture. <b>Curve</b>: its density; <b>dashed</b>: each component's share; "
+            "<b>blue line</b>: the mean imputation; <b>band</b>: 95 % interval; <b>grey rug</b>: samples "
+            "(multiple imputation); <b>red star</b>: the true value. Pick a second missing feature for the "
+            "joint 2-D density.", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
+        self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
+                                  sizing_mode="stretch_width")
+        return pn.Column(
+            intro,
+            pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width"),
+            self._custom_box,
+            pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
+            pn.Row(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), sizing_mode="stretch_width"),
+            self._table,
+            sizing_mode="stretch_width",
+        )
+
+    # ------------------------------------------------------------------ fitting (off the event loop)
+    def fit(self, wait: bool = False) -> threading.Thread | None:
+        """Run EM to convergence in a daemon thread (the current run continues from where it is).
+
+        A newer call (or a new run) supersedes an older one; ``wait=True`` joins the thread
+        (tests, scripts). Returns the thread, or None when there is nothing to fit.
+        """
+        em = self.em_model
+        with self._lock:
+            self._token += 1
+            token = self._token
+            if em.state is None:
+                self._show_status()
+                return None
+            self._progress.visible = True
+            self._fit_button.disabled = True
+            self._status.object = f"Fitting… iteration {em.iteration}"
+            # the worker hands its UI updates to this session's event loop (see _on_ui)
+            self._doc = pn.state.curdoc if pn.state.curdoc is not None and pn.state.curdoc.session_context else None
+            self._worker = threading.Thread(target=self._work, args=(token,), daemon=True, name="conditional-fit")
+            worker = self._worker
+        worker.start()
+        if wait:
+            worker.join()
+        return worker
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the running fit (if any) has finished."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+
+    def _on_ui(self, fn) -> None:
+        """Run ``fn`` where it may touch widgets and plots.
+
+        In a served session that is the session's event loop (``add_next_tick_callback`` is the
+        thread-safe entry point of a Bokeh document), so the worker's updates are applied in
+        order, with the document lock, and never while Panel is building the page. Elsewhere
+        (Jupyter, scripts, tests) ``fn`` runs at once.
+        """
+        doc = self._doc
+        if doc is not None:
+            doc.add_next_tick_callback(fn)
+        else:
+            fn()
+
+    def _work(self, token: int) -> None:
+        """The fit loop (worker thread): EM steps until converged, superseded or failed."""
+        em = self.em_model
+        run_id = em.run_id
+        last = time.monotonic()
+        try:
+            while True:
+                # check and step under the model's lock, so a reset (new data or settings) that lands
+                # between the two cannot make this worker step the new run
+                with em._lock:
+                    if token != self._token or em.run_id != run_id or not em.step():
+                        break
+                now = time.monotonic()
+                if now - last > 0.3:  # throttle: progress every 0.3 s
+                    last = now
+                    ll = em.log_likelihood
+                    text = f"Fitting… iteration {em.iteration}" + ("" if ll is None else f" · log-likelihood {ll:.2f}")
+                    self._on_ui(partial(self._show_progress, token, text))
+        finally:
+            self._on_ui(partial(self._finish, token))
+
+    def _show_progress(self, token: int, text: str) -> None:
+        if token == self._token:
+            self._status.object = text
+
+    def _finish(self, token: int) -> None:
+        if token != self._token:  # superseded by a newer fit or a new run
+            return
+        self._progress.visible = False
+        self._fit_button.disabled = False
+        self._show_status()
+        self._refresh()
+
+    def _show_error(self) -> None:
+        self._em_error.object = self.em_model.error
+        self._em_error.visible = bool(self.em_model.error)
+
+    def _show_status(self) -> None:
+        em = self.em_model
+        self._show_error()
+        if em.state is None:
+            self._status.object = "No model: fix the data or the settings (see the message below)."
+            return
+        n = max(1, em.em_data.n_fit if em.em_data is not None else 1)
+        ll = f"log-likelihood **{em.log_likelihood:.2f}** ({em.log_likelihood / n:.3f} per row)"
+        reason = {"tol": f"**Converged** after {em.iteration} iterations",
+                  "max_iter": f"**Stopped** at max_iter = {em.iteration} (not converged)",
+                  "degenerate": f"**Stopped**: degenerate component at iteration {em.iteration}"}
+        head = reason.get(em.stop_reason, f"Iteration {em.iteration} (not fitted yet: press Fit)")
+        self._status.object = f"{head} · {ll}"
+
+    def _on_fit_click(self, event=None) -> None:
+        em = self.em_model
+        if em.finished and em.state is not None:  # already fitted: start again from the initialisation
+            auto, self.auto_fit = self.auto_fit, False  # the run_id watcher must not start a second fit
+            try:
+                em.reset()
+            finally:
+                self.auto_fit = auto
+        self.fit()
+
+    def _on_destroyed(self, session_context) -> None:
+        self._token += 1  # any running worker stops after its current step
+
+    # ------------------------------------------------------------------ data / selection updates
+    def _on_run(self, event=None) -> None:
+        """A new run (data, K or covariance type changed): new rows / features, then refit."""
+        data = self.em_model.data_model.data
+        with self._lock:
+            self._rows = np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1))
+            self._updating = True
+            try:
+                self._row.end = max(1, len(self._rows) - 1)
+                self._row.disabled = len(self._rows) == 0
+                if self.row_position >= len(self._rows):
+                    self.row_position = 0
+                if data is not None and not self.custom_text:
+                    self.custom_text = ", ".join("?" if np.isnan(v) else f"{v:.3g}" for v in
+                                                 (data.values[self._rows[0]] if len(self._rows) else data.values[0]))
+            finally:
+                self._updating = False
+            self._refresh()
+        if event is not None:
+            self._token += 1  # a running fit belongs to the previous run: it stops after its current step
+        if self.auto_fit and event is not None:
+            self._show_error()
+            self.fit()  # shows "Fitting…" at once (no transient "not fitted" status)
+        else:
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            self._show_status()
+
+    def _on_selection(self, *events) -> None:
+        self._custom_box.visible = self.source == "custom row"
+        if not self._updating:
+            self._refresh()
+
+    def _on_random(self, event=None) -> None:
+        if len(self._rows):
+            self.param.update(source="data row", row_position=int(self._rng.integers(len(self._rows))))
+
+    def current_row(self):
+        """``(values (D,), truth (D,) or None, label)`` of the selected row; BadInputError for a bad custom row."""
+        data = self.em_model.data_model.data
+        if data is None:
+            raise BadInputError("No data loaded.")
+        if self.source == "custom row":
+            return parse_row(self.custom_text, data.columns), None, "custom row"
+        if not len(self._rows):
+            raise BadInputError("No row has a missing value: choose a mechanism with a positive rate, "
+                                "or type a custom row.")
+        r = int(self._rows[min(self.row_position, len(self._rows) - 1)])
+        truth = None if data.truth is None else data.truth[r]
+        return data.values[r], truth, f"row {r}"
+
+    def _refresh(self) -> None:
+        """Recompute the slice of the current selection and send it to the plots."""
+        with self._lock:
+            try:
+                self._refresh_locked()
+            except BadInputError as exc:
+                self._show_message(str(exc))
+
+    def _show_message(self, message: str) -> None:
+        self._custom_error.object = message if self.source == "custom row" else ""
+        self._custom_error.visible = self.source == "custom row"
+        self._row_info.object = "" if self.source == "custom row" else f"*{message}*"
+        self.pipes["slice1d"].send(_placeholder_1d(message.split(".")[0][:60]))
+        self._pane1d.visible, self._pane2d.visible = True, False
+        self._table.object = None
+
+    def _refresh_locked(self) -> None:
+        em, data = self.em_model, self.em_model.data_model.data
+        values, truth, label = self.current_row()
+        self._custom_error.visible = False
+        columns = list(data.columns)
+        mis = [columns[j] for j in np.flatnonzero(np.isnan(values))]
+        self._updating = True
+        try:
+            self._feature.options = mis
+            if self.feature not in mis:
+                self.feature = mis[0]
+            self._feature2.options = [NONE] + [c for c in mis if c != self.feature]
+            if self.feature2 not in self._feature2.options:
+                self.feature2 = NONE
+        finally:
+            self._updating = False
+        cm = em.conditional(values[None, :])
+        if cm is None:
+            raise BadInputError(em.error or "No fitted model yet.")
+        f1 = columns.index(self.feature)
+        rng = np.random.default_rng(self.seed)
+        it = f"iteration {em.iteration}"
+        if self.feature2 == NONE:
+            s = slice_1d(cm, 0, f1, rng=rng, truth=None if truth is None else truth[f1], n_draws=self.n_draws)
+            title = f"{label}: p({self.feature} | observed)"
+            self.pipes["slice1d"].send({"slice": s, "xlabel": self.feature, "title": title})
+        else:
+            f2 = columns.index(self.feature2)
+            s = slice_2d(cm, 0, f1, f2, rng=rng, truth=None if truth is None else truth[[f1, f2]],
+                         n_draws=self.n_draws)
+            title = f"{label}: p({self.feature}, {self.feature2} | observed)"
+            self.pipes["slice2d"].send({"slice": s, "xlabel": self.feature, "ylabel": self.feature2, "title": title})
+        self._pane1d.visible, self._pane2d.visible = self.feature2 == NONE, self.feature2 != NONE
+        self.pipes["weights"].send({"prior": np.asarray(em.state.weights), "posterior": cm.weights[0]})
+        self._table.object = self._row_table(cm, values, truth, columns)
+        n_obs = int((~np.isnan(values)).sum())
+        where = f" ({self.row_position + 1} of {len(self._rows)} incomplete rows)" if self.source == "data row" else ""
+        self._row_info.object = (f"**{label}**{where}: {n_obs} observed, {len(mis)} missing · model at {it}"
+                                 + (" · values in standardised units" if em.data_model.standardize else ""))
+
+    @staticmethod
+    def _row_table(cm, values, truth, columns) -> pd.DataFrame:
+        mean, sd = cm.mean()[0], np.sqrt(cm.variance()[0])
+        lower, upper = cm.interval(0.95)
+        rows = []
+        for j, c in enumerate(columns):
+            missing = np.isnan(values[j])
+            rows.append({
+                "feature": c, "observed": "" if missing else f"{values[j]:.4g}",
+                "E[x | obs]": f"{mean[j]:.4g}" if missing else "", "sd": f"{sd[j]:.3g}" if missing else "",
+                "95% interval": f"[{lower[0, j]:.3g}, {upper[0, j]:.3g}]" if missing else "",
+                "truth": f"{truth[j]:.4g}" if (missing and truth is not None) else "",
+            })
+        return pd.DataFrame(rows)

@@ -1,0 +1,87 @@
+"""The served "Conditional density slices" page (apps/conditional.py) in headless chromium."""
+
+from __future__ import annotations
+
+import re
+
+HAS_TITLE = """(text) => [...Bokeh.documents[0].all_models].some(
+    m => m.type == 'Title' && typeof m.text == 'string' && m.text.includes(text))"""
+STATUS = re.compile(r"(Converged after|Stopped at max_iter) \d+ iterations?")
+
+
+def wait_for_title(page, text: str) -> None:
+    """Wait until a Bokeh plot title containing ``text`` is in the document."""
+    page.wait_for_function(HAS_TITLE, arg=text)
+
+
+def select(page, option_label: str, value: str | None = None):
+    """Choose ``value`` (default: ``option_label``) in the <select> that offers ``option_label``."""
+    page.locator("select", has=page.locator("option", has_text=option_label)).select_option(
+        label=value or option_label)
+
+
+def status_text(page) -> str:
+    """The model status line (from 'Converged' / 'Stopped' / 'Fitting' / 'Iteration')."""
+    return page.locator(".fit-status p").first.inner_text()
+
+
+def wait_until(condition, page, timeout_ms: int = 20_000) -> None:
+    for _ in range(timeout_ms // 100):
+        if condition():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError("condition not met in time")
+
+
+def test_conditional_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"conditional": "apps/conditional.py"})
+    page = new_page(viewport={"width": 1280, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/conditional")
+    wait_for_bokeh(page)
+
+    # the fit started by the app (a background thread) converges and the slice of row 0 appears
+    page.get_by_text(STATUS).wait_for()
+    wait_for_title(page, "row 0: p(")
+
+    # a typed row: a parse error is shown readably, then a valid row (sepals known, petals missing)
+    page.get_by_role("button", name="custom row").click()
+    box = page.get_by_placeholder("e.g. 6.8")
+    box.fill("6.8, abc, ?, ?")
+    box.press("Enter")
+    page.get_by_text("Value 2 (sepal_width) is 'abc', which is not a number").wait_for()
+    box.fill("6.8, 3.0, ?, ?")
+    box.press("Enter")
+    page.get_by_text("is not a number").wait_for(state="hidden")
+    wait_for_title(page, "custom row: p(petal_length | observed)")
+    page.get_by_text("custom row: 2 observed, 2 missing").wait_for()
+    wait_for_bokeh(page)
+    page.wait_for_timeout(300)  # let the canvas repaint
+    screenshot(page, "conditional")
+
+    # two missing features: the joint 2-D slice
+    select(page, "(none: 1-D slice)", "petal_width")
+    wait_for_title(page, "custom row: p(petal_length, petal_width | observed)")
+
+    # the Fit button: with auto-refit off a settings change resets the model, Fit runs EM again
+    page.get_by_role("checkbox").uncheck()  # "Refit when settings change" off
+    select(page, "diag")
+    page.get_by_text("not fitted yet: press Fit").wait_for()
+    page.get_by_role("button", name="Fit", exact=True).click()
+    page.get_by_text(STATUS).wait_for()
+    assert "Converged" in status_text(page) or "max_iter" in status_text(page)
+
+    # a new mechanism through the Select (auto-refit on again): new data, refitted model
+    page.get_by_role("checkbox").check()  # on again
+    before = status_text(page)
+    select(page, "mcar_rows (MCAR)")
+    page.get_by_text("Rows marked w.p. sqrt(rate) lose about sqrt(rate) of their entries").first.wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) and status_text(page) != before, page)
+
+    # a data row picked at random
+    page.get_by_role("button", name="data row").click()
+    page.get_by_role("button", name="Random row").click()
+    page.get_by_text(re.compile(r"row \d+ \(\d+ of \d+ incomplete rows\)")).wait_for()
+    wait_for_title(page, "row ")
+    wait_for_bokeh(page)
+    errors.assert_none()

@@ -1,0 +1,54 @@
+"""The served "Data & mechanism" page (apps/data_mechanism.py) in headless chromium."""
+
+from __future__ import annotations
+
+HAS_TITLE = """(text) => [...Bokeh.documents[0].all_models].some(
+    m => m.type == 'Title' && typeof m.text == 'string' && m.text.includes(text))"""
+
+
+def wait_for_title(page, text: str) -> None:
+    """Wait until a Bokeh plot title containing ``text`` is in the document."""
+    page.wait_for_function(HAS_TITLE, arg=text)
+
+
+def select(page, option_label: str, value: str | None = None):
+    """Choose ``value`` (default: ``option_label``) in the <select> that offers ``option_label``."""
+    box = page.locator("select", has=page.locator("option", has_text=option_label))
+    box.select_option(label=value or option_label)
+
+
+def test_data_mechanism_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"data_mechanism": "apps/data_mechanism.py"})
+    page = new_page(viewport={"width": 1280, "height": 1180})
+    errors = watch_errors(page)
+    page.goto(f"{url}/data_mechanism")
+    wait_for_bokeh(page)
+
+    # default: iris with nmar_lowest; the matrix is sorted by pattern, the marginal shows the bias
+    wait_for_title(page, "Missingness matrix (by pattern)")
+    wait_for_title(page, "Missing rate per column (dashed: requested 30%)")
+    page.get_by_text("Random columns lose their lowest values (requested 30%").wait_for()
+    page.get_by_text("bias of the observed-data mean").wait_for()
+    wait_for_bokeh(page)
+    screenshot(page, "data_mechanism")
+
+    # the row-order toggle redraws the matrix
+    page.get_by_role("button", name="Original order").click()
+    wait_for_title(page, "Missingness matrix (original order)")
+
+    # a MAR mechanism chosen through the Select: new explanation, rates and marginal
+    select(page, "mar_rows (MAR)")
+    page.get_by_text("Rows with a low score of random controlling columns lose values").first.wait_for()
+    page.get_by_text("Missing at random: missingness depends only on values that stay observed").wait_for()
+
+    # an image mask on tabular data: a readable error, the plots stay
+    select(page, "quarter (MCAR)")
+    page.get_by_text("is an image mask; choose an image data set").wait_for()
+
+    # the image data set: the quarter mask applies, masked digits appear
+    select(page, "digits_5x7")
+    page.get_by_text("One quarter of each image is missing").first.wait_for()
+    wait_for_title(page, "of 100 values missing")
+    page.get_by_text("is an image mask").wait_for(state="hidden")
+    wait_for_bokeh(page)
+    errors.assert_none()

@@ -1,0 +1,198 @@
+"""Headless tests of the conditional-density view: slices against ConditionalMixture, parsing, fitting."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.document import Document
+
+from explorer.core._validation import BadInputError
+from explorer.models.data_model import DataModel
+from explorer.models.em_model import EMModel
+from explorer.views.conditional_view import NONE, ConditionalView, mass_levels, parse_row
+
+COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+
+def _arrays(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _arrays(v)
+    elif isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
+        yield obj
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield np.asarray(obj)
+
+
+def assert_no_nan(view):
+    for name, pipe in view.pipes.items():
+        for arr in _arrays(pipe.data):
+            assert np.isfinite(arr.astype(float)).all(), f"non-finite value piped to {name}"
+
+
+@pytest.fixture
+def view():
+    em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
+    v = ConditionalView(em_model=em)
+    v.fit(wait=True)
+    return v
+
+
+# ----------------------------------------------------------------------------- parse_row
+def test_parse_row_blanks_and_question_marks_are_missing():
+    out = parse_row(" 5.1, ?, , NaN", COLUMNS)
+    assert out[0] == 5.1 and np.isnan(out[1:]).all()
+    np.testing.assert_array_equal(np.isnan(parse_row("1e0,2,?,-3.5", COLUMNS)), [False, False, True, False])
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", "Type 4 values"),
+    ("1, 2, ?", r"Expected 4 comma-separated values .* got 3"),
+    ("1, 2, ?, 4, 5", "got 5"),
+    ("1, abc, ?, 4", r"Value 2 \(sepal_width\) is 'abc', which is not a number"),
+    ("1, inf, ?, 4", r"Value 2 \(sepal_width\) is 'inf'; give a finite number"),
+    ("1, 2, 3, 4", "Nothing is missing"),
+])
+def test_parse_row_errors_are_readable(text, match):
+    with pytest.raises(BadInputError, match=match):
+        parse_row(text, COLUMNS)
+
+
+def test_mass_levels_match_the_gaussian_oracle():
+    # standard 2-D normal: {p >= t} holds mass q when t = (1 - q) / (2 pi)
+    g = np.linspace(-6, 6, 601)
+    xx, yy = np.meshgrid(g, g)
+    density = np.exp(-0.5 * (xx**2 + yy**2)) / (2 * np.pi)
+    levels = mass_levels(density, (g[1] - g[0]) ** 2, masses=(0.5, 0.8, 0.95))
+    np.testing.assert_allclose(levels, (1 - np.array([0.95, 0.8, 0.5])) / (2 * np.pi), rtol=0.02)
+    assert np.all(np.diff(levels) > 0)
+
+
+# ----------------------------------------------------------------------------- the view
+def test_view_renders_fits_and_reports(view):
+    root = pn.panel(view).get_root(Document())
+    assert root is not None
+    em = view.em_model
+    assert em.stop_reason == "tol" and "Converged" in view._status.object
+    assert f"after {em.iteration} iterations" in view._status.object
+    assert not view._progress.visible and not view._fit_button.disabled
+    assert_no_nan(view)
+
+
+def test_density_curve_is_the_conditional_marginal_of_the_chosen_row(view):
+    data = view.em_model.data_model.data
+    incomplete = np.flatnonzero(data.missing.any(axis=1))
+    view.row_position = 5
+    r = int(incomplete[5])
+    f = COLUMNS.index(view.feature)
+    assert data.missing[r, f]
+    s = view.pipes["slice1d"].data["slice"]
+    cm = view.em_model.conditional()  # all data rows
+    density, components = cm.marginal_pdf(r, f, s["grid"])
+    np.testing.assert_allclose(s["density"], density, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(s["components"], components, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(s["components"].sum(axis=0), s["density"], rtol=1e-12)
+    assert s["mean"] == pytest.approx(cm.mean()[r, f])
+    lower, upper = cm.interval(0.95)
+    assert (s["lower"], s["upper"]) == (pytest.approx(lower[r, f]), pytest.approx(upper[r, f]))
+    assert s["lower"] < s["mean"] < s["upper"]
+    assert s["truth"] == data.truth[r, f]
+    np.testing.assert_allclose(view.pipes["weights"].data["posterior"], cm.weights[r])
+    assert s["samples"].shape == (view.n_draws,) and np.isfinite(s["samples"]).all()
+    # the density integrates to ~1 on the grid (it spans +-4 sd of every component)
+    assert np.trapezoid(s["density"], s["grid"]) == pytest.approx(1.0, abs=1e-3)
+    table = view._table.object
+    assert table.loc[f, "E[x | obs]"] == f"{cm.mean()[r, f]:.4g}" and table.loc[f, "observed"] == ""
+    assert_no_nan(view)
+
+
+def test_two_features_give_the_joint_slice(view):
+    view.param.update(source="custom row", custom_text="6.8, 3.0, ?, ?")
+    assert view._feature.options == ["petal_length", "petal_width"]
+    view.feature2 = "petal_width"
+    sent = view.pipes["slice2d"].data
+    s = sent["slice"]
+    cm = view.em_model.conditional(np.array([[6.8, 3.0, np.nan, np.nan]]))
+    np.testing.assert_allclose(s["density"], cm.marginal_pdf_2d(0, 2, 3, s["gx"], s["gy"])[0], rtol=1e-10)
+    assert s["density"].shape == (s["gy"].size, s["gx"].size)
+    assert len(s["levels"]) == 3 and np.all(np.diff(s["levels"]) > 0)
+    np.testing.assert_allclose(s["mean"], cm.mean()[0, [2, 3]])
+    assert s["truth"] is None and s["samples"].shape == (view.n_draws, 2)
+    assert view._pane2d.visible and not view._pane1d.visible
+    assert "petal_length, petal_width" in sent["title"]
+    view.feature2 = NONE
+    assert view._pane1d.visible and not view._pane2d.visible
+    assert_no_nan(view)
+
+
+def test_custom_row_errors_are_shown_and_recovered(view):
+    view.param.update(source="custom row", custom_text="6.8, abc, ?, ?")
+    assert view._custom_error.visible and "not a number" in view._custom_error.object
+    assert_no_nan(view)
+    view.custom_text = "6.8, 3.0, ?, 1.8"
+    assert not view._custom_error.visible
+    assert view.feature == "petal_length" and view._feature2.options == [NONE]
+    assert view.pipes["slice1d"].data["title"].startswith("custom row")
+    assert view.pipes["slice1d"].data["slice"]["truth"] is None
+
+
+def test_changing_k_refits_in_the_background(view):
+    view.em_model.n_components = 2
+    view.wait(timeout=30)
+    em = view.em_model
+    assert em.n_components == 2 and em.stop_reason in ("tol", "max_iter")
+    assert len(view.pipes["weights"].data["posterior"]) == 2
+    assert em.state.weights.shape == (2,) and "iterations" in view._status.object
+
+
+def test_fit_button_without_auto_refit(view):
+    view.auto_fit = False
+    view.em_model.covariance_type = "diag"
+    assert view.em_model.iteration == 0 and "press Fit" in view._status.object
+    view._fit_button.clicks += 1
+    view.wait(timeout=30)
+    assert view.em_model.iteration > 0 and "Converged" in view._status.object
+    # Fit on a converged model starts again from the initialisation and converges again
+    run = view.em_model.run_id
+    view._fit_button.clicks += 1
+    view.wait(timeout=30)
+    assert view.em_model.run_id == run + 1 and view.em_model.stop_reason == "tol"
+
+
+def test_data_change_updates_the_rows(view):
+    view.em_model.data_model.rate = 0.1
+    view.wait(timeout=30)
+    data = view.em_model.data_model.data
+    np.testing.assert_array_equal(view._rows, np.flatnonzero(data.missing.any(axis=1)))
+    assert view._row.end == len(view._rows) - 1
+    view._random.clicks += 1
+    assert 0 <= view.row_position < len(view._rows) and view.source == "data row"
+    assert view.pipes["slice1d"].data["title"].startswith(f"row {view._rows[view.row_position]}")
+
+
+def test_no_incomplete_row_is_explained():
+    em = EMModel(data_model=DataModel(dataset="iris", mechanism="none"), n_components=2)
+    v = ConditionalView(em_model=em)
+    v.fit(wait=True)
+    assert v._row.disabled and "No row has a missing value" in v._row_info.object
+    assert_no_nan(v)
+
+
+def test_default_view_builds_its_models():
+    v = ConditionalView()
+    assert v.em_model.data_model.dataset == "iris" and v.em_model.data_model.data.n_features == 4
+    assert v.fit(wait=True) is not None and v.em_model.stop_reason
+
+
+def test_a_new_run_stops_a_running_fit_when_auto_refit_is_off():
+    em = EMModel(data_model=DataModel(dataset="wine", mechanism="mcar", rate=0.3), n_components=3, max_iter=300)
+    v = ConditionalView(em_model=em, auto_fit=False)
+    worker = v.fit()
+    v.em_model.n_components = 2  # a new run while fitting: the old worker must not fit the new run
+    worker.join(timeout=60)
+    assert em.iteration == 0 and em.stop_reason == ""
+    assert "press Fit" in v._status.object and not v._fit_button.disabled and not v._progress.visible

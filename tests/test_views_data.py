@@ -1,0 +1,247 @@
+"""Headless tests of the "Data & mechanism" view: helpers against oracles, and the piped plot data."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.document import Document
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from explorer.core.data import IncompleteData
+from explorer.models.data_model import DataModel
+from explorer.views.data_view import (
+    MISSING_PIXEL,
+    DataMechanismView,
+    histogram_edges,
+    histogram_parts,
+    image_mosaic,
+    matrix_rows,
+    mechanism_markdown,
+    pattern_order,
+    pattern_table,
+)
+
+
+def _arrays(obj):
+    """Every numeric array / number inside piped data (dicts, lists, tuples)."""
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _arrays(v)
+    elif isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
+        yield obj
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield np.asarray(obj)
+
+
+def assert_no_nan(view):
+    for name, pipe in view.pipes.items():
+        for arr in _arrays(pipe.data):
+            assert np.isfinite(arr.astype(float)).all(), f"non-finite value piped to {name}"
+
+
+@pytest.fixture
+def view():
+    return DataMechanismView(data_model=DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.3))
+
+
+# ----------------------------------------------------------------------------- pure helpers
+@given(arrays(bool, st.tuples(st.integers(1, 40), st.integers(1, 5))))
+def test_pattern_order_groups_rows_by_decreasing_pattern_frequency(missing):
+    order, patterns, counts = pattern_order(missing)
+    n = missing.shape[0]
+    assert sorted(order.tolist()) == list(range(n))  # a permutation
+    assert counts.sum() == n and np.all(np.diff(counts) <= 0)
+    # the rows, in this order, run through the patterns block by block
+    expected = np.repeat(patterns, counts, axis=0)
+    np.testing.assert_array_equal(missing[order], expected)
+    # inside a block the original order is kept
+    start = 0
+    for c in counts:
+        block = order[start:start + c]
+        assert np.all(np.diff(block) > 0)
+        start += c
+    # same patterns and counts as IncompleteData.pattern_counts (ties included)
+    values = np.where(missing, np.nan, 1.0)
+    values[:, missing.all(axis=0)] = np.nan
+    if not missing.all(axis=0).any():
+        ref_p, ref_c = IncompleteData.from_array(values).pattern_counts()
+        np.testing.assert_array_equal(ref_p, patterns)
+        np.testing.assert_array_equal(ref_c, counts)
+
+
+def test_pattern_order_known_example():
+    missing = np.array([[0, 1], [0, 0], [0, 1], [1, 0], [0, 1]], dtype=bool)
+    order, patterns, counts = pattern_order(missing)
+    assert order.tolist() == [0, 2, 4, 1, 3]
+    assert counts.tolist() == [3, 1, 1]
+    np.testing.assert_array_equal(patterns, [[0, 1], [0, 0], [1, 0]])
+
+
+def test_matrix_rows_thins_large_data_evenly(rng):
+    missing = rng.random((5000, 3)) < 0.2
+    rows = matrix_rows(missing, sort=False, max_rows=2000)
+    assert rows.size == 2000 and rows[0] == 0 and rows[-1] == 4999 and np.all(np.diff(rows) > 0)
+    sorted_rows = matrix_rows(missing, sort=True, max_rows=2000)
+    # the thinned picture keeps the share of complete rows (the largest pattern) to within 1 %
+    share_all = (~missing.any(axis=1)).mean()
+    share_shown = (~missing[sorted_rows].any(axis=1)).mean()
+    assert abs(share_all - share_shown) < 0.01
+    assert matrix_rows(missing[:50], sort=False, max_rows=2000).tolist() == list(range(50))
+
+
+def test_pattern_table_counts_and_names():
+    patterns = np.array([[True, False, False], [False, False, False]])
+    table = pattern_table(patterns, np.array([3, 1]), ["a", "b", "c"])
+    assert table["rows"].tolist() == [3, 1]
+    assert table["share"].tolist() == ["75.0%", "25.0%"]
+    assert table["pattern"].tolist() == ["■··", "···"]
+    assert table["missing columns"].tolist() == ["a", "(complete rows)"]
+
+
+def test_histogram_edges_binary_and_continuous():
+    np.testing.assert_allclose(histogram_edges([0, 1, 1, 0, np.nan]), [-0.5, 0.5, 1.5])
+    edges = histogram_edges(np.linspace(0, 1, 1000))
+    assert 2 <= edges.size - 1 <= 40 and edges[0] == 0 and edges[-1] == 1
+    np.testing.assert_allclose(histogram_edges([2.0, 2.0]), [1.5, 2.5])
+
+
+def test_histogram_parts_add_up_and_show_nmar_bias(view):
+    data = view.data_model.data
+    j = int(np.argmax(data.missing.mean(axis=0)))
+    parts = histogram_parts(data.values[:, j], data.missing[:, j], data.truth[:, j])
+    np.testing.assert_array_equal(parts["observed"] + parts["missing"], parts["complete"])
+    assert parts["complete"].sum() == data.n_samples
+    # nmar_lowest removes the lowest values: the missing counts sit left of the observed ones
+    mis_bins, obs_bins = np.flatnonzero(parts["missing"]), np.flatnonzero(parts["observed"])
+    assert mis_bins.max() <= obs_bins.min()
+    assert parts["observed_mean"] > parts["true_mean"]
+    np.testing.assert_allclose(parts["true_mean"], data.truth[:, j].mean())
+
+
+def test_histogram_parts_without_truth():
+    values = np.array([1.0, np.nan, 3.0, 2.0])
+    parts = histogram_parts(values, np.isnan(values))
+    assert parts["complete"].sum() == 0 and parts["missing"].sum() == 0 and parts["observed"].sum() == 3
+    assert parts["true_mean"] == parts["observed_mean"] == 2.0 and not parts["has_truth"]
+
+
+def test_image_mosaic_colours_missing_pixels():
+    truth = np.array([[0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    missing = np.array([[True, False, False, False], [False, False, False, True]])
+    images = np.where(missing, np.nan, truth)
+    out = image_mosaic(images, missing, (2, 2), n_cols=2, truth=truth, pad=1)
+    assert out.dtype == np.uint8 and out.shape == (2 * 3 + 1, 2 * 3 + 1, 3)
+    # second mosaic row = masked images; image 0 pixel (0, 0) and image 1 pixel (1, 1) are missing
+    assert tuple(out[4, 1]) == MISSING_PIXEL and tuple(out[5, 5]) == MISSING_PIXEL
+    assert tuple(out[1, 1]) == (255, 255, 255)  # the truth row: value 0 = white
+    assert tuple(out[1, 2]) == (0, 0, 0)  # value 1 = ink
+    assert (out == np.array(MISSING_PIXEL, dtype=np.uint8)).all(axis=-1).sum() == 2
+
+
+# ----------------------------------------------------------------------------- the view
+def test_view_renders_and_pipes_the_mask(view):
+    root = pn.panel(view).get_root(Document())
+    assert root is not None
+    data = view.data_model.data
+    sent = view.pipes["matrix"].data
+    np.testing.assert_array_equal(sent["image"], data.missing[sent["rows"]].astype(np.uint8))
+    assert sent["columns"] == list(data.columns) and sent["n_total"] == data.n_samples
+    assert_no_nan(view)
+
+
+def test_mechanism_change_updates_the_matrix_data(view):
+    pn.panel(view).get_root(Document())
+    before = view.pipes["matrix"].data["image"].copy()
+    view.data_model.mechanism = "mcar"
+    data = view.data_model.data
+    sent = view.pipes["matrix"].data
+    assert not np.array_equal(before, sent["image"])
+    np.testing.assert_array_equal(sent["image"], data.missing[matrix_rows(data.missing, True)].astype(np.uint8))
+    assert "MCAR" in view._explain.object and "mcar" in view._explain.object
+    assert_no_nan(view)
+
+
+def test_sorted_order_is_by_pattern_and_toggle_restores_original(view):
+    data = view.data_model.data
+    order, patterns, counts = pattern_order(data.missing)
+    np.testing.assert_array_equal(view.pipes["matrix"].data["rows"], order)
+    np.testing.assert_array_equal(view.pipes["matrix"].data["image"].astype(bool), np.repeat(patterns, counts, 0))
+    view.sort_by_pattern = False
+    np.testing.assert_array_equal(view.pipes["matrix"].data["rows"], np.arange(data.n_samples))
+    assert view.pipes["matrix"].data["sort"] is False
+
+
+@pytest.mark.parametrize("mechanism", ["mcar", "mar_threshold", "nmar_lowest", "self_masking", "mcar_rows"])
+def test_realised_rates_per_column_equal_the_mask_mean(view, mechanism):
+    view.data_model.mechanism = mechanism
+    data = view.data_model.data
+    np.testing.assert_allclose(view.pipes["rates"].data["rates"], data.missing.mean(axis=0))
+    assert view.pipes["rates"].data["line"] == pytest.approx(view.data_model.rate)
+    _, _, counts = pattern_order(data.missing)
+    assert f"**{len(counts)}** distinct patterns" in view._stats.object
+    assert view._table.object["rows"].sum() == min(counts.sum(), counts[:view.top_patterns].sum())
+
+
+def test_marginal_column_follows_the_mechanism_and_the_user(view):
+    view.data_model.param.update(mechanism="mar_threshold", rate=0.2)  # target = last column
+    assert view.data_model.error == ""
+    assert view.column == "petal_width"
+    parts = view.pipes["marginal"].data["parts"]
+    assert parts["missing"].sum() == view.data_model.data.missing[:, 3].sum()
+    view._column.value = "sepal_width"  # the user picks another column: kept on a rate change
+    assert view.column == "sepal_width" and view.pipes["marginal"].data["column"] == "sepal_width"
+    view.data_model.rate = 0.1
+    assert view.column == "sepal_width"
+    view.data_model.mechanism = "mcar"  # a new mechanism: back to the most affected column
+    rates = view.data_model.data.missing.mean(axis=0)
+    assert view.column == view.data_model.data.columns[int(np.argmax(rates))]
+
+
+def test_image_data_set_shows_masked_images(view):
+    pn.panel(view).get_root(Document())
+    assert not view._images_box.visible
+    view.data_model.param.update(dataset="digits_5x7", mechanism="quarter")
+    assert view.data_model.error == ""
+    assert view._images_box.visible
+    rgb = view.pipes["images"].data
+    h, w = view.data_model.image_shape
+    assert rgb.shape == (2 * (h + 1) + 1, 8 * (w + 1) + 1, 3)
+    assert (rgb == np.array(MISSING_PIXEL, dtype=np.uint8)).all(axis=-1).sum() == (
+        view.data_model.data.missing[np.linspace(0, 99, 8).round().astype(int)].sum())
+    assert len(view.pipes["matrix"].data["columns"]) == 35
+    assert_no_nan(view)
+    view.data_model.param.update(dataset="iris", mechanism="mcar")
+    assert not view._images_box.visible
+
+
+def test_image_mask_on_tabular_data_keeps_the_plots(view):
+    before = view.pipes["matrix"].data["image"].copy()
+    view.data_model.mechanism = "square"
+    assert "image mask" in view.data_model.error
+    np.testing.assert_array_equal(view.pipes["matrix"].data["image"], before)
+    # the explanation describes the mask on screen, not the setting that failed
+    assert "nmar_lowest" in view._explain.object and "square" not in view._explain.object
+    assert view.controls._error.visible
+
+
+def test_real_missing_values_without_truth():
+    v = DataMechanismView(data_model=DataModel(dataset="hepatitis", mechanism="none"))
+    pn.panel(v).get_root(Document())
+    parts = v.pipes["marginal"].data["parts"]
+    assert not parts["has_truth"] and parts["complete"].sum() == 0
+    assert "unknown" in v._marginal_note.object
+    assert "No mechanism" in mechanism_markdown(v.data_model)
+    assert_no_nan(v)
+
+
+def test_large_data_are_thinned_in_the_matrix():
+    v = DataMechanismView(data_model=DataModel(dataset="three_blobs", n_samples=5000, mechanism="mcar"),
+                          max_rows=1000)
+    sent = v.pipes["matrix"].data
+    assert sent["image"].shape == (1000, 2) and sent["n_total"] == 5000
