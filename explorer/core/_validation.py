@@ -109,6 +109,7 @@ def check_incomplete(
     *,
     columns: Sequence[str] | None = None,
     allow_empty_rows: bool = False,
+    allow_empty_columns: bool = False,
     allow_constant: bool = True,
     name: str = "X",
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -121,8 +122,9 @@ def check_incomplete(
     Raises
     ------
     BadInputError
-        Non-numeric values, inf, wrong shapes, columns with no observed value, rows with no
-        observed value (unless ``allow_empty_rows``), constant columns (unless ``allow_constant``).
+        Non-numeric values, inf, wrong shapes, columns with no observed value (unless
+        ``allow_empty_columns``), rows with no observed value (unless ``allow_empty_rows``),
+        constant columns (unless ``allow_constant``).
     """
     arr = as_float_matrix(X, name=name, columns=columns)
     nan = np.isnan(arr)
@@ -139,7 +141,7 @@ def check_incomplete(
             )
     arr[m] = np.nan
     empty_cols = np.flatnonzero(m.all(axis=0))
-    if empty_cols.size:
+    if empty_cols.size and not allow_empty_columns:
         raise BadInputError(
             f"{_list_labels(empty_cols, columns)} {'has' if empty_cols.size == 1 else 'have'} no "
             "observed value, so nothing can be learned about them. Drop those columns before fitting."

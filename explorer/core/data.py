@@ -202,19 +202,22 @@ class IncompleteData:
         Parameters
         ----------
         missing : array_like of bool, shape (n_samples, n_features)
-            True = missing. Every column must keep at least one observed entry.
+            True = missing. A mask may hide whole columns (e.g. the top half of every image):
+            the container keeps them, and fitting a model on them raises a clear error.
 
         Raises
         ------
         BadInputError
-            When ``truth`` is None, or ``missing`` has the wrong shape/dtype, or hides a whole column.
+            When ``truth`` is None, or ``missing`` has the wrong shape/dtype.
         """
         if self.truth is None:
             raise BadInputError(
                 f"data {self.name!r} have no truth (the missing values are unknown), so a new mask "
                 "cannot be applied. Use a data set with known complete values."
             )
-        values, miss = check_incomplete(self.truth, missing, columns=self.columns, allow_empty_rows=True)
+        values, miss = check_incomplete(
+            self.truth, missing, columns=self.columns, allow_empty_rows=True, allow_empty_columns=True
+        )
         return IncompleteData(
             values=values,
             missing=miss,

@@ -86,15 +86,27 @@ def test_with_missing_round_trip(rng):
     assert amp.with_missing(miss, name="other").name == "other"
 
 
+def test_a_mask_may_hide_a_whole_column_but_a_fit_refuses_it(rng):
+    """Image masks (the top half of every image) hide whole columns: the container shows them, EM says why
+    it cannot learn them."""
+    from explorer.core import em_gmm
+
+    X, miss = _random_data(rng)
+    hide_col = np.zeros_like(miss)
+    hide_col[:, 1] = True
+    amp = IncompleteData.from_complete(X).with_missing(hide_col)
+    assert np.isnan(amp.values[:, 1]).all() and amp.missing[:, 1].all()
+    with pytest.raises(BadInputError, match="no observed value"):
+        em_gmm.prepare(amp.values, amp.missing)
+    with pytest.raises(BadInputError, match="no observed value"):  # user data with an empty column: refused
+        IncompleteData.from_array(np.where(hide_col, np.nan, X))
+
+
 def test_with_missing_errors(rng):
     X, miss = _random_data(rng)
     with pytest.raises(BadInputError, match="no truth"):
         IncompleteData.from_array(X, miss).with_missing(miss)
     full = IncompleteData.from_complete(X)
-    hide_col = np.zeros_like(miss)
-    hide_col[:, 1] = True
-    with pytest.raises(BadInputError, match="no observed value"):
-        full.with_missing(hide_col)
     with pytest.raises(BadInputError, match="shape"):
         full.with_missing(miss[:, :2])
 
