@@ -450,8 +450,12 @@ class EMPlayground(Viewer):
     def _pending(self) -> bool:
         """True while clicked points are not (yet) the model's data (empty canvas, or refused)."""
         c, d = self._clicked, self.data_model.data
-        return c is not None and (len(c) == 0 or self.data_model.dataset != UPLOADED or d is None
-                                  or d.n_samples != len(c))
+        if c is None:
+            return False
+        if len(c) == 0 or self.data_model.dataset != UPLOADED or d is None or d.n_samples != len(c):
+            return True
+        # the mechanism leaves nothing to fit yet: a column with no observed value, or < 2 rows with data
+        return bool(d.missing.all(axis=0).any() or (~d.missing.all(axis=1)).sum() < 2)
 
     def _limits(self, pending: bool):
         d = self.data_model.data
