@@ -72,8 +72,6 @@ def bench_case(n, d, k, rate, repeats, seed):
     def ours():
         holder["s"] = em_gmm.step(holder["s"], data, config)
 
-    t_ours, ours_all = median_time(ours, repeats)
-
     gm = GaussianMixture(k, covariance_type="full", max_iter=2, tol=0.0, random_state=seed, init_params="k-means++")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -84,7 +82,11 @@ def bench_case(n, d, k, rate, repeats, seed):
         gm._m_step(X, log_resp)
 
     sk()  # warm-up
-    t_sk, sk_all = median_time(sk, repeats)
+    ours_all, sk_all = [], []
+    for _ in range(repeats):  # interleaved, so that drifts in machine load hit both alike
+        ours_all += median_time(ours, 1)[1]
+        sk_all += median_time(sk, 1)[1]
+    t_ours, t_sk = float(np.median(ours_all)), float(np.median(sk_all))
     return {
         "n_samples": n, "n_features": d, "n_components": k, "missing_rate": float(missing.mean()),
         "n_patterns": data.patterns.n_patterns, "prepare_seconds": t_prepare,
@@ -110,17 +112,24 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="BLAS threads for both libraries (default 1: on a shared 2-core machine, multi-threaded "
+                         "timings of the small case varied by 3x between runs)")
     args = ap.parse_args(argv)
     cases = QUICK if args.quick else CASES
     rows = []
+    from threadpoolctl import threadpool_limits
+
     for n, d, k in cases:
-        r = bench_case(n, d, k, args.rate, args.repeats, args.seed)
+        with threadpool_limits(limits=args.threads):
+            r = bench_case(n, d, k, args.rate, args.repeats, args.seed)
         rows.append(r)
         print(f"N={n:>7} D={d:>3} K={k:>3}: explorer {r['explorer_seconds_per_iter']:.3f} s/iter "
               f"({r['n_patterns']} patterns, {r['missing_rate']:.0%} missing), scikit-learn complete "
               f"{r['sklearn_complete_seconds_per_iter']:.3f} s/iter, ratio {r['ratio']:.2f}", flush=True)
     meta = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-            "processor": platform.processor(), "blas": blas_info(), "repeats": args.repeats}
+            "processor": platform.processor(), "blas": blas_info(), "repeats": args.repeats,
+            "blas_threads": args.threads}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "bench_em_quick" if args.quick else "bench_em"
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "cases": rows}, indent=2))
@@ -136,7 +145,8 @@ def main(argv=None):
     ]
     (args.out / f"{name}.md").write_text(
         f"Command: `.venv/bin/python benchmarks/bench_em.py{' --quick' if args.quick else ''}` "
-        f"(median of {args.repeats} iterations; numpy {np.__version__}, Python {platform.python_version()}).\n\n"
+        f"(median of {args.repeats} interleaved iterations, {args.threads} BLAS thread(s); numpy {np.__version__}, "
+        f"Python {platform.python_version()}).\n\n"
         + "\n".join(lines) + "\n"
     )
     print("\n".join(lines))

@@ -38,3 +38,13 @@ def test_digits_script_writes_report(tmp_path):
     assert "EM on incomplete data" in text and "-4633" in text
     assert "Ordering: EM > MI" in text
     assert (tmp_path / "fig.png").stat().st_size > 0
+
+
+def test_benchmark_script_runs(tmp_path):
+    """Smoke test only: the benchmark prints and writes its table; timings are not asserted."""
+    spec = importlib.util.spec_from_file_location("bench_em", ROOT / "benchmarks" / "bench_em.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
+    text = (tmp_path / "bench_em_quick.md").read_text()
+    assert "| 5,000 | 10 | 5 |" in text and "ratio" in text
