@@ -221,12 +221,20 @@ def _slice2d_element(data):
 
 
 def _weights_element(data):
-    rows = [(str(k + 1), PRIOR, float(p)) for k, p in enumerate(data["prior"])]
-    rows += [(str(k + 1), POSTERIOR, float(h)) for k, h in enumerate(data["posterior"])]
-    return hv.Bars(rows, ["component", "weight"], "value").opts(
-        color="weight", cmap={PRIOR: "#b8c4d3", POSTERIOR: MEAN}, multi_level=False, ylim=(0, 1.1),
-        framewise=True, title="Component weights for this row", ylabel="weight", xlabel="component",
-        legend_position="top_left")
+    # two bars per component at numeric positions (a categorical axis whose factors shrink when K does
+    # makes BokehJS fail with "Size mismatch"); component k is drawn around x = k + 1
+    prior = np.asarray(data["prior"], dtype=float)
+    post = np.asarray(data["posterior"], dtype=float)
+    x = np.arange(1, prior.size + 1, dtype=float)
+    z = np.zeros_like(x)
+    dims = [hv.Dimension("wk", label="component"), hv.Dimension("wv", label="weight"), "wk1", "wv1"]
+    prior_bars = hv.Rectangles((x - 0.38, z, x, prior), kdims=dims, label=PRIOR).opts(color="#b8c4d3")
+    post_bars = hv.Rectangles((x, z, x + 0.38, post), kdims=dims, label=POSTERIOR).opts(color=MEAN)
+    return (prior_bars * post_bars).opts(
+        {"Rectangles": dict(ylim=(0, 1.1), xlim=(0.4, prior.size + 0.6), framewise=True, line_color="black",
+                            xticks=[(k, str(int(k))) for k in x], title="Component weights for this row",
+                            ylabel="weight", xlabel="component"),
+         "Overlay": dict(legend_position="top_left")})
 
 
 def _placeholder_2d() -> dict:
@@ -344,7 +352,7 @@ class ConditionalView(Viewer):
         self._slice2d_dmap = hv.DynamicMap(_slice2d_element, streams=[self.pipes["slice2d"]]).opts(
             {"Image": dict(width=560, height=400, toolbar="above", colorbar=False)})
         weights = hv.DynamicMap(_weights_element, streams=[self.pipes["weights"]]).opts(
-            {"Bars": dict(width=320, height=300, toolbar=None, tools=["hover"])})
+            {"Rectangles": dict(width=320, height=300, toolbar=None), "Overlay": dict(width=320, height=300)})
         # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
         pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
         # visibility is toggled on the wrapping Columns: toggling it on a HoloViews pane itself trips a

@@ -20,6 +20,8 @@ tested on their own.
 
 from __future__ import annotations
 
+import threading
+
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend and its options)
 import numpy as np
@@ -284,14 +286,21 @@ def _matrix_element(data):
 
 
 def _rates_element(data):
-    bars = hv.Bars((list(data["columns"]), data["rates"]), hv.Dimension("rcol", label="column"),
-                   hv.Dimension("rate", label="missing rate"))
-    top = max(float(np.max(data["rates"], initial=0)), data["line"], 0.05) * 1.15
+    # bars at numeric positions (column j spans [j + 0.1, j + 0.9]) with the names as tick labels: a
+    # categorical axis whose factors shrink (4 columns -> 3) makes BokehJS fail with "Size mismatch"
+    rates = np.asarray(data["rates"], dtype=float)
+    j = np.arange(rates.size, dtype=float)
+    bars = hv.Rectangles((j + 0.1, np.zeros_like(j), j + 0.9, rates),
+                         kdims=[hv.Dimension("rcol", label="column"), hv.Dimension("rate", label="missing rate"),
+                                "rcol1", "rate1"])
+    top = max(float(np.max(rates, initial=0)), data["line"], 0.05) * 1.15
     line = hv.HLine(data["line"]).opts(color=MIS_COLOUR, line_dash="dashed", line_width=2)
     many = len(data["columns"]) > 16
-    return (bars * line).opts({"Bars": dict(ylim=(0, top), title=data["title"], framewise=True,
-                                            xrotation=90 if many else 60 if len(data["columns"]) > 6 else 0,
-                                            fontsize={"xticks": "6pt" if many else "9pt"})})
+    ticks = _ticks(data["columns"], max_ticks=40)
+    return (bars * line).opts({"Rectangles": dict(ylim=(0, top), xlim=(0, max(rates.size, 1)), title=data["title"],
+                                                  framewise=True, xticks=ticks,
+                                                  xrotation=90 if many else 60 if len(data["columns"]) > 6 else 0,
+                                                  fontsize={"xticks": "6pt" if many else "9pt"})})
 
 
 def _marginal_element(data):
@@ -341,6 +350,9 @@ class DataMechanismView(Viewer):
         if params.get("data_model") is None:
             params["data_model"] = DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.2)
         super().__init__(**params)
+        # served with a thread pool, two events of one session (e.g. quick uploads) can run at once:
+        # updates of the plots are serialised so a plot never receives half of one update and half of another
+        self._lock = threading.RLock()
         self.controls = DataControls(model=self.data_model)
         self.pipes = {name: hv.streams.Pipe(data=None) for name in ("matrix", "rates", "marginal", "images")}
         self._sort = pn.widgets.RadioButtonGroup.from_param(
@@ -371,7 +383,8 @@ class DataMechanismView(Viewer):
             {"Image": dict(cmap=[OBSERVED_COLOUR, MISSING_COLOUR], clim=(0, 1), invert_yaxis=True,
                            width=360, height=440, tools=["hover"], toolbar=None, colorbar=False)})
         rates = hv.DynamicMap(_rates_element, streams=[self.pipes["rates"]]).opts(
-            {"Bars": dict(color=OBS_COLOUR, width=480, height=220, tools=["hover"], toolbar=None)})
+            {"Rectangles": dict(color=OBS_COLOUR, line_color="black", width=480, height=220, toolbar=None,
+                                ylabel="missing rate", xlabel="column")})
         marginal = hv.DynamicMap(_marginal_element, streams=[self.pipes["marginal"]]).opts(
             {"Histogram": dict(width=640, height=300, toolbar="above")})
         images = hv.DynamicMap(_mosaic_element, streams=[self.pipes["images"]]).opts(
@@ -395,28 +408,31 @@ class DataMechanismView(Viewer):
 
     # ------------------------------------------------------------------ updates
     def _on_data(self, event=None):
-        with pn.io.hold():
+        with self._lock, pn.io.hold():
             self._refresh(event)
             if hasattr(self, "_images_box"):
                 self._images_box.visible = self._is_image()
 
     def _on_sort(self, event=None):
-        if self.data_model.data is not None:
-            self._send_matrix(self.data_model.data)
+        with self._lock:
+            if self.data_model.data is not None:
+                self._send_matrix(self.data_model.data)
 
     def _on_column(self, event=None):
-        if self._column.value != self.column and self.column in self._column.options:
-            self._column.value = self.column
-        if self.data_model.data is not None:
-            self._send_marginal(self.data_model.data)
+        with self._lock:
+            if self._column.value != self.column and self.column in self._column.options:
+                self._column.value = self.column
+            if self.data_model.data is not None:
+                self._send_marginal(self.data_model.data)
 
     def _on_column_widget(self, event):
         if event.new is not None and event.new != self.column:
             self.column = event.new
 
     def _on_table(self, event=None):
-        if self.data_model.data is not None:
-            self._send_rates(self.data_model.data)
+        with self._lock:
+            if self.data_model.data is not None:
+                self._send_rates(self.data_model.data)
 
     def _refresh(self, event=None):
         data = self.data_model.data
