@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from explorer.core import em_gmm
-from explorer.core._validation import BadInputError, as_float_matrix, check_incomplete
+from explorer.core._validation import BadInputError, as_float_matrix, check_incomplete, check_no_empty_rows
 from explorer.core.conditional import ConditionalMixture, regression
 from explorer.core.gaussian import DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
 from explorer.core.mechanisms import apply_mechanism
@@ -211,16 +211,8 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
         return arr
 
     def _check_empty_rows(self, missing: np.ndarray) -> None:
-        if self.empty_rows == "marginal":
-            return
-        empty = np.flatnonzero(missing.all(axis=1))
-        if empty.size:
-            shown = ", ".join(str(i) for i in empty[:5]) + (" ..." if empty.size > 5 else "")
-            raise BadInputError(
-                f"{empty.size} row(s) have every value missing (rows {shown}); nothing conditions their "
-                "imputation. Drop them, or set empty_rows='marginal' to impute them from the fitted "
-                "marginal distribution."
-            )
+        if self.empty_rows != "marginal":
+            check_no_empty_rows(missing)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None):

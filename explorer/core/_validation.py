@@ -17,6 +17,8 @@ __all__ = [
     "as_float_matrix",
     "check_missing",
     "check_incomplete",
+    "check_missing_matches_nan",
+    "check_no_empty_rows",
     "column_label",
 ]
 
@@ -103,6 +105,31 @@ def check_missing(missing, shape: tuple[int, int], *, name: str = "missing") -> 
     return np.array(m, dtype=bool, copy=True)
 
 
+def check_missing_matches_nan(values: np.ndarray, missing, *, columns=None, name: str = "X") -> np.ndarray:
+    """``missing`` as a boolean array; NaN in ``values`` at entries marked observed is an error."""
+    m = check_missing(missing, values.shape)
+    stray = np.isnan(values) & ~m
+    if stray.any():
+        rows, cols = np.nonzero(stray)
+        raise BadInputError(
+            f"{name} has {stray.sum()} NaN value(s) at entries marked observed, e.g. row {rows[0]} "
+            f"of {column_label(cols[0], columns)}. Mark them missing or supply their values."
+        )
+    return m
+
+
+def check_no_empty_rows(missing: np.ndarray) -> None:
+    """Raise when a row has every value missing (with the ``empty_rows='marginal'`` remedy)."""
+    empty_rows = np.flatnonzero(np.asarray(missing).all(axis=1))
+    if empty_rows.size:
+        shown = ", ".join(str(i) for i in empty_rows[:5]) + (" ..." if empty_rows.size > 5 else "")
+        raise BadInputError(
+            f"{empty_rows.size} row(s) have every value missing (rows {shown}). They carry no "
+            "information; drop them, or pass empty_rows='marginal' to impute them from the fitted "
+            "model's marginal distribution."
+        )
+
+
 def check_incomplete(
     X,
     missing=None,
@@ -131,14 +158,7 @@ def check_incomplete(
     if missing is None:
         m = nan
     else:
-        m = check_missing(missing, arr.shape)
-        stray = nan & ~m
-        if stray.any():
-            rows, cols = np.nonzero(stray)
-            raise BadInputError(
-                f"{name} has {stray.sum()} NaN value(s) at entries marked observed, e.g. row {rows[0]} "
-                f"of {column_label(cols[0], columns)}. Mark them missing or supply their values."
-            )
+        m = check_missing_matches_nan(arr, missing, columns=columns, name=name)
     arr[m] = np.nan
     empty_cols = np.flatnonzero(m.all(axis=0))
     if empty_cols.size and not allow_empty_columns:
@@ -147,14 +167,7 @@ def check_incomplete(
             "observed value, so nothing can be learned about them. Drop those columns before fitting."
         )
     if not allow_empty_rows:
-        empty_rows = np.flatnonzero(m.all(axis=1))
-        if empty_rows.size:
-            shown = ", ".join(str(i) for i in empty_rows[:5]) + (" ..." if empty_rows.size > 5 else "")
-            raise BadInputError(
-                f"{empty_rows.size} row(s) have every value missing (rows {shown}). They carry no "
-                "information for fitting; drop them, or pass empty_rows='marginal' to impute them "
-                "from the fitted model's marginal distribution."
-            )
+        check_no_empty_rows(m)
     if not allow_constant:
         with np.errstate(invalid="ignore"):  # all-NaN columns were rejected above
             spread = np.nanmax(arr, axis=0) - np.nanmin(arr, axis=0)

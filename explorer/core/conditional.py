@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
-from ._validation import BadInputError, as_float_matrix, check_missing, column_label
+from ._validation import BadInputError, as_float_matrix, check_missing_matches_nan, column_label
 from .gaussian import LOG_2PI, DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
 from .patterns import group_patterns
 
@@ -282,14 +282,7 @@ class ConditionalMixture:
         if missing is None:
             miss = nan
         else:
-            miss = check_missing(missing, values.shape)
-            stray = nan & ~miss
-            if stray.any():
-                r, c = np.argwhere(stray)[0]
-                raise BadInputError(
-                    f"X has {stray.sum()} NaN value(s) at entries marked observed, e.g. row {r} of "
-                    f"{column_label(c, cols)}. Mark them missing or supply their values."
-                )
+            miss = check_missing_matches_nan(values, missing, columns=cols)
         values[miss] = np.nan
         w, mu, cov = _check_parameters(weights, means, covariances, covariance_type, values.shape[1])
         return _condition(values, miss, w, mu, cov, covariance_type, cols)

@@ -12,7 +12,6 @@ Failures never lose the current data: a bad upload or an infeasible mechanism se
 from __future__ import annotations
 
 import inspect
-import json
 
 import numpy as np
 import param
@@ -22,6 +21,7 @@ from explorer import io as eio
 from explorer.core._validation import BadInputError
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
+from explorer.models._settings import Settings
 
 __all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
 
@@ -37,7 +37,7 @@ def _dataset_names() -> list[str]:
     return [info.name for info in ds.list_datasets()]
 
 
-class DataModel(param.Parameterized):
+class DataModel(Settings):
     """Load a data set and remove values with a missingness mechanism.
 
     Examples
@@ -46,6 +46,8 @@ class DataModel(param.Parameterized):
     >>> m.data.n_features, round(m.mask.realised_rate, 1)
     (2, 0.2)
     """
+
+    _SETTINGS = _SETTINGS
 
     dataset = param.Selector(default="three_blobs", objects=_dataset_names() + [UPLOADED], doc="Data set")
     n_samples = param.Integer(default=300, bounds=(10, 20000), doc="Rows drawn for synthetic data sets")
@@ -182,16 +184,3 @@ class DataModel(param.Parameterized):
             self.dataset = UPLOADED  # triggers _load
         else:
             self._load()
-
-    # ------------------------------------------------------------------ settings
-    def settings(self) -> dict:
-        """The inputs as a JSON-serialisable dict (the state of the screen)."""
-        return json.loads(self.param.serialize_parameters(subset=list(_SETTINGS)))
-
-    def apply_settings(self, settings: dict) -> None:
-        """Set inputs from :meth:`settings` output (unknown keys are an error)."""
-        unknown = sorted(set(settings) - set(_SETTINGS))
-        if unknown:
-            raise BadInputError(f"Unknown settings {unknown}; accepted: {list(_SETTINGS)}.")
-        values = self.param.deserialize_parameters(json.dumps(settings))
-        self.param.update(**values)

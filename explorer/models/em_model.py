@@ -11,7 +11,6 @@ A new run starts (``reset``) whenever the data or a model setting changes.
 
 from __future__ import annotations
 
-import json
 import threading
 
 import numpy as np
@@ -21,6 +20,7 @@ from explorer.core import em_gmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
 from explorer.history import em_history
+from explorer.models._settings import Settings
 from explorer.models.data_model import DataModel
 
 __all__ = ["EMModel"]
@@ -30,7 +30,7 @@ _SETTINGS = ("n_components", "covariance_type", "variant", "init", "reg_covar", 
 MAX_KEPT_STATES = 400
 
 
-class EMModel(param.Parameterized):
+class EMModel(Settings):
     """EM for a Gaussian mixture with missing values, one step at a time.
 
     Examples
@@ -42,6 +42,8 @@ class EMModel(param.Parameterized):
     >>> em.run(); em.stop_reason in ("tol", "max_iter")
     True
     """
+
+    _SETTINGS = _SETTINGS
 
     data_model = param.ClassSelector(class_=DataModel, doc="Where the data come from")
     n_components = param.Integer(default=3, bounds=(1, 30), doc="Number of components K")
@@ -214,12 +216,3 @@ class EMModel(param.Parameterized):
         return ConditionalMixture.from_gaussian_mixture(
             X, s.weights, s.means, s.covariances, covariance_type=self._config.covariance_type, missing=missing,
         )
-
-    def settings(self) -> dict:
-        return json.loads(self.param.serialize_parameters(subset=list(_SETTINGS)))
-
-    def apply_settings(self, settings: dict) -> None:
-        unknown = sorted(set(settings) - set(_SETTINGS))
-        if unknown:
-            raise BadInputError(f"Unknown settings {unknown}; accepted: {list(_SETTINGS)}.")
-        self.param.update(**self.param.deserialize_parameters(json.dumps(settings)))
