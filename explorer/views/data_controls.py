@@ -90,8 +90,9 @@ class DataControls(Viewer):
                 continue
             value = current.get(p.name, p.default)
             label = p.name.replace("_", " ")
-            if p.kind == "choice":
-                w = pn.widgets.Select(label=label, options=list(p.choices), value=value)
+            if p.kind == "choice":  # None means "chosen at random / from the data" in the registry
+                options = {("random" if c is None else str(c)): c for c in p.choices}
+                w = pn.widgets.Select(label=label, options=options, value=value)
             elif p.kind == "int":
                 lo, hi = p.bounds or (None, None)
                 # a default of None means "derived from the data" (e.g. mar_rows' n_controlling)
