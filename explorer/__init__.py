@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
     "GaussianMixtureImputer": "explorer.imputers",
+    "DPGMMImputer": "explorer.dp_imputer",
     "amputate": "explorer.imputers",
     "load_dataset": "explorer.datasets",
     "list_datasets": "explorer.datasets",
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.core.conditional import ConditionalMixture
     from explorer.core.data import IncompleteData
     from explorer.datasets import list_datasets, load_dataset
+    from explorer.dp_imputer import DPGMMImputer
     from explorer.imputers import GaussianMixtureImputer, amputate
 
 

@@ -27,9 +27,19 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from explorer.core import em_gmm
-from explorer.core._validation import BadInputError, as_float_matrix, check_incomplete, check_no_empty_rows
+from explorer.core._validation import (
+    BadInputError,
+    as_float_matrix,
+    check_incomplete,
+    check_no_empty_rows,
+)
 from explorer.core.conditional import ConditionalMixture, regression
-from explorer.core.gaussian import DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
+from explorer.core.gaussian import (
+    DegenerateCovarianceError,
+    observed_diagonal,
+    observed_gaussian,
+    precision_and_logdet,
+)
 from explorer.core.mechanisms import apply_mechanism
 from explorer.core.patterns import group_patterns
 
@@ -69,7 +79,185 @@ def _feature_names(X):
     return None
 
 
-class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
+def _fit_input(X, empty_rows):
+    """Validate training data: ``(X_nan, missing, names, columns)`` (``names`` for ``feature_names_in_``)."""
+    if empty_rows not in _EMPTY_ROWS:
+        raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {empty_rows!r}.")
+    _reject_sparse(X)
+    names = _feature_names(X)
+    columns = None if names is None else [str(c) for c in names]
+    Xn, missing = check_incomplete(X, columns=columns, allow_empty_rows=empty_rows == "marginal")
+    return Xn, missing, names, columns
+
+
+def _checked_result(result, warning_cls, algorithm: str):
+    """Raise on a degenerate stop, re-emit the convergence warning at the caller's level."""
+    if result.stop_reason == "degenerate":
+        raise DegenerateCovarianceError(f"{algorithm} stopped after {result.n_iter} iteration(s): {result.message}")
+    if result.stop_reason != "tol":
+        warnings.warn(result.message, warning_cls, stacklevel=3)
+    return result
+
+
+def _mixture_score_samples(arr, weights, means, covariances, covariance_type="full") -> np.ndarray:
+    """Observed-data log-likelihood of every row of ``arr`` (NaN = missing) under a Gaussian mixture; 0 for empty rows."""
+    missing = np.isnan(arr)
+    Xf = np.where(missing, 0.0, arr)
+    K = weights.shape[0]
+    ll = np.empty((arr.shape[0], K))
+    if covariance_type == "full":
+        patterns = group_patterns(missing)
+        precision, logdet = precision_and_logdet(covariances)
+        for k in range(K):
+            ll[:, k] = observed_gaussian(Xf, patterns, means[k], precision[k], logdet[k], conditionals=False)[0]
+    else:
+        for k in range(K):
+            ll[:, k] = observed_diagonal(Xf, missing, means[k], covariances[k], conditionals=False)[0]
+    with np.errstate(divide="ignore"):
+        out = logsumexp(ll + np.log(weights), axis=1)
+    out[missing.all(axis=1)] = 0.0
+    return out
+
+
+class _MixtureImputerBase(TransformerMixin, BaseEstimator):
+    """Shared plumbing of the mixture imputers (validation, feature names, sample/score/regress).
+
+    Subclasses define ``fit`` and ``conditional`` and set ``weights_``, ``means_``,
+    ``covariances_`` and ``n_features_in_``; ``_covariance_type`` says how to read
+    ``covariances_``.
+    """
+
+    _covariance_type = "full"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    @property
+    def _columns(self):
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else [str(c) for c in names]
+
+    def _set_features(self, names, n_features: int) -> None:
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = n_features
+
+    def _validate(self, X) -> np.ndarray:
+        """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
+        check_is_fitted(self, "means_")
+        _reject_sparse(X)
+        names = _feature_names(X)
+        fitted = getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and not np.array_equal(names, fitted):
+            raise BadInputError(
+                f"X has columns {list(names)} but the imputer was fitted on {list(fitted)}. "
+                "Pass the same columns in the same order."
+            )
+        arr = as_float_matrix(X, name="X", columns=self._columns if names is None else list(names))
+        if arr.shape[1] != self.n_features_in_:
+            raise BadInputError(
+                f"X has {arr.shape[1]} feature(s) but the imputer was fitted on {self.n_features_in_}. "
+                "Pass data with the same columns, in the same order, as in fit."
+            )
+        self._check_empty_rows(np.isnan(arr))
+        return arr
+
+    def _check_empty_rows(self, missing: np.ndarray) -> None:
+        if self.empty_rows != "marginal":
+            check_no_empty_rows(missing)
+
+    def sample(self, X, n_imputations=5, random_state=None) -> np.ndarray:
+        """Multiple imputation: draws of the missing entries from :math:`p(x^m \\mid x^o)`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_imputations : int, default 5
+        random_state : int, numpy.random.Generator or None
+
+        Returns
+        -------
+        ndarray of shape (n_imputations, n_samples, n_features)
+            Observed entries equal ``X`` in every imputation.
+        """
+        rng = _rng(random_state)
+        return self.conditional(X).sample(n_imputations, rng)
+
+    def score(self, X, y=None) -> float:
+        """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
+        return float(np.mean(self.score_samples(X)))
+
+    def regress(self, X, inputs, targets) -> np.ndarray:
+        """Least-squares prediction of ``targets`` from ``inputs`` (Ghahramani & Jordan eq. 13).
+
+        :math:`\\hat x^t = \\sum_k h_k(x^i)\\,[\\mu_k^t + \\Sigma_k^{ti}(\\Sigma_k^{ii})^{-1}(x^i - \\mu_k^i)]`
+        with :math:`h_k(x^i) \\propto \\pi_k N(x^i; \\mu_k^i, \\Sigma_k^{ii})`. Columns in neither
+        list are marginalised out; NaN inputs are marginalised too.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, len(inputs))
+            Either full rows (only the ``inputs`` columns are read) or just the input columns,
+            in the order of ``inputs``.
+        inputs, targets : int, str or sequence of them
+            Column indices, or names when the imputer was fitted on a DataFrame; disjoint.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(targets))
+        """
+        check_is_fitted(self, "means_")
+        columns = self._columns
+        if np.ndim(X) == 1:  # a single input column given as a vector
+            X = np.asarray(X).reshape(-1, 1)
+        arr = as_float_matrix(X, name="X")
+        inp = np.atleast_1d(np.asarray(inputs, dtype=object))
+        if arr.shape[1] == self.n_features_in_:
+            idx = [self._column_index(j) for j in inp]
+            arr = arr[:, idx]
+        elif arr.shape[1] != inp.size:
+            raise BadInputError(
+                f"X has {arr.shape[1]} column(s): pass either all {self.n_features_in_} features or only "
+                f"the {inp.size} input column(s), in the order of inputs."
+            )
+        mix = regression(
+            self.weights_, self.means_, self.covariances_, arr,
+            inputs=inputs, targets=targets, covariance_type=self._covariance_type, columns=columns,
+        )
+        return mix.mean()
+
+    def _column_index(self, j) -> int:
+        columns = self._columns
+        if isinstance(j, str):
+            if columns is None or j not in columns:
+                raise BadInputError(
+                    f"Unknown column {j!r}: the imputer was fitted on "
+                    f"{'unnamed columns (use integer indices)' if columns is None else columns}."
+                )
+            return columns.index(j)
+        if isinstance(j, numbers.Integral) and not isinstance(j, bool) and -self.n_features_in_ <= j < self.n_features_in_:
+            return int(j) % self.n_features_in_
+        raise BadInputError(f"{j!r} is not a column of the {self.n_features_in_} fitted feature(s).")
+
+    def get_feature_names_out(self, input_features=None):
+        """Output feature names (the input ones: imputation keeps the columns)."""
+        check_is_fitted(self, "n_features_in_")
+        fitted = getattr(self, "feature_names_in_", None)
+        if input_features is not None:
+            names = np.asarray(input_features, dtype=object)
+            if names.size != self.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
+                raise BadInputError("input_features do not match the features seen in fit.")
+            return names
+        if fitted is not None:
+            return fitted.copy()
+        return np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
+
+
+class GaussianMixtureImputer(_MixtureImputerBase):
     """Impute missing values with a Gaussian mixture fitted by EM on the incomplete data.
 
     The model :math:`p(x) = \\sum_k \\pi_k N(x; \\mu_k, \\Sigma_k)` is fitted by maximum
@@ -97,7 +285,8 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
         ``"em"`` is exact EM. The others are ablations kept for teaching: ``"naive"`` refits on
         conditional means without the conditional-covariance correction (not EM; covariances
         shrink), ``"mean_impute"`` fits on the column-mean-filled matrix and its ``transform``
-        returns the observed column means (the classical mean imputation).
+        returns the observed column means (the classical mean imputation); its ``sample``
+        still draws from the mixture fitted on the mean-filled data.
     empty_rows : {"raise", "marginal"}, default "raise"
         What to do with rows whose every value is missing: raise an error (in ``fit`` and in
         every method that takes ``X``), or accept them (they do not inform the fit and are
@@ -166,10 +355,9 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ sklearn plumbing
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
+    @property
+    def _covariance_type(self):
+        return self.covariance_type
 
     def _config(self) -> em_gmm.EMConfig:
         if self.empty_rows not in _EMPTY_ROWS:
@@ -184,35 +372,6 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
             n_init=self.n_init,
             variant=self.variant,
         )
-
-    @property
-    def _columns(self):
-        names = getattr(self, "feature_names_in_", None)
-        return None if names is None else [str(c) for c in names]
-
-    def _validate(self, X) -> np.ndarray:
-        """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
-        check_is_fitted(self, "means_")
-        _reject_sparse(X)
-        names = _feature_names(X)
-        fitted = getattr(self, "feature_names_in_", None)
-        if names is not None and fitted is not None and not np.array_equal(names, fitted):
-            raise BadInputError(
-                f"X has columns {list(names)} but the imputer was fitted on {list(fitted)}. "
-                "Pass the same columns in the same order."
-            )
-        arr = as_float_matrix(X, name="X", columns=self._columns if names is None else list(names))
-        if arr.shape[1] != self.n_features_in_:
-            raise BadInputError(
-                f"X has {arr.shape[1]} feature(s) but the imputer was fitted on {self.n_features_in_}. "
-                "Pass data with the same columns, in the same order, as in fit."
-            )
-        self._check_empty_rows(np.isnan(arr))
-        return arr
-
-    def _check_empty_rows(self, missing: np.ndarray) -> None:
-        if self.empty_rows != "marginal":
-            check_no_empty_rows(missing)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None):
@@ -246,28 +405,14 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
 
         config = self._config()
         rng = _rng(self.random_state)
-        _reject_sparse(X)
-        names = _feature_names(X)
-        columns = None if names is None else [str(c) for c in names]
-        Xn, missing = check_incomplete(
-            X, columns=columns, allow_empty_rows=self.empty_rows == "marginal"
-        )
+        Xn, missing, names, columns = _fit_input(X, self.empty_rows)
         data = em_gmm.prepare(Xn, missing, columns=columns)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", em_gmm.ConvergenceWarning)
             result = em_gmm.fit(data, config, rng)
-        if result.stop_reason == "degenerate":
-            raise DegenerateCovarianceError(
-                f"EM stopped after {result.n_iter} iteration(s): {result.message}"
-            )
-        if result.stop_reason != "tol":
-            warnings.warn(result.message, em_gmm.ConvergenceWarning, stacklevel=2)
+        _checked_result(result, em_gmm.ConvergenceWarning, "EM")
         state = result.state
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.n_features_in_ = Xn.shape[1]
+        self._set_features(names, Xn.shape[1])
         self.weights_ = np.array(state.weights)
         self.means_ = np.array(state.means)
         self.covariances_ = np.array(state.covariances)
@@ -320,26 +465,6 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
             return np.where(missing, self.col_means_, arr)
         return self.conditional(arr).mean()
 
-    def sample(self, X, n_imputations=5, random_state=None) -> np.ndarray:
-        """Multiple imputation: draws of the missing entries from :math:`p(x^m \\mid x^o)`.
-
-        Every variant draws from its fitted mixture (for ``"mean_impute"`` that is the model
-        fitted on the mean-filled data, not the column means that its ``transform`` returns).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        n_imputations : int, default 5
-        random_state : int, numpy.random.Generator or None
-
-        Returns
-        -------
-        ndarray of shape (n_imputations, n_samples, n_features)
-            Observed entries equal ``X`` in every imputation.
-        """
-        rng = _rng(random_state)
-        return self.conditional(X).sample(n_imputations, rng)
-
     def score_samples(self, X) -> np.ndarray:
         """Observed-data log-likelihood of every row, :math:`\\log\\sum_k \\pi_k N(x^o; \\mu_k^o, \\Sigma_k^{oo})`.
 
@@ -354,93 +479,7 @@ class GaussianMixtureImputer(TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         arr = self._validate(X)
-        missing = np.isnan(arr)
-        Xf = np.where(missing, 0.0, arr)
-        K = self.weights_.shape[0]
-        ll = np.empty((arr.shape[0], K))
-        if self.covariance_type == "full":
-            patterns = group_patterns(missing)
-            precision, logdet = precision_and_logdet(self.covariances_)
-            for k in range(K):
-                ll[:, k] = observed_gaussian(
-                    Xf, patterns, self.means_[k], precision[k], logdet[k], conditionals=False
-                )[0]
-        else:
-            for k in range(K):
-                ll[:, k] = observed_diagonal(Xf, missing, self.means_[k], self.covariances_[k], conditionals=False)[0]
-        with np.errstate(divide="ignore"):
-            out = logsumexp(ll + np.log(self.weights_), axis=1)
-        out[missing.all(axis=1)] = 0.0
-        return out
-
-    def score(self, X, y=None) -> float:
-        """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
-        return float(np.mean(self.score_samples(X)))
-
-    def regress(self, X, inputs, targets) -> np.ndarray:
-        """Least-squares prediction of ``targets`` from ``inputs`` (Ghahramani & Jordan eq. 13).
-
-        :math:`\\hat x^t = \\sum_k h_k(x^i)\\,[\\mu_k^t + \\Sigma_k^{ti}(\\Sigma_k^{ii})^{-1}(x^i - \\mu_k^i)]`
-        with :math:`h_k(x^i) \\propto \\pi_k N(x^i; \\mu_k^i, \\Sigma_k^{ii})`. Columns in neither
-        list are marginalised out; NaN inputs are marginalised too.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples, len(inputs))
-            Either full rows (only the ``inputs`` columns are read) or just the input columns,
-            in the order of ``inputs``.
-        inputs, targets : int, str or sequence of them
-            Column indices, or names when the imputer was fitted on a DataFrame; disjoint.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, len(targets))
-        """
-        check_is_fitted(self, "means_")
-        columns = self._columns
-        if np.ndim(X) == 1:  # a single input column given as a vector
-            X = np.asarray(X).reshape(-1, 1)
-        arr = as_float_matrix(X, name="X")
-        inp = np.atleast_1d(np.asarray(inputs, dtype=object))
-        if arr.shape[1] == self.n_features_in_:
-            idx = [self._column_index(j) for j in inp]
-            arr = arr[:, idx]
-        elif arr.shape[1] != inp.size:
-            raise BadInputError(
-                f"X has {arr.shape[1]} column(s): pass either all {self.n_features_in_} features or only "
-                f"the {inp.size} input column(s), in the order of inputs."
-            )
-        mix = regression(
-            self.weights_, self.means_, self.covariances_, arr,
-            inputs=inputs, targets=targets, covariance_type=self.covariance_type, columns=columns,
-        )
-        return mix.mean()
-
-    def _column_index(self, j) -> int:
-        columns = self._columns
-        if isinstance(j, str):
-            if columns is None or j not in columns:
-                raise BadInputError(
-                    f"Unknown column {j!r}: the imputer was fitted on "
-                    f"{'unnamed columns (use integer indices)' if columns is None else columns}."
-                )
-            return columns.index(j)
-        if isinstance(j, numbers.Integral) and not isinstance(j, bool) and -self.n_features_in_ <= j < self.n_features_in_:
-            return int(j) % self.n_features_in_
-        raise BadInputError(f"{j!r} is not a column of the {self.n_features_in_} fitted feature(s).")
-
-    def get_feature_names_out(self, input_features=None):
-        """Output feature names (the input ones: imputation keeps the columns)."""
-        check_is_fitted(self, "n_features_in_")
-        fitted = getattr(self, "feature_names_in_", None)
-        if input_features is not None:
-            names = np.asarray(input_features, dtype=object)
-            if names.size != self.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
-                raise BadInputError("input_features do not match the features seen in fit.")
-            return names
-        if fitted is not None:
-            return fitted.copy()
-        return np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
+        return _mixture_score_samples(arr, self.weights_, self.means_, self.covariances_, self.covariance_type)
 
 
 def amputate(X, mechanism="mcar", rate=0.2, random_state=None, **params):

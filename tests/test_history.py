@@ -90,3 +90,59 @@ def test_errors():
                 covariances=np.eye(2)[None], resp_entropy=0.0, hard_counts=np.array([3]))
     with pytest.raises(ValueError, match="3 column names for 2 features"):
         em_history([snap], columns=["a", "b", "c"])
+
+
+# ----------------------------------------------------------------------------- vb_history
+@pytest.fixture(scope="module")
+def vb_result():
+    from explorer.core import vb_dpgmm
+
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0])
+    truth = X.copy()
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[np.isnan(X).all(axis=1), 0] = truth[np.isnan(X).all(axis=1), 0]
+    config = vb_dpgmm.VBConfig(n_components=6, tol=1e-6, max_iter=200)
+    return vb_dpgmm.fit(vb_dpgmm.prepare(X), config, np.random.default_rng(0), truth=truth), config
+
+
+def test_vb_history_dims_and_values(vb_result):
+    from explorer.core.vb_dpgmm import VBConfig
+    from explorer.history import vb_history
+
+    res, config = vb_result
+    ds = vb_history(res.trace, columns=["u", "v"], config=config, stop_reason=res.stop_reason)
+    n = res.n_iter + 1
+    assert dict(ds.sizes) == {"iteration": n, "component": 6, "feature": 2, "feature_": 2}
+    for key in ("elbo", "log_likelihood", "objective", "weights_perplexity", "rmse", "mae"):
+        assert ds[key].dims == ("iteration",)
+        np.testing.assert_array_equal(ds[key].values, [t[key] for t in res.trace])
+    assert ds["n_effective"].dtype.kind == "i"
+    np.testing.assert_array_equal(ds["n_effective"].values, [t["n_effective"] for t in res.trace])
+    last = ds.isel(iteration=-1)
+    s = res.state
+    np.testing.assert_array_equal(last["weights"].values, s.weights)
+    np.testing.assert_array_equal(last["means"].values, s.means)
+    np.testing.assert_array_equal(last["covariances"].values, s.covariances)
+    assert last["elbo"].item() == s.elbo and last["log_likelihood"].item() == s.log_likelihood
+    assert last["n_effective"].item() == s.n_effective == int(np.sum(s.weights > 0.01))
+    # expected weights sum to one at every iteration; the ELBO is undefined at the mean-filled start
+    np.testing.assert_allclose(ds["weights"].sum("component").values, 1.0)
+    assert np.isnan(ds["elbo"].values[0]) and np.all(np.isfinite(ds["elbo"].values[1:]))
+    assert VBConfig(**{k: v for k, v in json.loads(ds.attrs["config"]).items()}) == config
+    assert "Dirichlet" in ds.attrs["algorithm"] and ds.attrs["stop_reason"] == res.stop_reason
+    assert ds["elbo"].attrs["long_name"] == "evidence lower bound"
+    assert "hard_counts" not in ds and "resp_entropy" not in ds
+
+
+def test_vb_history_errors():
+    from explorer.history import vb_history
+
+    with pytest.raises(ValueError, match="empty"):
+        vb_history([])
+    snap = {"iteration": 0, "elbo": -2.0, "log_likelihood": -1.0, "objective": -2.0, "weights": np.ones(1),
+            "means": np.zeros((1, 2)), "covariances": np.eye(2)[None], "n_effective": 1}
+    with pytest.raises(ValueError, match="1 column names for 2 features"):
+        vb_history([snap], columns=["a"])
+    ds = vb_history([snap])
+    assert "rmse" not in ds and "weights_perplexity" not in ds

@@ -1,0 +1,271 @@
+"""Tests of explorer.dp_imputer.DPGMMImputer (variational DP mixture, scikit-learn API)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import multivariate_normal
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import Pipeline
+
+import explorer
+from explorer.core import vb_dpgmm
+from explorer.core._validation import BadInputError
+from explorer.dp_imputer import DPGMMImputer
+
+COV = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, 0.0], [0.0, 0.0, 1.0]])
+SCALE, SHIFT = np.array([1.0, 10.0, 100.0]), np.array([5.0, -3.0, 1000.0])
+
+
+def three_clusters(seed=0, n=80, rate=0.15):
+    rng = np.random.default_rng(seed)
+    centres = ([0.0, 0.0, 0.0], [6.0, 6.0, 0.0], [0.0, 8.0, 6.0])
+    X = np.vstack([rng.multivariate_normal(c, COV, n) for c in centres]) * SCALE + SHIFT
+    Xm = X.copy()
+    Xm[rng.random(X.shape) < rate] = np.nan
+    Xm[np.isnan(Xm).all(axis=1), 0] = X[np.isnan(Xm).all(axis=1), 0]
+    return X, Xm
+
+
+@pytest.fixture(scope="module")
+def data():
+    return three_clusters()
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    return DPGMMImputer(n_components=8, tol=1e-6, max_iter=300, random_state=0).fit(data[1])
+
+
+def test_lazy_export():
+    assert explorer.DPGMMImputer is DPGMMImputer
+
+
+def test_sklearn_api_clone_and_pipeline(data):
+    X, Xm = data
+    imp = DPGMMImputer(n_components=5, alpha=0.5, weights="responsibilities", random_state=3)
+    twin = clone(imp)
+    assert twin.get_params() == imp.get_params() and not hasattr(twin, "means_")
+    y = X[:, 0] + 0.1
+    pipe = Pipeline([("impute", DPGMMImputer(n_components=5, random_state=0)), ("lr", LinearRegression())])
+    pipe.fit(Xm, y)
+    assert pipe.predict(Xm).shape == (X.shape[0],)
+    pipe.set_params(impute__n_components=4)
+    assert pipe.named_steps["impute"].n_components == 4
+
+
+def test_fitted_attributes_and_effective_components(fitted):
+    K, D = 8, 3
+    assert fitted.weights_.shape == (K,) and fitted.means_.shape == (K, D) and fitted.covariances_.shape == (K, D, D)
+    np.testing.assert_allclose(fitted.weights_.sum(), 1.0)
+    assert fitted.converged_ and fitted.stop_reason_ == "tol" and 0 < fitted.n_iter_ <= 300
+    assert np.isfinite(fitted.elbo_)
+    # the stick-breaking prior switches off the unneeded components: three clusters, three components
+    assert fitted.n_effective_ == 3
+    big = np.argsort(fitted.weights_)[-3:]
+    np.testing.assert_allclose(np.sort(fitted.weights_[big]), [1 / 3] * 3, atol=0.03)
+    # the big components sit on the true centres (in the original units)
+    centres = np.array([[0.0, 0.0, 0.0], [6.0, 6.0, 0.0], [0.0, 8.0, 6.0]]) * SCALE + SHIFT
+    found = fitted.means_[big]
+    dist = np.abs((found[:, None, :] - centres[None]) / SCALE).max(axis=2)
+    assert np.all(dist.min(axis=0) < 0.4)
+    # covariances are the plug-in Psi/nu on the original scale: symmetric positive definite
+    for c in fitted.covariances_[big]:
+        np.testing.assert_allclose(c, c.T)
+        np.testing.assert_allclose(c / np.outer(SCALE, SCALE), COV, atol=0.6)  # prior Psi0 inflates a little
+        assert np.all(np.linalg.eigvalsh(c) > 0)
+
+
+def test_transform_keeps_observed_entries_bit_for_bit(fitted, data):
+    X, Xm = data
+    Xi = fitted.transform(Xm)
+    obs = ~np.isnan(Xm)
+    assert not np.isnan(Xi).any()
+    assert np.array_equal(Xi[obs], Xm[obs])
+    # the imputations are informative: much better than the column means on these clusters
+    miss = ~obs
+    err_model = np.sqrt(np.mean(((Xi - X) / SCALE)[miss] ** 2))
+    err_mean = np.sqrt(np.mean(((np.nanmean(Xm, axis=0) - X) / SCALE)[miss] ** 2))
+    assert err_model < 0.6 * err_mean
+
+
+def test_conditional_matches_transform_and_a_hand_computation(fitted, data):
+    _, Xm = data
+    mix = fitted.conditional(Xm)
+    np.testing.assert_array_equal(mix.mean(), fitted.transform(Xm))
+    var = mix.variance()
+    miss = np.isnan(Xm)
+    assert np.all(var[miss] > 0) and np.all(var[~miss] == 0)
+    # one row by hand: predictive weights E[pi] N(x^o) and Gaussian conditioning
+    n = int(np.flatnonzero(miss.sum(axis=1) == 1)[0])
+    m = np.flatnonzero(miss[n])
+    o = np.flatnonzero(~miss[n])
+    w, mu, S = fitted.weights_, fitted.means_, fitted.covariances_
+    logw = np.log(w) + np.array([multivariate_normal(mu[k, o], S[k][np.ix_(o, o)]).logpdf(Xm[n, o]) for k in range(8)])
+    h = np.exp(logw - logsumexp(logw))
+    cm = [mu[k, m] + S[k][np.ix_(m, o)] @ np.linalg.solve(S[k][np.ix_(o, o)], Xm[n, o] - mu[k, o]) for k in range(8)]
+    np.testing.assert_allclose(mix.weights[n], h, atol=1e-10)
+    np.testing.assert_allclose(mix.mean()[n, m], h @ np.array(cm), rtol=1e-9)
+    # score_samples is the same plug-in mixture density of the observed entries
+    np.testing.assert_allclose(fitted.score_samples(Xm)[n], logsumexp(logw), rtol=1e-10)
+    assert fitted.score(Xm) == pytest.approx(np.mean(fitted.score_samples(Xm)))
+
+
+def test_samples_shape_and_variation(fitted, data):
+    _, Xm = data
+    draws = fitted.sample(Xm, n_imputations=4, random_state=1)
+    miss = np.isnan(Xm)
+    assert draws.shape == (4,) + Xm.shape and not np.isnan(draws).any()
+    assert np.all(draws[:, ~miss] == Xm[~miss])
+    assert np.all(draws[:, miss].std(axis=0) > 0)
+    np.testing.assert_array_equal(draws, fitted.sample(Xm, n_imputations=4, random_state=1))
+
+
+def test_responsibility_weights_use_tau_on_training_rows(data):
+    _, Xm = data
+    kw = {"n_components": 6, "tol": 1e-5, "random_state": 0}
+    tau_imp = DPGMMImputer(weights="responsibilities", **kw).fit(Xm)
+    pred_imp = DPGMMImputer(**kw).fit(Xm)
+    np.testing.assert_array_equal(tau_imp.means_, pred_imp.means_)  # same fit, only the weights differ
+    # resp_ is the core's state.resp for the same standardised data, config and seed
+    Z = (Xm - np.nanmean(Xm, axis=0)) / np.nanstd(Xm, axis=0)
+    config = vb_dpgmm.VBConfig(n_components=6, tol=1e-5)
+    state = vb_dpgmm.fit(vb_dpgmm.prepare(Z), config, np.random.default_rng(0)).state
+    np.testing.assert_allclose(tau_imp.resp_, state.resp, atol=1e-8)
+    mix = tau_imp.conditional(Xm)
+    np.testing.assert_array_equal(mix.weights, tau_imp.resp_)
+    expected = np.einsum("nk,knd->nd", state.resp, mix.completions)
+    miss = np.isnan(Xm)
+    np.testing.assert_allclose(tau_imp.transform(Xm)[miss], expected[miss], rtol=1e-7)
+    assert not np.allclose(mix.weights, pred_imp.conditional(Xm).weights)
+    np.testing.assert_array_equal(tau_imp.fit_transform(Xm), tau_imp.transform(Xm))
+    # new rows (anything but the training matrix) get the predictive weights
+    new = Xm[:40]
+    np.testing.assert_array_equal(tau_imp.transform(new), pred_imp.transform(new))
+
+
+def test_standardisation_round_trip_and_affine_equivariance(data):
+    X, Xm = data
+    imp = DPGMMImputer(n_components=6, tol=1e-8, max_iter=500, random_state=0).fit(Xm)
+    np.testing.assert_allclose(imp.center_, np.nanmean(Xm, axis=0))
+    np.testing.assert_allclose(imp.scale_, np.nanstd(Xm, axis=0))
+    last = imp.history_.isel(iteration=-1)
+    np.testing.assert_array_equal(last["means"].values, imp.means_)
+    np.testing.assert_array_equal(last["covariances"].values, imp.covariances_)
+    # the fit sees standardised data, so a per-column affine change of X changes nothing else
+    a, b = np.array([0.5, 3.0, 0.01]), np.array([-2.0, 7.0, 1.0])
+    imp2 = DPGMMImputer(n_components=6, tol=1e-8, max_iter=500, random_state=0).fit(Xm * a + b)
+    np.testing.assert_allclose(imp2.weights_, imp.weights_, atol=1e-6)
+    np.testing.assert_allclose(imp2.means_, imp.means_ * a + b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(imp2.transform(Xm * a + b), imp.transform(Xm) * a + b, rtol=1e-6, atol=1e-6)
+    # without standardisation the raw scale is used (centre 0, scale 1)
+    raw = DPGMMImputer(n_components=6, standardize=False, random_state=0).fit(X[:, :2] / SCALE[:2])
+    np.testing.assert_array_equal(raw.center_, 0.0)
+    np.testing.assert_array_equal(raw.scale_, 1.0)
+
+
+def test_history_dims_and_feature_names(data):
+    _, Xm = data
+    df = pd.DataFrame(Xm, columns=["a", "b", "c"])
+    imp = DPGMMImputer(n_components=5, random_state=0).fit(df)
+    ds = imp.history_
+    assert dict(ds.sizes) == {"iteration": imp.n_iter_ + 1, "component": 5, "feature": 3, "feature_": 3}
+    assert list(ds["feature"].values) == ["a", "b", "c"]
+    for key in ("elbo", "log_likelihood", "objective", "n_effective", "weights_perplexity"):
+        assert ds[key].dims == ("iteration",)
+    assert ds["n_effective"].values[-1] == imp.n_effective_
+    assert ds["elbo"].values[-1] == imp.elbo_
+    np.testing.assert_array_equal(ds["weights"].values[-1], imp.weights_)
+    assert ds.attrs["stop_reason"] == "tol" and ds.attrs["standardized"] == 1
+    assert list(imp.feature_names_in_) == ["a", "b", "c"]
+    out = imp.transform(df)
+    assert np.array_equal(out[~np.isnan(Xm)], Xm[~np.isnan(Xm)])
+    with pytest.raises(BadInputError, match="fitted on"):
+        imp.transform(df[["b", "a", "c"]])
+    assert imp.regress(df, inputs=["a"], targets=["b"]).shape == (len(df), 1)
+
+
+def test_empty_rows_marginal_and_raise(fitted, data):
+    _, Xm = data
+    Xe = Xm.copy()
+    Xe[0] = np.nan
+    with pytest.raises(BadInputError, match="no observed value|every value missing|all.*missing"):
+        fitted.transform(Xe)
+    imp = DPGMMImputer(n_components=5, empty_rows="marginal", random_state=0).fit(Xe)
+    out = imp.transform(Xe)
+    np.testing.assert_allclose(out[0], imp.weights_ @ imp.means_)
+    assert imp.score_samples(Xe)[0] == 0.0
+
+
+def test_convergence_warning():
+    _, Xm = three_clusters(n=30)
+    with pytest.warns(vb_dpgmm.ConvergenceWarning, match="max_iter"):
+        imp = DPGMMImputer(n_components=4, max_iter=2, tol=0.0, random_state=0).fit(Xm)
+    assert not imp.converged_ and imp.n_iter_ == 2 and imp.stop_reason_ == "max_iter"
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"weights": "tau"}, "weights must be one of"),
+        ({"standardize": "yes"}, "standardize must be True or False"),
+        ({"n_components": 0}, "n_components must be a positive integer"),
+        ({"alpha": -1.0}, "alpha must be a positive number"),
+        ({"update": "magic"}, "update must be one of"),
+        ({"empty_rows": "drop"}, "empty_rows must be one of"),
+        ({"random_state": "seed"}, "random_state must be None"),
+        ({"n_components": 500}, "larger than the number of rows"),
+    ],
+)
+def test_bad_parameters(params, match, data):
+    with pytest.raises(BadInputError, match=match):
+        DPGMMImputer(**params).fit(data[1])
+
+
+def test_bad_data(fitted, data):
+    _, Xm = data
+    with pytest.raises(NotFittedError):
+        DPGMMImputer().transform(Xm)
+    with pytest.raises(BadInputError, match="feature"):
+        fitted.transform(Xm[:, :2])
+    bad = Xm.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(BadInputError, match="inf"):
+        DPGMMImputer(n_components=3).fit(bad)
+    col = Xm.copy()
+    col[:, 1] = np.nan
+    with pytest.raises(BadInputError, match="no observed value"):
+        DPGMMImputer(n_components=3).fit(col)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match="Sparse"):
+            import scipy.sparse
+
+            DPGMMImputer(n_components=3).fit(scipy.sparse.csr_matrix(np.nan_to_num(Xm)))
+
+
+def test_thesis_update_has_no_elbo_but_imputes(data):
+    _, Xm = data
+    imp = DPGMMImputer(n_components=5, update="thesis", responsibilities="thesis", random_state=0).fit(Xm)
+    assert np.isnan(imp.elbo_)  # point-mass completions: the bound is undefined
+    assert np.isnan(imp.history_["elbo"].values).all()
+    Xi = imp.transform(Xm)
+    assert not np.isnan(Xi).any() and np.array_equal(Xi[~np.isnan(Xm)], Xm[~np.isnan(Xm)])
+
+
+def test_unstandardised_fit_uses_the_column_means_as_prior_mean(data):
+    X, _ = data
+    Z = X[:, :2] / SCALE[:2]
+    imp = DPGMMImputer(n_components=4, standardize=False, random_state=0).fit(Z)
+    config = vb_dpgmm.VBConfig(n_components=4, mean_prior=Z.mean(axis=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
+        state = vb_dpgmm.fit(vb_dpgmm.prepare(Z), config, np.random.default_rng(0)).state
+    np.testing.assert_array_equal(imp.means_, state.means)
+    np.testing.assert_array_equal(imp.covariances_, state.covariances)
