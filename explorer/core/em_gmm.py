@@ -53,13 +53,13 @@ with missing data*.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import logsumexp
 
+from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_incomplete
 from .gaussian import DegenerateCovarianceError, embed_add, observed_diagonal, observed_gaussian, precision_and_logdet
 from .kmeans import kmeans, kmeans_plusplus
@@ -88,10 +88,6 @@ COVARIANCE_TYPES = ("full", "diag")
 VARIANTS = ("em", "naive", "mean_impute")
 INIT_METHODS = ("kmeans", "kmeans++", "random")
 _EPS10 = 10 * np.finfo(float).eps
-
-
-class ConvergenceWarning(UserWarning):
-    """EM stopped before the tolerance was reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,47 +584,25 @@ def fit(
         truth = np.asarray(truth, dtype=float)
         if truth.shape != data.X.shape:
             raise BadInputError(f"truth has shape {truth.shape}, expected {data.X.shape}.")
-    runs = []
-    failures = []
-    n_runs = 1 if init_state is not None else config.n_init
     n_fit = _fit_view(data, config)[3].size
-    for _ in range(n_runs):
-        try:
-            state = init_state if init_state is not None else init(data, config, rng)
-        except DegenerateCovarianceError as exc:
-            failures.append(str(exc))
-            continue
-        trace = [snapshot(state, data, config, truth)]
-        stop, message = "max_iter", f"Stopped after max_iter={config.max_iter} iterations before reaching tol={config.tol}."
-        for _ in range(config.max_iter):
-            try:
-                new = step(state, data, config)
-            except DegenerateCovarianceError as exc:
-                stop, message = "degenerate", str(exc)
-                break
-            change = (new.objective - state.objective) / n_fit
-            state = new
-            trace.append(snapshot(state, data, config, truth))
-            if callback is not None:
-                callback(state)
-            if abs(change) < config.tol:
-                stop, message = "tol", f"Converged: mean log-likelihood change {change:.3g} < tol={config.tol}."
-                break
-        runs.append((state, stop, message, trace))
-    if not runs:
-        raise DegenerateCovarianceError(failures[0])
-    best = max(runs, key=lambda r: r[0].objective)
-    state, stop, message, trace = best
-    if stop != "tol":
-        warnings.warn(message, ConvergenceWarning, stacklevel=2)
+    out = run_restarts(
+        n_runs=1 if init_state is not None else config.n_init,
+        start=lambda: init_state if init_state is not None else init(data, config, rng),
+        step=lambda state: step(state, data, config),
+        snapshot=lambda state: snapshot(state, data, config, truth),
+        change=lambda old, new: (new.objective - old.objective) / n_fit,
+        max_iter=config.max_iter,
+        tol=config.tol,
+        callback=callback,
+    )
     return EMResult(
-        state=state,
-        converged=stop == "tol",
-        stop_reason=stop,
-        message=message,
-        n_iter=state.iteration,
-        trace=tuple(trace),
-        restart_objectives=tuple(r[0].objective for r in runs),
+        state=out.state,
+        converged=out.stop_reason == "tol",
+        stop_reason=out.stop_reason,
+        message=out.message,
+        n_iter=out.state.iteration,
+        trace=out.trace,
+        restart_objectives=out.restart_objectives,
         config=config,
         seed_info={},
     )

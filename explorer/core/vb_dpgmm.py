@@ -71,7 +71,6 @@ it exists so complete-data runs can be checked against scikit-learn to round-off
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -80,6 +79,7 @@ from scipy.special import betaln, digamma, logsumexp, multigammaln
 
 from ._validation import BadInputError
 from .conditional import ConditionalMixture
+from ._loop import run_restarts
 from .em_gmm import ConvergenceWarning as _EMConvergenceWarning
 from .em_gmm import EMData, prepare
 from .gaussian import (
@@ -622,36 +622,22 @@ def fit(data: EMData, config: VBConfig, rng: np.random.Generator, *,
     """
     if truth is not None and np.shape(truth) != data.X.shape:
         raise BadInputError(f"truth has shape {np.shape(truth)}, expected {data.X.shape}.")
-    runs, failures = [], []
-    for _ in range(1 if init_state is not None else config.n_init):
-        try:
-            state = init_state if init_state is not None else init(data, config, rng)
-        except DegenerateCovarianceError as exc:
-            failures.append(str(exc))
-            continue
-        trace = [snapshot(state, data, config, truth)]
-        stop, message = "max_iter", f"Stopped after max_iter={config.max_iter} steps before reaching tol={config.tol}."
-        for _ in range(config.max_iter):
-            try:
-                new = step(state, data, config)
-            except DegenerateCovarianceError as exc:
-                stop, message = "degenerate", str(exc)
-                break
-            prev_obj = state.objective if np.isfinite(state.elbo) == np.isfinite(new.elbo) else np.nan
-            change = (new.objective - prev_obj) / data.n_fit
-            state = new
-            trace.append(snapshot(state, data, config, truth))
-            if callback is not None:
-                callback(state)
-            if abs(change) < config.tol:
-                stop, message = "tol", f"Converged: per-row objective change {change:.3g} < tol={config.tol}."
-                break
-        runs.append((state, stop, message, trace))
-    if not runs:
-        raise DegenerateCovarianceError(failures[0])
-    state, stop, message, trace = max(runs, key=lambda r: r[0].objective)
-    if stop != "tol":
-        warnings.warn(message, ConvergenceWarning, stacklevel=2)
-    return VBResult(state=state, converged=stop == "tol", stop_reason=stop, message=message,
-                    n_iter=state.iteration, trace=tuple(trace),
-                    restart_objectives=tuple(r[0].objective for r in runs), config=config)
+
+    def change(old, new):  # the objective switches from the plug-in likelihood to the ELBO once it is defined
+        prev = old.objective if np.isfinite(old.elbo) == np.isfinite(new.elbo) else np.nan
+        return (new.objective - prev) / data.n_fit
+
+    out = run_restarts(
+        n_runs=1 if init_state is not None else config.n_init,
+        start=lambda: init_state if init_state is not None else init(data, config, rng),
+        step=lambda state: step(state, data, config),
+        snapshot=lambda state: snapshot(state, data, config, truth),
+        change=change,
+        max_iter=config.max_iter,
+        tol=config.tol,
+        callback=callback,
+        warning=ConvergenceWarning,
+    )
+    return VBResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
+                    message=out.message, n_iter=out.state.iteration, trace=out.trace,
+                    restart_objectives=out.restart_objectives, config=config)
