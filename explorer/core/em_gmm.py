@@ -282,7 +282,6 @@ class EMResult:
     trace: tuple  # snapshots (dicts) of every iteration of the kept restart, see snapshot()
     restart_objectives: tuple
     config: EMConfig
-    seed_info: dict
 
 
 def _readonly(*arrays):
@@ -604,5 +603,4 @@ def fit(
         trace=out.trace,
         restart_objectives=out.restart_objectives,
         config=config,
-        seed_info={},
     )
