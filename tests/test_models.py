@@ -119,3 +119,12 @@ def test_em_model_try_step_does_not_wait_for_a_running_step():
         t.join(timeout=5)
     assert result == [False] and em.iteration == 0
     assert em.try_step() and em.iteration == 1
+
+
+def test_step_with_a_stale_run_id_does_nothing():
+    em = EMModel(data_model=DataModel(dataset="three_blobs"), n_components=3)
+    old = em.run_id
+    assert em.step(run_id=old) and em.iteration == 1
+    em.seed += 1  # a new run
+    assert not em.step(run_id=old) and em.iteration == 0
+    assert em.step(run_id=em.run_id) and em.iteration == 1

@@ -142,9 +142,15 @@ class EMModel(Settings):
     def finished(self) -> bool:
         return bool(self.stop_reason) or self.state is None
 
-    def step(self) -> bool:
-        """One EM iteration. Returns False when nothing was done (finished, or no data)."""
+    def step(self, run_id: int | None = None) -> bool:
+        """One EM iteration. Returns False when nothing was done (finished, or no data).
+
+        With ``run_id``, steps only if that run is still the current one (checked under the
+        model's lock, so a reset landing between a worker's check and its step cannot be stepped).
+        """
         with self._lock:
+            if run_id is not None and run_id != self.run_id:
+                return False
             return self._step()
 
     def try_step(self) -> bool:

@@ -432,11 +432,10 @@ class ConditionalView(Viewer):
         last = time.monotonic()
         try:
             while True:
-                # check and step under the model's lock, so a reset (new data or settings) that lands
-                # between the two cannot make this worker step the new run
-                with em._lock:
-                    if token != self._token or em.run_id != run_id or not em.step():
-                        break
+                # step(run_id) checks and steps under the model's lock, so a reset (new data or settings)
+                # cannot make this worker step the new run
+                if token != self._token or not em.step(run_id=run_id):
+                    break
                 now = time.monotonic()
                 if now - last > 0.3:  # throttle: progress every 0.3 s
                     last = now
