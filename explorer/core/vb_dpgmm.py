@@ -111,6 +111,7 @@ __all__ = [
     "prepare",
     "snapshot",
     "step",
+    "predictive_conditional",
 ]
 
 UPDATES = ("principled", "thesis")
@@ -641,3 +642,21 @@ def fit(data: EMData, config: VBConfig, rng: np.random.Generator, *,
     return VBResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
                     message=out.message, n_iter=out.state.iteration, trace=out.trace,
                     restart_objectives=out.restart_objectives, config=config)
+
+
+def predictive_conditional(state: VBState, data: EMData, *, kind: str = "student_t", columns=None):
+    r"""Posterior-predictive density imputation p(x^m | x^o) of every row.
+
+    ``kind="student_t"``: the Normal-Wishart posterior predictive, a Student-t mixture with
+    :math:`\mathrm{dof}_k = \nu_k + 1 - D` and scale :math:`(1+\beta_k)/(\beta_k\mathrm{dof}_k)\Psi_k`
+    (see :mod:`explorer.core.conditional_t`); ``kind="plugin"``: :func:`conditional`.
+    """
+    from .conditional_t import StudentTConditionalMixture, normal_wishart_predictive
+
+    if kind == "plugin":
+        return conditional(state, data, columns=columns)
+    if kind != "student_t":
+        raise BadInputError(f"kind must be 'student_t' or 'plugin', got {kind!r}.")
+    loc, scales, dof = normal_wishart_predictive(state.means, state.beta, state.nu, state.scatter)
+    return StudentTConditionalMixture.from_student_t_mixture(
+        data.X, state.weights, loc, scales, dof, missing=data.missing, columns=columns)
