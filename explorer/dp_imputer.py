@@ -22,6 +22,7 @@ import numpy as np
 from explorer.core import vb_dpgmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
+from explorer.core.conditional_t import StudentTConditionalMixture, normal_wishart_predictive
 from explorer.imputers import (
     _checked_result,
     _fit_input,
@@ -214,6 +215,9 @@ class DPGMMImputer(_MixtureImputerBase):
         self.weights_ = np.array(state.weights)
         self.means_ = state.means * scale + center
         self.covariances_ = state.covariances * outer
+        # Normal-Wishart posterior in original units (Psi scales like a covariance), for predictive()
+        self.beta_, self.nu_ = np.array(state.beta), np.array(state.nu)
+        self.scatter_ = state.scatter * outer
         self.resp_ = np.array(state.resp)
         self.elbo_ = float(state.elbo)
         self.n_effective_ = int(state.n_effective)
@@ -255,6 +259,29 @@ class DPGMMImputer(_MixtureImputerBase):
             tau.setflags(write=False)
             mix = dataclasses.replace(mix, weights=tau)
         return mix
+
+    def predictive(self, X) -> StudentTConditionalMixture:
+        r"""The Student-t posterior-predictive conditional mixture :math:`p(x^m \mid x^o)` of every row.
+
+        Integrates the Normal-Wishart posterior instead of plugging in its means: each component is
+        a multivariate t with :math:`\nu_k + 1 - D` degrees of freedom (see
+        :mod:`explorer.core.conditional_t`), so values far from the bulk keep a finite, graded
+        log-density, the fix the POIGMM thesis names for its log-likelihood overflow. Row weights
+        are predictive: :math:`\propto E[\pi_k]\,\mathrm{St}(x^o \mid \ldots)`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NaN marks a missing entry.
+
+        Returns
+        -------
+        StudentTConditionalMixture
+        """
+        arr = self._validate(X)
+        loc, scales, dof = normal_wishart_predictive(self.means_, self.beta_, self.nu_, self.scatter_)
+        return StudentTConditionalMixture.from_student_t_mixture(
+            arr, self.weights_, loc, scales, dof, columns=self._columns)
 
     def transform(self, X):
         """Single imputation by the conditional mean; observed entries returned bit for bit.
