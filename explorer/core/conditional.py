@@ -464,6 +464,16 @@ class ConditionalMixture:
         ndarray of shape (n_samples,)
             :math:`\\log p(x^m_n \\mid x^o_n)`; 0 for rows with nothing missing.
         """
+        V = self._checked_values(values)
+        out = np.zeros(self.n_samples)
+        with np.errstate(divide="ignore"):
+            logw = np.log(self.weights)
+        for rows, m, maha, logdet in self._whitened_blocks(V):
+            out[rows] = logsumexp(-0.5 * (m * LOG_2PI + logdet + maha) + logw[rows], axis=1)
+        return out
+
+    def _checked_values(self, values) -> np.ndarray:
+        """Complete rows to score: right shape, no NaN at the missing entries."""
         V = as_float_matrix(values, name="values", columns=self.columns)
         if V.shape != self.values.shape:
             raise BadInputError(f"values have shape {V.shape}; expected {self.values.shape}.")
@@ -474,9 +484,15 @@ class ConditionalMixture:
                 f"values has {hole.sum()} NaN value(s) at missing entries, e.g. row {r} of "
                 f"{column_label(c, self.columns)}; logpdf needs the complete values there."
             )
-        out = np.zeros(self.n_samples)
-        with np.errstate(divide="ignore"):
-            logw = np.log(self.weights)
+        return V
+
+    def _whitened_blocks(self, V: np.ndarray):
+        """Per block of rows with missing entries: ``(rows, m, maha, logdet)``.
+
+        ``maha[i, k]`` is the squared Mahalanobis distance of row ``rows[i]``'s missing values
+        from component ``k``'s conditional mean under its conditional covariance, and
+        ``logdet[i, k]`` that covariance's log-determinant; both shape (n_rows, K).
+        """
         for b, rows in enumerate(self.block_rows):
             m = self.block_mis[b].shape[1]
             if m == 0 or rows.size == 0:
@@ -484,15 +500,14 @@ class ConditionalMixture:
             pats = self.row_pattern[rows]
             mis = self.block_mis[b][pats]
             x = V[rows[:, None], mis]
-            comp_ll = np.empty((rows.size, self.n_components))
+            maha = np.empty((rows.size, self.n_components))
+            logdet = np.empty((rows.size, self.n_components))
             for k in range(self.n_components):
                 L = self.block_chol[b][k, pats]
-                diff = x - self.completions[k, rows[:, None], mis]
-                y = np.linalg.solve(L, diff[..., None])[..., 0]
-                logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
-                comp_ll[:, k] = -0.5 * (m * LOG_2PI + logdet + np.einsum("ij,ij->i", y, y))
-            out[rows] = logsumexp(comp_ll + logw[rows], axis=1)
-        return out
+                y = np.linalg.solve(L, (x - self.completions[k, rows[:, None], mis])[..., None])[..., 0]
+                maha[:, k] = np.einsum("ij,ij->i", y, y)
+                logdet[:, k] = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
+            yield rows, m, maha, logdet
 
     def marginal_pdf(self, row: int, feature, grid):
         """Density of one missing feature of one row on a grid (a 1-D slice view).

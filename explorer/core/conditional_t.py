@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp, stdtr, stdtrit
 
-from ._validation import BadInputError, as_float_matrix, column_label
+from ._validation import BadInputError
 from .conditional import ConditionalMixture, _as_array
 from .gaussian import LOG_2PI, observed_gaussian, precision_and_logdet
 from .patterns import group_patterns
@@ -315,32 +315,13 @@ class StudentTConditionalMixture:
 
     def logpdf(self, values) -> np.ndarray:
         """Joint log-density of each row's missing entries under its t mixture, shape (n_samples,); 0 if none missing."""
-        V = as_float_matrix(values, name="values", columns=self.columns)
-        if V.shape != self.values.shape:
-            raise BadInputError(f"values have shape {V.shape}; expected {self.values.shape}.")
-        hole = np.isnan(V) & self.missing
-        if hole.any():
-            r, c = np.argwhere(hole)[0]
-            raise BadInputError(
-                f"values has {hole.sum()} NaN value(s) at missing entries, e.g. row {r} of "
-                f"{column_label(c, self.columns)}; logpdf needs the complete values there.")
-        b0, out = self.base, np.zeros(self.n_samples)
+        V = self.base._checked_values(values)
+        out = np.zeros(self.n_samples)
         with np.errstate(divide="ignore"):
             logw = np.log(self.weights)
-        for b, rows in enumerate(b0.block_rows):
-            m = b0.block_mis[b].shape[1]
-            if m == 0 or rows.size == 0:
-                continue
-            pats = b0.row_pattern[rows]
-            mis = b0.block_mis[b][pats]
-            x = V[rows[:, None], mis]
-            comp_ll = np.empty((rows.size, self.n_components))
-            for k in range(self.n_components):
-                L = b0.block_chol[b][k, pats]
-                y = np.linalg.solve(L, (x - self.completions[k, rows[:, None], mis])[..., None])[..., 0]
-                c = self.row_scale[rows, k]
-                logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1) + m * np.log(c)
-                comp_ll[:, k] = log_student_t(np.einsum("ij,ij->i", y, y) / c, logdet, self.dof[rows, k], m)
+        for rows, m, maha, logdet in self.base._whitened_blocks(V):  # under the scale S; rescale by c
+            c = self.row_scale[rows]
+            comp_ll = log_student_t(maha / c, logdet + m * np.log(c), self.dof[rows], m)
             out[rows] = logsumexp(comp_ll + logw[rows], axis=1)
         return out
 
