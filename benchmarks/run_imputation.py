@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=ROOT / "results" / "seed000_benchmark")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: boston, mcar 0.1 0.3, 1 repetition, cheap method settings (unless overridden)")
+    p.add_argument("--missforest-runs", type=int, default=None,
+                   help="missForest runs (imputations) per job (default 10, the author's; 2 with --quick)")
+    p.add_argument("--append", action="store_true",
+                   help="merge into an existing results.csv in --out (new jobs replace old ones with the same "
+                        "data set, mechanism, rate, repetition and method) and re-summarise")
     p.add_argument("--list-methods", action="store_true", help="describe the methods and exit")
     return p
 
@@ -103,11 +108,27 @@ def main(argv=None) -> int:
     frames = []
     for i, (mechs, rs) in enumerate(groups, 1):
         prefix = f"({i}/{len(groups)}) " if len(groups) > 1 else ""
+        options = ({"missforest": {"n_runs": args.missforest_runs}}
+                   if args.missforest_runs is not None and "missforest" in methods else None)
         frames.append(run_benchmark(datasets, mechs, rs, methods, reps, seed=args.seed, variant=args.variant,
-                                    progress=_progress(prefix), n_jobs=args.n_jobs, quick=args.quick))
+                                    progress=_progress(prefix), n_jobs=args.n_jobs, quick=args.quick,
+                                    method_options=options))
     df = pd.concat(frames, ignore_index=True)
-    summary = summarise(df)
     args.out.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/run_imputation.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    old_path = args.out / "results.csv"
+    if args.append and old_path.exists():
+        old = pd.read_csv(old_path, dtype={"error": str})
+        old["error"] = old["error"].fillna("")
+        keys = ["dataset", "mechanism", "rate", "repetition", "method"]
+        new_keys = set(map(tuple, df[keys].astype(str).to_numpy()))
+        keep = [tuple(k) not in new_keys for k in old[keys].astype(str).to_numpy()]
+        df = pd.concat([old[keep], df], ignore_index=True)
+        with open(args.out / "COMMAND.txt", "a") as fh:
+            fh.write(command + "\n")
+    else:
+        (args.out / "COMMAND.txt").write_text(command + "\n")
+    summary = summarise(df)
     df.to_csv(args.out / "results.csv", index=False)
     summary.to_csv(args.out / "summary.csv", index=False)
     nc = _write_netcdf(summary, args.out / "summary.nc")

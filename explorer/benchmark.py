@@ -31,7 +31,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -78,7 +78,13 @@ class Imputed:
     binary_guess : ndarray or None
         0/1 class for binary columns (majority vote over imputations); None = round ``mean``.
     conditional : ConditionalMixture or None
-        Mixture methods: p(x_mis | x_obs), used for the joint NLL.
+        Mixture methods: p(x_mis | x_obs) (the point, variance and interval come from it).
+    densities : dict
+        Mixture methods: ``metric name -> factory(keep)``, where ``factory(keep)`` returns a
+        conditional density (``ConditionalMixture`` or ``StudentTConditionalMixture``) of the data
+        restricted to the columns ``keep`` (bool (n_features,), or None = all), i.e. with the other
+        columns marginalised out. ``"nll"`` is the plug-in Gaussian mixture; the variational methods
+        add ``"nll_t"``, the Student-t posterior predictive.
     n_imputations : int
     """
 
@@ -88,6 +94,7 @@ class Imputed:
     upper: np.ndarray | None = None
     binary_guess: np.ndarray | None = None
     conditional: ConditionalMixture | None = None
+    densities: dict = field(default_factory=dict)
     n_imputations: int = 1
 
 
@@ -95,8 +102,9 @@ class Imputed:
 class Method:
     """A registered benchmark method.
 
-    ``func(X, missing, binary, rng, quick) -> Imputed`` with ``X`` (n_samples, n_features)
-    standardised, NaN at missing entries; ``binary`` a bool vector of the 0/1 columns.
+    ``func(X, missing, binary, rng, quick, **options) -> Imputed`` with ``X`` (n_samples,
+    n_features) standardised, NaN at missing entries; ``binary`` a bool vector of the 0/1 columns;
+    ``options`` from ``run_benchmark(method_options=...)`` (e.g. ``missforest``: ``n_runs``).
     ``quick=True`` is a smoke-test setting, not a benchmark: poigmm K=5, one restart, 30 steps;
     em_gmm K=3, one restart, 50 steps; mice 3 imputations of 5 sweeps; missforest 2 runs of
     10 trees and 2 sweeps.
@@ -107,6 +115,7 @@ class Method:
     kind: str  # "mixture" | "samples" | "point" | "gaussian"
     description: str
     differs: str
+    extra_metrics: tuple = ()  # metrics only this method produces (e.g. "nll_t")
 
 
 def _from_draws(X, missing, draws: np.ndarray) -> Imputed:
@@ -121,9 +130,34 @@ def _from_draws(X, missing, draws: np.ndarray) -> Imputed:
                    binary_guess=vote, n_imputations=int(draws.shape[0]))
 
 
-def _from_conditional(cm: ConditionalMixture) -> Imputed:
+def _gaussian_factory(X, missing, weights, means, covariances, full=None):
+    """``keep -> ConditionalMixture`` of the Gaussian mixture marginalised to the columns ``keep``."""
+    def make(keep=None):
+        if keep is None:
+            return full if full is not None else ConditionalMixture.from_gaussian_mixture(
+                X, weights, means, covariances, missing=missing)
+        return ConditionalMixture.from_gaussian_mixture(X[:, keep], weights, means[:, keep],
+                                                        covariances[:, keep][:, :, keep], missing=missing[:, keep])
+    return make
+
+
+def _student_t_factory(X, missing, state):
+    """``keep -> StudentTConditionalMixture``: marginals of a multivariate t keep its dof."""
+    from explorer.core.conditional_t import StudentTConditionalMixture, normal_wishart_predictive
+
+    loc, scales, dof = normal_wishart_predictive(state.means, state.beta, state.nu, state.scatter)
+
+    def make(keep=None):
+        k = np.ones(X.shape[1], dtype=bool) if keep is None else keep
+        return StudentTConditionalMixture.from_student_t_mixture(
+            X[:, k], state.weights, loc[:, k], scales[:, k][:, :, k], dof, missing=missing[:, k])
+    return make
+
+
+def _from_conditional(cm: ConditionalMixture, densities: dict) -> Imputed:
     lower, upper = cm.interval(0.95)
-    return Imputed(mean=cm.mean(), var=cm.variance(), lower=lower, upper=upper, conditional=cm)
+    return Imputed(mean=cm.mean(), var=cm.variance(), lower=lower, upper=upper, conditional=cm,
+                   densities=densities)
 
 
 # ---------------------------------------------------------------------------------------- methods
@@ -145,7 +179,11 @@ def _poigmm(update: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
             res = vb_dpgmm.fit(data, cfg, rng)
-        return _from_conditional(vb_dpgmm.conditional(res.state, data))
+        st = res.state
+        cm = vb_dpgmm.conditional(st, data)
+        return _from_conditional(cm, {
+            "nll": _gaussian_factory(X, missing, st.weights, st.means, st.covariances, full=cm),
+            "nll_t": _student_t_factory(X, missing, st)})
 
     return run
 
@@ -158,8 +196,13 @@ def _em_gmm(X, missing, binary, rng, quick) -> Imputed:
         warnings.simplefilter("ignore", em_gmm.ConvergenceWarning)
         res = em_gmm.fit(data, cfg, rng)
     st = res.state
-    cm = ConditionalMixture.from_gaussian_mixture(X, st.weights, st.means, st.full_covariances(), missing=missing)
-    return _from_conditional(cm)
+    covs = st.full_covariances()
+    cm = ConditionalMixture.from_gaussian_mixture(X, st.weights, st.means, covs, missing=missing)
+    return _from_conditional(cm, {"nll": _gaussian_factory(X, missing, st.weights, st.means, covs, full=cm)})
+
+
+#: Independent missForest runs per job (the author's "Missforest_mult" used 10).
+MISSFOREST_RUNS = 10
 
 
 def _seeds(rng, n: int) -> list[int]:
@@ -182,20 +225,70 @@ def _mice(X, missing, binary, rng, quick) -> Imputed:
     return _from_draws(X, missing, np.stack(draws))
 
 
-def _missforest(X, missing, binary, rng, quick) -> Imputed:
-    from sklearn.ensemble import RandomForestRegressor
-    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-    from sklearn.impute import IterativeImputer
+def missforest_impute(X, missing, *, n_trees: int = 100, max_iter: int = 10, max_features=None,
+                      random_state=None) -> tuple[np.ndarray, int]:
+    """One missForest run (Stekhoven & Buehlmann 2012), as R's ``missForest`` does it for numeric data.
 
-    m = 2 if quick else 10
-    draws = []
-    for s in _seeds(rng, m):
-        rf = RandomForestRegressor(n_estimators=10 if quick else 100, max_features="sqrt", random_state=s)
-        imp = IterativeImputer(estimator=rf, max_iter=2 if quick else 10, initial_strategy="mean",
-                               random_state=s, keep_empty_features=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            draws.append(imp.fit_transform(X))
+    Start from column means; then, per iteration, visit the columns with missing entries in
+    ascending order of their number of missing entries, fit a random forest (``n_trees`` trees,
+    ``max_features`` = floor(sqrt(n_features)) candidates per split, R's ``mtry`` default; nodes of
+    at most 5 rows are not split, randomForest's regression ``nodesize``) of the
+    column's observed entries on the current imputation of the other columns, and predict its
+    missing entries. Stop the first time the relative change
+    ``sum((X_t - X_{t-1})**2) / sum(X_t**2)`` increases, returning the previous imputation, or
+    after ``max_iter`` iterations (then the last one).
+
+    Parameters
+    ----------
+    X : ndarray (n_samples, n_features)
+        NaN (or anything) at missing entries.
+    missing : ndarray of bool, same shape
+    n_trees, max_iter : int
+    max_features : int, optional
+    random_state : int, optional
+
+    Returns
+    -------
+    imputed : ndarray (n_samples, n_features)
+        Observed entries copied from ``X``.
+    n_iter : int
+        Iterations run.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+
+    n, D = X.shape
+    if max_features is None:
+        max_features = max(1, int(np.floor(np.sqrt(D))))
+    max_features = min(int(max_features), max(D - 1, 1))
+    counts = missing.sum(axis=0)
+    order = [int(j) for j in np.argsort(counts, kind="stable") if 0 < counts[j] < n]
+    col_mean = np.array([X[~missing[:, j], j].mean() if counts[j] < n else 0.0 for j in range(D)])
+    cur = np.where(missing, col_mean[None], X)
+    rng = np.random.default_rng(random_state)
+    previous, conv_old = cur, np.inf
+    for it in range(1, max_iter + 1):
+        previous = cur.copy()
+        for j in order:
+            obs, mis = ~missing[:, j], missing[:, j]
+            others = np.delete(np.arange(D), j)
+            rf = RandomForestRegressor(n_estimators=n_trees, max_features=max_features, min_samples_split=6,
+                                       random_state=int(rng.integers(2**31 - 1)))
+            rf.fit(cur[np.ix_(obs, others)], cur[obs, j])
+            cur[mis, j] = rf.predict(cur[np.ix_(mis, others)])
+        denom = float(np.sum(cur**2))
+        conv_new = float(np.sum((cur - previous) ** 2)) / denom if denom > 0 else 0.0
+        if conv_new >= conv_old:
+            return previous, it
+        conv_old = conv_new
+    return cur, max_iter
+
+
+def _missforest(X, missing, binary, rng, quick, n_runs: int | None = None) -> Imputed:
+    m = int(n_runs) if n_runs is not None else (2 if quick else MISSFOREST_RUNS)
+    if m < 1:
+        raise BadInputError(f"missforest n_runs must be a positive integer, got {n_runs!r}.")
+    draws = [missforest_impute(X, missing, n_trees=10 if quick else 100, max_iter=2 if quick else 10,
+                               random_state=s)[0] for s in _seeds(rng, m)]
     return _from_draws(X, missing, np.stack(draws))
 
 
@@ -215,10 +308,12 @@ _REGISTRY = (
            "Variational DP-GMM (explorer.core.vb_dpgmm), principled Normal-Wishart update; conditional mixture.",
            "Author's code (§1.9): sklearn 0.18 BayesianGaussianMixture subclass, K=15, n_init=5, random init, "
            "max_iter=100, tol=1e-3; same settings here, but with the corrected E-step (observed-block "
-           "log-determinant, no |o_n| bug) and the NLL scores only the numeric missing block (no log|p-v| term)."),
+           "log-determinant, no |o_n| bug) and the NLL scores only the numeric missing block (no log|p-v| term). nll_t: the Student-t "
+           "posterior predictive (the thesis's proposed fix for its NLL overflow).", ("nll_t",)),
     Method("poigmm_thesis", _poigmm("thesis"), "mixture",
            "As poigmm with the thesis's approximate eta update (eq. 3.20-3.23).",
-           "The thesis update was never run by the author (the code uses the principled one); settings as poigmm."),
+           "The thesis update was never run by the author (the code uses the principled one); settings as poigmm.",
+           ("nll_t",)),
     Method("em_gmm", _em_gmm, "mixture",
            "Maximum-likelihood EM Gaussian mixture with missing values, K=5, full covariances, reg_covar=1e-3.",
            "Not in the thesis (explorer baseline): no prior, so components can overfit; n_init=3, k-means init."),
@@ -227,13 +322,15 @@ _REGISTRY = (
            "R mice(m=10, maxit=100, method='pmm', 5 donors): here Bayesian linear regression draws (no "
            "predictive mean matching, so imputations are not restricted to observed values), 10 sweeps."),
     Method("missforest", _missforest, "samples",
-           "IterativeImputer(RandomForestRegressor(100 trees, max_features='sqrt')), max_iter=10, mean start, "
-           "run 10 times with different seeds.",
-           "R missForest (ntree=100, maxiter=10, mtry=floor(sqrt(p))) stops the first time the imputation change "
-           "increases; IterativeImputer stops on its own tol (max abs change < 1e-3 x max |X|) or max_iter, and "
-           "updates columns in ascending-missingness order like missForest. As the author's 'Missforest_mult', "
-           "the 10 runs are the stochastic imputations (their spread is only forest randomness, hence the "
-           "huge NLLs)."),
+           "missForest re-implemented on sklearn RandomForestRegressor (100 trees, mtry = floor(sqrt(p))): mean "
+           "start, columns in ascending-missingness order, stop when the imputation change first increases "
+           "(max 10 iterations); run n_runs times (default 10) with different seeds.",
+           "Follows R missForest's loop and stopping rule (explorer.benchmark.missforest_impute); the forests are "
+           "scikit-learn's (bootstrap, variance split; nodes of at most 5 rows are not split, as randomForest's "
+           "regression nodesize=5), and the 0/1 column is regressed, not classified. "
+           "As the author's "
+           "'Missforest_mult', the runs are the stochastic imputations (their spread is only forest randomness, "
+           "hence the huge NLLs); the committed run used n_runs=3 to fit the time budget."),
     Method("knn", _knn, "point",
            "sklearn KNNImputer(n_neighbors=5): single imputation, no NLL or interval.",
            "Not in the thesis."),
@@ -255,38 +352,29 @@ def get_method(name) -> Method:
 # ---------------------------------------------------------------------------------------- scoring
 #: Metrics a job can produce (``pfc`` only when a binary entry is hidden; ``nll``, ``nll_n_inf`` and
 #: ``coverage95`` only for methods with a predictive distribution).
-METRICS = ("nrmse", "rmse", "pfc", "nll", "nll_n_inf", "coverage95")
+METRICS = ("nrmse", "rmse", "pfc", "nll", "nll_n_inf", "nll_t", "coverage95")
 #: Columns of the tidy table returned by :func:`run_benchmark`.
 RESULT_COLUMNS = ("dataset", "mechanism", "rate", "variant", "repetition", "method", "metric", "value",
                   "realised_rate", "n_missing", "n_imputations", "seconds", "error")
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def _mixture_logpdf_numeric(cm: ConditionalMixture, truth: np.ndarray, numeric: np.ndarray) -> np.ndarray:
-    """log p(true numeric hidden block | observed) per row with a numeric hidden entry.
+def _mixture_nll_terms(factory, truth_std: np.ndarray, missing: np.ndarray, numeric: np.ndarray) -> np.ndarray:
+    """-log p(true numeric hidden block | observed), one value per row with a numeric hidden entry.
 
-    Rows whose binary coordinate is also hidden have it marginalised out (drop the coordinate from
-    every component of the row's conditional mixture).
+    Rows whose binary coordinate is also hidden are scored under the mixture marginalised to the
+    numeric columns (``factory(numeric)``), i.e. the binary coordinate is integrated out.
     """
-    from scipy.linalg import solve_triangular
-    from scipy.special import logsumexp
-
-    miss = cm.missing
-    lp = cm.logpdf(truth)
-    for r in np.flatnonzero((miss & ~numeric[None]).any(axis=1)):
-        w, M, C, mis = cm.component_parameters(int(r))
-        keep = numeric[mis]
-        if not keep.any():
-            continue
-        x = truth[r, mis[keep]]
-        comp = np.empty(w.shape[0])
-        for k in range(w.shape[0]):
-            L = np.linalg.cholesky(C[k][np.ix_(keep, keep)])
-            y = solve_triangular(L, x - M[k, keep], lower=True)
-            comp[k] = -0.5 * (keep.sum() * _LOG_2PI + 2.0 * np.log(np.diag(L)).sum() + y @ y)
-        with np.errstate(divide="ignore"):
-            lp[r] = logsumexp(comp + np.log(w))
-    return lp[(miss & numeric[None]).any(axis=1)]
+    rows = (missing & numeric[None]).any(axis=1)
+    bin_hidden = (missing & ~numeric[None]).any(axis=1)
+    lp = np.full(truth_std.shape[0], np.nan)
+    plain = rows & ~bin_hidden
+    if plain.any():
+        lp[plain] = factory(None).logpdf(truth_std)[plain]
+    both = rows & bin_hidden
+    if both.any():
+        lp[both] = factory(numeric).logpdf(truth_std[:, numeric])[both]
+    return -lp[rows]
 
 
 def _guarded(fn) -> tuple[float, str]:
@@ -327,25 +415,29 @@ def evaluate(truth, missing, out: Imputed, scaler, binary) -> dict[str, tuple[fl
         guess = out.binary_guess if out.binary_guess is not None else out.mean
         res["pfc"] = _guarded(lambda: pfc(truth, guess, missing, columns=~numeric))
     truth_std = scaler.transform(truth)
-    terms = None
-    if out.conditional is not None:
-        def nll():
+    if out.densities:
+        scorers = {name: (lambda f=f: _mixture_nll_terms(f, truth_std, missing, numeric))
+                   for name, f in out.densities.items()}
+    elif out.var is not None:
+        scorers = {"nll": lambda: gaussian_nll(truth_std, out.mean, out.var, missing, columns=numeric,
+                                               reduction="none")}
+    else:
+        scorers = {}
+    for name, terms_of in scorers.items():
+        terms = None
+
+        def total():
             nonlocal terms
-            terms = -_mixture_logpdf_numeric(out.conditional, truth_std, numeric)
+            terms = terms_of()
             if np.isnan(terms).any():
                 raise BadInputError(f"{int(np.isnan(terms).sum())} row log-densities are NaN.")
             return terms.sum()
-    elif out.var is not None:
-        def nll():
-            nonlocal terms
-            terms = gaussian_nll(truth_std, out.mean, out.var, missing, columns=numeric, reduction="none")
-            return terms.sum()
-    else:
-        nll = None
-    if nll is not None:
+
         with np.errstate(over="ignore", invalid="ignore"):
-            res["nll"] = _guarded(nll)
-        res["nll_n_inf"] = (float(np.isinf(terms).sum()), "") if terms is not None else (np.nan, res["nll"][1])
+            res[name] = _guarded(total)
+        if name == "nll":
+            res["nll_n_inf"] = ((float(np.isinf(terms).sum()), "") if terms is not None
+                                else (np.nan, res["nll"][1]))
     if out.lower is not None and out.upper is not None:
         res["coverage95"] = _guarded(lambda: interval_coverage(truth_std, out.lower, out.upper, missing,
                                                                columns=numeric))
@@ -372,6 +464,7 @@ class _Job:
     seed: int
     variant: str
     quick: bool
+    options: tuple = ()  # (key, value) pairs passed to the method's func
 
 
 def cell_mask(data: IncompleteData, mechanism: str, rate: float, repetition: int, *, seed: int,
@@ -421,7 +514,8 @@ def _run_job(job: _Job) -> list[dict]:
         std, scaler = standardize(job.data.with_missing(missing))
         X = np.array(std.values)
         out = method.func(X, missing, binary, _rng(job.seed, "method", job.dataset, job.mechanism,
-                                                   round(job.rate * 1e6), job.repetition, method.name), job.quick)
+                                                   round(job.rate * 1e6), job.repetition, method.name), job.quick,
+                          **dict(job.options))
         base["seconds"] = time.perf_counter() - t0
         base["n_imputations"] = out.n_imputations
         if out.mean.shape != X.shape:
@@ -435,7 +529,8 @@ def _run_job(job: _Job) -> list[dict]:
             base["seconds"] = time.perf_counter() - t0
         msg = f"{type(exc).__name__}: {exc}"
         hidden_binary = missing is not None and bool(missing[:, binary].any())
-        metrics = [m for m in METRICS if m != "pfc" or hidden_binary]
+        metrics = [m for m in METRICS if (m != "pfc" or hidden_binary)
+                   and (m != "nll_t" or m in method.extra_metrics)]
         return [dict(base, metric=m, value=np.nan, error=msg) for m in metrics]
     return [dict(base, metric=m, value=v, error=e) for m, (v, e) in scores.items()]
 
@@ -460,7 +555,7 @@ def _datasets(datasets) -> list[tuple[str, IncompleteData]]:
 def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], methods: Sequence,
                   repetitions: int, *, seed: int, variant: str = "code",
                   progress: Callable[[dict], None] | None = None, n_jobs: int = 1,
-                  quick: bool = False) -> pd.DataFrame:
+                  quick: bool = False, method_options: dict | None = None, cancel=None) -> pd.DataFrame:
     """Run every data set x mechanism x rate x method x repetition and return a tidy table.
 
     Parameters
@@ -487,6 +582,12 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
         Worker processes (1 = in process; -1 = all cores).
     quick : bool
         Cheaper method settings (fewer components, restarts, imputations, trees, sweeps).
+    method_options : dict, optional
+        ``method name -> {option: value}`` passed to that method's function as keywords, e.g.
+        ``{"missforest": {"n_runs": 3}}``; unknown methods or options are refused.
+    cancel : object with ``is_set()``, optional
+        E.g. a :class:`threading.Event`. Checked between jobs: once set, jobs not yet started are
+        skipped (with ``n_jobs != 1``, running jobs finish) and the partial table is returned.
 
     Returns
     -------
@@ -504,10 +605,12 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
     for m in mechanisms:
         get_mechanism(m)
     meths = [get_method(m) for m in methods]
+    options = _check_options(method_options or {}, meths)
     rates = [float(r) for r in rates]
     if not (data and mechanisms and rates and meths):
         raise BadInputError("datasets, mechanisms, rates and methods must each list at least one item.")
-    jobs = [_Job(d, name, mech, r, rep, m.name if METHODS.get(m.name) is m else m, int(seed), variant, quick)
+    jobs = [_Job(d, name, mech, r, rep, m.name if METHODS.get(m.name) is m else m, int(seed), variant, quick,
+                 options.get(m.name, ()))
             for name, d in data for mech in mechanisms for r in rates for rep in range(repetitions)
             for m in meths]
     rows: list[dict] = []
@@ -523,8 +626,13 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
                   "dataset": r0["dataset"], "mechanism": r0["mechanism"], "rate": r0["rate"], "method": r0["method"],
                   "repetition": r0["repetition"], "seconds": r0["seconds"], "error": "; ".join(errors)})
 
+    def cancelled() -> bool:
+        return cancel is not None and bool(cancel.is_set())
+
     if n_jobs == 1:
         for i, job in enumerate(jobs, 1):
+            if cancelled():
+                break
             out = _run_job(job)
             rows.extend(out)
             report(i, out)
@@ -533,13 +641,43 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(_run_job, job) for job in jobs]
             for i, fut in enumerate(as_completed(futures), 1):
+                if fut.cancelled():
+                    continue
                 out = fut.result()
                 rows.extend(out)
                 report(i, out)
+                if cancelled():
+                    for f in futures:
+                        f.cancel()
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     df["error"] = df["error"].fillna("")
     return df.sort_values(["dataset", "mechanism", "rate", "method", "repetition", "metric"],
                           kind="stable").reset_index(drop=True)
+
+
+def _check_options(method_options: dict, meths: list) -> dict:
+    """``{method: ((key, value), ...)}`` after checking names against the methods' signatures."""
+    import inspect
+
+    if not isinstance(method_options, dict):
+        raise BadInputError(f"method_options must be a dict of dicts, got {type(method_options).__name__}.")
+    by_name = {m.name: m for m in meths}
+    out = {}
+    for name, opts in method_options.items():
+        if name not in by_name:
+            raise BadInputError(f"method_options names {name!r}, which is not among the methods run "
+                                f"({', '.join(by_name)}).")
+        if not isinstance(opts, dict):
+            raise BadInputError(f"method_options[{name!r}] must be a dict, got {type(opts).__name__}.")
+        params = inspect.signature(by_name[name].func).parameters
+        accepted = [p for p in list(params)[5:] if params[p].kind is inspect.Parameter.KEYWORD_ONLY
+                    or params[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        bad = [k for k in opts if k not in accepted]
+        if bad:
+            raise BadInputError(f"method {name!r} has no option(s) {', '.join(map(repr, bad))}; it accepts: "
+                                f"{', '.join(accepted) or 'none'}.")
+        out[name] = tuple(sorted(opts.items()))
+    return out
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:

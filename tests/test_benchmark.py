@@ -15,9 +15,12 @@ from explorer.benchmark import (
     RESULT_COLUMNS,
     Imputed,
     Method,
-    _mixture_logpdf_numeric,
+    _gaussian_factory,
+    _mixture_nll_terms,
+    _student_t_factory,
     cell_mask,
     evaluate,
+    missforest_impute,
     run_benchmark,
     summarise,
 )
@@ -88,7 +91,7 @@ def test_mean_method_is_standard_normal_in_standardised_space(ordering_run):
 def test_table_layout_and_shared_mask(ordering_run, corr):
     df = ordering_run
     assert list(df.columns) == list(RESULT_COLUMNS)
-    assert set(df["metric"]) == {"nrmse", "rmse", "nll", "nll_n_inf", "coverage95"}  # no binary column: no pfc
+    assert set(df["metric"]) == {"nrmse", "rmse", "nll", "nll_n_inf", "nll_t", "coverage95"}  # no binary: no pfc
     # every method saw the same mask, the one cell_mask reproduces
     mask = cell_mask(corr, "mcar", 0.2, 0, seed=3)
     assert df["n_missing"].nunique() == 1 and int(df["n_missing"].iloc[0]) == int(mask.sum())
@@ -189,10 +192,10 @@ def test_mixture_nll_marginalises_the_binary_coordinate():
     mean = np.array([0.5, -1.0, 0.2])
     cov = np.array([[1.0, 0.6, 0.3], [0.6, 2.0, 0.4], [0.3, 0.4, 1.5]])
     X = np.array([[0.3, np.nan, np.nan], [np.nan, 0.1, 1.0]])
-    cm = ConditionalMixture.from_gaussian_mixture(X, [1.0], mean[None], cov[None])
+    factory = _gaussian_factory(X, np.isnan(X), np.array([1.0]), mean[None], cov[None])
     truth = np.array([[0.3, -0.5, 1.0], [1.2, 0.1, 1.0]])
     numeric = np.array([True, True, False])
-    lp = _mixture_logpdf_numeric(cm, truth, numeric)
+    lp = -_mixture_nll_terms(factory, truth, np.isnan(X), numeric)
     # row 0: x1 | x0 (column 2 hidden too, marginalised out); row 1: x0 | x1, x2
     m1 = mean[1] + cov[1, 0] / cov[0, 0] * (0.3 - mean[0])
     v1 = cov[1, 1] - cov[1, 0] ** 2 / cov[0, 0]
@@ -202,13 +205,123 @@ def test_mixture_nll_marginalises_the_binary_coordinate():
     v0 = cov[0, 0] - gain @ cov[o, 0]
     np.testing.assert_allclose(lp, [norm.logpdf(-0.5, m1, np.sqrt(v1)), norm.logpdf(1.2, m0, np.sqrt(v0))])
     # without a binary column the joint density of the block is used
-    full = _mixture_logpdf_numeric(cm, truth, np.ones(3, bool))
+    full = -_mixture_nll_terms(factory, truth, np.isnan(X), np.ones(3, bool))
     cond_mean = mean[1:] + cov[1:, :1] @ (np.array([0.3]) - mean[:1]) / cov[0, 0]
     cond_cov = cov[1:, 1:] - np.outer(cov[1:, 0], cov[0, 1:]) / cov[0, 0]
     assert full[0] == pytest.approx(multivariate_normal(cond_mean, cond_cov).logpdf([-0.5, 1.0]))
 
 
+def test_student_t_nll_marginalises_with_the_same_dof():
+    """nll_t: the binary coordinate of a multivariate t is integrated out in closed form (same dof)."""
+    from types import SimpleNamespace
+
+    from scipy.stats import multivariate_t
+
+    from explorer.core.conditional_t import normal_wishart_predictive
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(3, 3))
+    state = SimpleNamespace(weights=np.array([1.0]), means=np.array([[0.5, -1.0, 0.2]]), beta=np.array([2.0]),
+                            nu=np.array([6.0]), scatter=(A @ A.T + 3 * np.eye(3))[None] * 5)
+    loc, S, dof = normal_wishart_predictive(state.means, state.beta, state.nu, state.scatter)
+    X = np.array([[0.3, np.nan, np.nan], [np.nan, 0.1, 1.0]])
+    truth = np.array([[0.3, -0.5, 1.0], [1.2, 0.1, 1.0]])
+    numeric = np.array([True, True, False])
+    lp = -_mixture_nll_terms(_student_t_factory(X, np.isnan(X), state), truth, np.isnan(X), numeric)
+    # oracle: log p(x_mis | x_obs) = log p(x_mis, x_obs) - log p(x_obs) with scipy's multivariate t
+    S, mu, v = S[0], loc[0], dof[0]
+    keep = [0, 1]
+    joint0 = multivariate_t(mu[keep], S[np.ix_(keep, keep)], df=v).logpdf(truth[0, keep])
+    marg0 = multivariate_t(mu[:1], S[:1, :1], df=v).logpdf(truth[0, :1])
+    joint1 = multivariate_t(mu, S, df=v).logpdf(truth[1])
+    marg1 = multivariate_t(mu[1:], S[1:, 1:], df=v).logpdf(truth[1, 1:])
+    np.testing.assert_allclose(lp, [joint0 - marg0, joint1 - marg1], rtol=1e-10)
+
+
+def test_poigmm_reports_student_t_nll_and_it_is_finite(corr_binary):
+    df = run_benchmark([corr_binary], ["mcar"], [0.2], ["poigmm", "mean"], 1, seed=2, quick=True)
+    assert (df["error"] == "").all(), df[df["error"] != ""]
+    assert "nll_t" in set(df[df.method == "poigmm"]["metric"])
+    assert "nll_t" not in set(df[df.method == "mean"]["metric"])
+    t, g = _value(df, "poigmm", "nll_t"), _value(df, "poigmm", "nll")
+    assert np.isfinite(t) and np.isfinite(g)
+    assert t < _value(df, "mean", "nll")  # a fitted density beats N(0, 1) on correlated data
+
+
+# ------------------------------------------------------------------------------- missForest
+def test_missforest_recovers_a_deterministic_column_and_keeps_observed():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X[:, 2] = 2 * X[:, 0] - X[:, 1]
+    missing = np.zeros_like(X, dtype=bool)
+    missing[rng.choice(200, 40, replace=False), 2] = True
+    Xm = np.where(missing, np.nan, X)
+    out, n_iter = missforest_impute(Xm, missing, n_trees=50, random_state=1)
+    assert np.array_equal(out[~missing], X[~missing])
+    err = np.sqrt(np.mean((out[missing] - X[missing]) ** 2))
+    assert err < 0.5 * X[:, 2].std()  # far better than the mean start
+    assert 1 <= n_iter <= 10
+    again, _ = missforest_impute(Xm, missing, n_trees=50, random_state=1)
+    np.testing.assert_array_equal(out, again)
+
+
+def test_missforest_stops_when_the_change_increases(monkeypatch):
+    """The R stopping rule: return the previous imputation the first time the change grows."""
+    import sklearn.ensemble
+
+    calls = {"n": 0}
+    outputs = [2.0, 2.5, 2.6, 4.0, 4.1]  # mean start 1.0; relative changes .043, .0099, .0004, .056 -> stop at 4
+
+    class Fake:
+        def __init__(self, **kw):
+            pass
+
+        def fit(self, X, y):
+            return self
+
+        def predict(self, X):
+            calls["n"] += 1
+            return np.full(len(X), outputs[calls["n"] - 1])
+
+    monkeypatch.setattr(sklearn.ensemble, "RandomForestRegressor", Fake)
+    X = np.array([[0.0, 1.0], [1.0, np.nan], [2.0, 0.0], [3.0, 2.0]])
+    out, n_iter = missforest_impute(X, np.isnan(X), max_iter=10, random_state=0)
+    assert n_iter == 4 and out[1, 1] == 2.6 and calls["n"] == 4
+
+
 # ------------------------------------------------------------------------------- runner behaviour
+def test_cancel_returns_the_partial_table(corr):
+    import threading
+
+    ev = threading.Event()
+    seen = []
+
+    def progress(d):
+        seen.append(d["done"])
+        if d["done"] == 2:
+            ev.set()
+
+    df = run_benchmark([corr], ["mcar"], [0.1, 0.2, 0.3], ["mean", "knn"], 1, seed=0, progress=progress, cancel=ev)
+    assert seen == [1, 2]
+    assert len(df.groupby(["rate", "method"])) == 2
+
+
+def test_method_options_reach_the_method_and_are_checked(corr):
+    df = run_benchmark([corr], ["mcar"], [0.2], ["missforest"], 1, seed=0, quick=True,
+                       method_options={"missforest": {"n_runs": 3}})
+    assert (df["n_imputations"] == 3).all()
+    with pytest.raises(BadInputError, match="has no option"):
+        run_benchmark([corr], ["mcar"], [0.2], ["missforest"], 1, seed=0, method_options={"missforest": {"x": 1}})
+    with pytest.raises(BadInputError, match="not among the methods run"):
+        run_benchmark([corr], ["mcar"], [0.2], ["mean"], 1, seed=0, method_options={"missforest": {"n_runs": 2}})
+    with pytest.raises(BadInputError, match="n_runs must be a positive integer"):
+        from explorer.benchmark import _missforest
+
+        _missforest(np.zeros((3, 2)), np.zeros((3, 2), bool), np.zeros(2, bool), np.random.default_rng(0), True,
+                    n_runs=0)
+
+
+
 def test_reproducible_and_summary_statistics(corr):
     kw = {"seed": 4, "quick": True}
     a = run_benchmark([corr], ["mcar", "mcar_rows"], [0.2], ["mean", "knn"], 2, **kw)
@@ -280,5 +393,12 @@ def test_cli_quick_end_to_end(tmp_path, capsys):
     summary = pd.read_csv(out / "summary.csv")
     assert {"mean", "std", "n", "n_inf", "n_failed"} <= set(summary.columns)
     assert (out / "summary.nc").exists()
+    assert (out / "COMMAND.txt").read_text().startswith("python benchmarks/run_imputation.py --quick")
+    # --append merges a second run (another method) and re-summarises both
+    assert cli.main(["--quick", "--methods", "poigmm", "--out", str(out), "--append"]) == 0
+    merged = pd.read_csv(out / "results.csv")
+    assert set(merged["method"]) == {"mean", "knn", "poigmm"} and len(merged) > len(res)
+    assert "poigmm" in set(pd.read_csv(out / "summary.csv")["method"])
+    assert len((out / "COMMAND.txt").read_text().splitlines()) == 2
     assert cli.main(["--list-methods"]) == 0
     assert "missforest [samples]" in capsys.readouterr().out
