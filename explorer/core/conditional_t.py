@@ -179,13 +179,13 @@ class StudentTConditionalMixture:
         prec, logdet = precision_and_logdet(0.5 * (S + np.swapaxes(S, 1, 2)))
         w = _as_array(weights, "weights")
         p = (D - miss.sum(axis=1)).astype(float)[:, None]  # |o|
-        l1, l2 = np.empty((n, K)), np.empty((n, K))
+        l1, delta2 = np.empty((n, K)), np.empty((n, K))
         loc = _as_array(locations, "locations")
+        d2 = np.empty(n)
         for k in range(K):
-            l1[:, k] = observed_gaussian(Xf, patterns, loc[k], prec[k], logdet[k], conditionals=False)[0]
-            l2[:, k] = observed_gaussian(Xf, patterns, loc[k], 2 * prec[k], logdet[k] - D * _LOG2,
-                                         conditionals=False)[0]
-        delta2 = np.maximum(2.0 * (l1 - l2) + p * _LOG2, 0.0)
+            l1[:, k] = observed_gaussian(Xf, patterns, loc[k], prec[k], logdet[k], conditionals=False,
+                                         maha_out=d2)[0]
+            delta2[:, k] = d2
         logdet_oo = -2.0 * l1 - p * LOG_2PI - delta2
         lt = np.where(p > 0, log_student_t(delta2, logdet_oo, v, p), 0.0)
         with np.errstate(divide="ignore"):  # rows with nothing observed: lt = 0, weights = prior weights

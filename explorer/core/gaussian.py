@@ -192,6 +192,7 @@ def observed_gaussian(
     *,
     conditionals: bool = True,
     out: np.ndarray | None = None,
+    maha_out: np.ndarray | None = None,
 ):
     """Observed-coordinate log-density and conditionals of one full-covariance Gaussian.
 
@@ -210,6 +211,10 @@ def observed_gaussian(
         Also return conditional means and covariances.
     out : ndarray of shape (n_samples, n_features), optional
         Where to write ``xhat`` (avoids an allocation per component).
+    maha_out : ndarray of shape (n_samples,), optional
+        Receives the observed Mahalanobis distances
+        :math:`(x_o-\\mu_o)^T(\\Sigma_{oo})^{-1}(x_o-\\mu_o)` (0 for rows with nothing observed),
+        a by-product of the log-density.
 
     Returns
     -------
@@ -224,6 +229,8 @@ def observed_gaussian(
     """
     n, d = Xf.shape
     loglik = np.zeros(n)
+    if maha_out is not None:
+        maha_out[...] = 0.0
     xhat = None
     cond_cov = [] if conditionals else None
     if conditionals:
@@ -282,6 +289,8 @@ def observed_gaussian(
         elif conditionals:
             cond_cov.append(np.zeros((1, 0, 0)))
         loglik[sl] = -0.5 * ((d - m) * LOG_2PI + logdet_oo + quad)
+        if maha_out is not None:
+            maha_out[sl] = np.maximum(quad, 0.0)
     return loglik, xhat, cond_cov
 
 

@@ -341,12 +341,11 @@ def _pieces(data: EMData, means, scatter, need_thesis: bool) -> dict:
     ll, maha = np.empty((n_fit, K)), np.empty((n_fit, K))
     xhat = np.empty((K,) + data.Xp.shape)
     cond = []
+    d2 = np.empty(data.Xp.shape[0])
     for k in range(K):
-        l1, _, cc = observed_gaussian(data.Xp, p, means[k], W[k], logdet[k], out=xhat[k])
-        l2, _, _ = observed_gaussian(data.Xp, p, means[k], 2.0 * W[k], logdet[k] - D * _LOG2, conditionals=False)
+        l1, _, cc = observed_gaussian(data.Xp, p, means[k], W[k], logdet[k], out=xhat[k], maha_out=d2)
         ll[:, k] = l1[:n_fit]
-        # log N with covariance Psi/c is -1/2(|o| log 2pi + log|Psi^oo| - |o| log c + c maha): two c's give maha
-        maha[:, k] = np.maximum(2.0 * (l1[:n_fit] - l2[:n_fit]) + n_obs * _LOG2, 0.0)
+        maha[:, k] = d2[:n_fit]
         cond.append(tuple(cc))
     out = {"ll": ll, "maha": maha, "xhat": xhat, "cond": tuple(cond), "logdet": logdet, "n_obs": n_obs}
     if need_thesis:
