@@ -1,4 +1,7 @@
-"""Page "Conditional density slices": p(x_mis | x_obs) of one row under a fitted Gaussian mixture.
+"""Page "Conditional density slices": p(x_mis | x_obs) of one row under a fitted mixture.
+
+The mixture is either EM's Gaussian mixture or the variational Dirichlet-process mixture (with
+its plug-in Gaussian or Student-t posterior-predictive conditional), chosen on the page.
 
 Serve on its own with ``panel serve apps/conditional.py`` (or as part of the gallery,
 ``panel serve apps/``, which imports :func:`create_view`). Every browser session builds its own
@@ -17,6 +20,8 @@ TITLE = "Conditional density slices"
 #: Parameters mirrored in the URL query string (shareable screens).
 DATA_URL_PARAMS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mask_seed", "standardize")
 EM_URL_PARAMS = ("n_components", "covariance_type", "seed")
+VB_URL_PARAMS = ("n_components", "alpha", "update", "responsibilities", "seed")
+VIEW_URL_PARAMS = ("model_kind", "density")
 
 
 def create_view(**data_settings) -> ConditionalView:
@@ -36,6 +41,8 @@ def create_app() -> pn.template.BootstrapTemplate:
     if pn.state.location is not None:
         pn.state.location.sync(view.em_model.data_model, {p: f"data_{p}" for p in DATA_URL_PARAMS})
         pn.state.location.sync(view.em_model, {p: p for p in EM_URL_PARAMS})
+        pn.state.location.sync(view.vb_model, {p: f"vb_{p}" for p in VB_URL_PARAMS})
+        pn.state.location.sync(view, {p: p for p in VIEW_URL_PARAMS})
     return pn.template.BootstrapTemplate(
         title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=320, header_background="#2f6fb3",
     )

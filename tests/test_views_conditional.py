@@ -196,3 +196,90 @@ def test_a_new_run_stops_a_running_fit_when_auto_refit_is_off():
     worker.join(timeout=60)
     assert em.iteration == 0 and em.stop_reason == ""
     assert "press Fit" in v._status.object and not v._fit_button.disabled and not v._progress.visible
+
+
+# ----------------------------------------------------------------------------- the variational model
+def _vb_view(density="plugin"):
+    em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
+    v = ConditionalView(em_model=em, auto_fit=True)
+    v.fit(wait=True)
+    v.param.update(model_kind="vb", density=density)
+    v.wait(timeout=60)
+    return v
+
+
+def test_variational_model_is_fitted_when_chosen_and_its_slice_is_shown():
+    v = _vb_view()
+    vb, em = v.vb_model, v.em_model
+    assert v.model is vb and vb.data_model is em.data_model
+    assert vb.stop_reason in ("tol", "max_iter") and "effective components" in v._status.object
+    assert v._vb_box.visible and not v._em_box.visible
+    assert pn.panel(v).get_root(Document()) is not None
+    data = em.data_model.data
+    r = int(np.flatnonzero(data.missing.any(axis=1))[0])
+    f = COLUMNS.index(v.feature)
+    s = v.pipes["slice1d"].data["slice"]
+    cm = vb.conditional()  # plug-in Gaussians N(m_k, Psi_k / nu_k), weights E[pi_k]
+    np.testing.assert_allclose(s["density"], cm.marginal_pdf(r, f, s["grid"])[0], rtol=1e-10, atol=1e-14)
+    assert s["mean"] == pytest.approx(cm.mean()[r, f])
+    np.testing.assert_allclose(v.pipes["weights"].data["prior"], vb.state.weights)
+    np.testing.assert_allclose(v.pipes["weights"].data["posterior"], cm.weights[r])
+    assert "plug-in Gaussians" in v._row_info.object
+    assert_no_nan(v)
+    # back to EM: its converged fit is shown again, not refitted
+    it = em.iteration
+    v.model_kind = "em"
+    assert em.iteration == it and v._em_box.visible and "effective" not in v._status.object
+    np.testing.assert_allclose(v.pipes["weights"].data["prior"], em.state.weights)
+
+
+def test_student_t_density_is_the_posterior_predictive_and_is_wider():
+    v = _vb_view("student_t")
+    vb = v.vb_model
+    v.param.update(source="custom row", custom_text="6.8, 3.0, ?, 1.8")
+    s = v.pipes["slice1d"].data["slice"]
+    row = np.array([[6.8, 3.0, np.nan, 1.8]])
+    t = vb.predictive_conditional(row)
+    g = vb.conditional(row)
+    np.testing.assert_allclose(s["density"], t.marginal_pdf(0, 2, s["grid"])[0], rtol=1e-10, atol=1e-14)
+    assert s["mean"] == pytest.approx(t.mean()[0, 2])
+    lo_t, hi_t = t.interval(0.95)
+    lo_g, hi_g = g.interval(0.95)
+    assert (s["lower"], s["upper"]) == (pytest.approx(lo_t[0, 2]), pytest.approx(hi_t[0, 2]))
+    assert hi_t[0, 2] - lo_t[0, 2] > hi_g[0, 2] - lo_g[0, 2]  # parameter uncertainty widens the interval
+    assert "Student-t predictive" in v._row_info.object
+    # the plug-in density of the same row, then the joint 2-D t slice
+    v.density = "plugin"
+    np.testing.assert_allclose(v.pipes["slice1d"].data["slice"]["density"],
+                               g.marginal_pdf(0, 2, v.pipes["slice1d"].data["slice"]["grid"])[0], rtol=1e-10)
+    v.param.update(density="student_t", custom_text="6.8, 3.0, ?, ?", feature2="petal_width")
+    s2 = v.pipes["slice2d"].data["slice"]
+    t2 = vb.predictive_conditional(np.array([[6.8, 3.0, np.nan, np.nan]]))
+    np.testing.assert_allclose(s2["density"], t2.marginal_pdf_2d(0, 2, 3, s2["gx"], s2["gy"])[0], rtol=1e-10)
+    assert len(s2["levels"]) == 3 and v._pane2d.visible
+    assert v._table.object.loc[3, "E[x | obs]"] == f"{t2.mean()[0, 3]:.4g}"
+
+
+def test_data_change_refits_only_the_shown_model():
+    v = _vb_view()
+    em, vb = v.em_model, v.vb_model
+    em.data_model.mask_seed += 1
+    v.wait(timeout=60)
+    assert vb.stop_reason in ("tol", "max_iter") and vb.iteration > 0
+    assert em.iteration == 0 and em.stop_reason == ""  # reset by the new data, fitted when chosen again
+    v.model_kind = "em"
+    v.wait(timeout=60)
+    assert em.stop_reason in ("tol", "max_iter") and "Converged" in v._status.object
+
+
+def test_variational_settings_refit_and_errors_are_readable():
+    v = _vb_view()
+    vb = v.vb_model
+    vb.nu0 = 2.5  # must be > D - 1 = 3
+    v.wait(timeout=30)
+    assert v._em_error.visible and "nu0 must be > n_features - 1 = 3" in v._em_error.object
+    assert "No model" in v._status.object
+    vb.param.update(nu0=0.0, n_components=4, update="thesis")
+    v.wait(timeout=60)
+    assert not v._em_error.visible and vb.state.n_components == 4 and vb.elbo is None
+    assert "ELBO undefined" in v._status.object and len(v.pipes["weights"].data["prior"]) == 4

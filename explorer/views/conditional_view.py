@@ -6,9 +6,13 @@ given the observed one is again a Gaussian mixture, with weights :math:`h_k` (th
 responsibilities of the components for the observed part), per-component regression means and
 Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).
 
-:class:`ConditionalView` fits an :class:`~explorer.models.em_model.EMModel` on the data of its
+:class:`ConditionalView` fits a mixture on the data of its
 :class:`~explorer.models.data_model.DataModel` in a background thread (``Fit``; refits when the
-data or K / covariance type change) and shows, for a data row or a typed row:
+data or the model settings change): either EM for a Gaussian mixture
+(:class:`~explorer.models.em_model.EMModel`) or the variational Dirichlet-process mixture
+(:class:`~explorer.models.vb_model.VBModel`), whose conditional is either the plug-in Gaussian
+mixture or the Student-t posterior predictive (:mod:`explorer.core.conditional_t`). It shows, for a
+data row or a typed row:
 
 * one missing feature: the conditional mixture density (curve), each component's weighted
   contribution (dashed), the mean imputation (vertical line), an equal-tailed 95 % interval
@@ -36,15 +40,18 @@ from panel.viewable import Viewer
 from explorer.core._validation import BadInputError
 from explorer.models.data_model import DataModel
 from explorer.models.em_model import EMModel
+from explorer.models.vb_model import VBModel
 from explorer.views.data_controls import DataControls
 
-__all__ = ["ConditionalView", "parse_row", "slice_1d", "slice_2d", "mass_levels"]
+__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "mass_levels", "parse_row", "slice_1d", "slice_2d"]
 
 MISSING_TOKENS = ("", "?", "nan", "na", "n/a")
 NONE = "(none: 1-D slice)"
 PRIOR, POSTERIOR = "π_k (prior)", "h_k (this row)"
 CURVE, MEAN, BAND, TRUTH, SAMPLE = "#1d2b3f", "#2f6fb3", "#9cc3e6", "#d62728", "#555555"
 COMPONENT = "#7a5195"
+MODEL_KINDS = {"EM mixture": "em", "Variational DP mixture": "vb"}
+DENSITIES = {"plug-in Gaussian mixture": "plugin", "Student-t predictive": "student_t"}
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -95,14 +102,21 @@ def parse_row(text: str, columns) -> np.ndarray:
     return out
 
 
-def _range(mu, sd, w, extra=(), k: float = 4.0, min_weight: float = 1e-3):
-    keep = w >= min(min_weight, w.max())
-    lo, hi = np.min(mu[keep] - k * sd[keep]), np.max(mu[keep] + k * sd[keep])
-    pts = [float(v) for v in extra if v is not None and np.isfinite(v)]
-    if pts:
-        lo, hi = min(lo, *pts), max(hi, *pts)
-    pad = 0.02 * (hi - lo) if hi > lo else 1.0
-    return lo - pad, hi + pad
+def _ranges(cm, row: int, features, extras, mass: float = 0.998, pad: float = 0.1):
+    """Plot ranges of missing ``features`` of ``row``: the central ``mass`` of each marginal, padded.
+
+    Quantiles of the mixture rather than "k sd of every component": a light component with a
+    wide (e.g. Student-t) spread would otherwise stretch the axis far beyond where the mass is.
+    """
+    lower, upper = cm.interval(mass)
+    out = []
+    for f, t in zip(features, extras):
+        lo, hi = float(lower[row, f]), float(upper[row, f])
+        if t is not None and np.isfinite(t):
+            lo, hi = min(lo, float(t)), max(hi, float(t))
+        margin = pad * (hi - lo) if hi > lo else 1.0
+        out.append((lo - margin, hi + margin))
+    return out
 
 
 def slice_1d(cm, row: int, feature: int, *, rng, truth=None, n_grid: int = 400, n_draws: int = 200,
@@ -111,7 +125,7 @@ def slice_1d(cm, row: int, feature: int, *, rng, truth=None, n_grid: int = 400, 
 
     Parameters
     ----------
-    cm : ConditionalMixture
+    cm : ConditionalMixture or StudentTConditionalMixture
     row, feature : int
         ``feature`` must be missing in ``row``.
     rng : numpy.random.Generator
@@ -127,9 +141,7 @@ def slice_1d(cm, row: int, feature: int, *, rng, truth=None, n_grid: int = 400, 
         ``level`` interval), ``samples`` (n_draws,), ``truth`` (or None) and
         ``truth_density`` (density at the truth, 0 without one).
     """
-    w, M, C, mis = cm.component_parameters(row)
-    p = int(np.flatnonzero(mis == feature)[0])
-    lo, hi = _range(M[:, p], np.sqrt(C[:, p, p]), w, extra=(truth,))
+    (lo, hi), = _ranges(cm, row, [feature], [truth])
     grid = np.linspace(lo, hi, n_grid)
     density, components = cm.marginal_pdf(row, feature, grid)
     lower, upper = cm.interval(level)
@@ -166,11 +178,7 @@ def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 8
         ``levels`` (:func:`mass_levels` for 50/80/95 %), ``samples`` (n_draws, 2), ``mean`` (2,),
         ``truth`` ((2,) or None).
     """
-    w, M, C, mis = cm.component_parameters(row)
-    ranges = []
-    for f, t in ((f1, None if truth is None else truth[0]), (f2, None if truth is None else truth[1])):
-        p = int(np.flatnonzero(mis == f)[0])
-        ranges.append(_range(M[:, p], np.sqrt(C[:, p, p]), w, extra=(t,), k=3.5))
+    ranges = _ranges(cm, row, [f1, f2], [None, None] if truth is None else list(truth))
     gx, gy = np.linspace(*ranges[0], n_grid), np.linspace(*ranges[1], n_grid)
     density = cm.marginal_pdf_2d(row, f1, f2, gx, gy)[0]
     draws = cm.sample(n_draws, rng)[:, row]
@@ -197,7 +205,8 @@ def _slice1d_element(data):
         * hv.VLine(s["mean"]).opts(color=MEAN, line_width=2.5)
         * hv.Spikes(s["samples"], x).opts(color=SAMPLE, alpha=0.35, position=-0.1 * top, spike_length=0.08 * top)
         * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
-    ).opts({"Curve": dict(title=data["title"], framewise=True, ylim=(-0.12 * top, 1.1 * top)),
+    ).opts({"Curve": dict(title=data["title"], framewise=True, ylim=(-0.12 * top, 1.1 * top),
+                          xlim=(float(s["grid"][0]), float(s["grid"][-1]))),
             "Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel="density")})
 
 
@@ -259,6 +268,12 @@ class ConditionalView(Viewer):
     ----------
     em_model : EMModel
         Default: iris with MCAR 30 %, K = 3. Its ``data_model`` drives the data controls.
+    vb_model : VBModel
+        Default: a variational DP mixture (truncation 10, priors at the data's scale) on the same data.
+    model_kind : {"em", "vb"}
+        Which of the two models is fitted and shown.
+    density : {"plugin", "student_t"}
+        For the variational model: plug-in Gaussian mixture or Student-t posterior predictive.
     source : {"data row", "custom row"}
     row_position : int
         Position among the rows that have a missing value.
@@ -267,10 +282,13 @@ class ConditionalView(Viewer):
     feature, feature2 : str
         Missing feature on the x axis; a second one for the 2-D view (``NONE`` = 1-D).
     auto_fit : bool
-        Fit again when the data, K or the covariance type change.
+        Fit again when the data or the model settings change.
     """
 
     em_model = param.ClassSelector(class_=EMModel)
+    vb_model = param.ClassSelector(class_=VBModel)
+    model_kind = param.Selector(default="em", objects=MODEL_KINDS, doc="The mixture model shown")
+    density = param.Selector(default="plugin", objects=DENSITIES, doc="Conditional of the variational model")
     source = param.Selector(default="data row", objects=["data row", "custom row"])
     row_position = param.Integer(default=0, bounds=(0, None), doc="Index among the incomplete rows")
     custom_text = param.String(default="", doc="Comma-separated values, blank or ? = missing")
@@ -284,6 +302,9 @@ class ConditionalView(Viewer):
         if params.get("em_model") is None:
             params["em_model"] = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
                                          n_components=3)
+        if params.get("vb_model") is None:
+            params["vb_model"] = VBModel(data_model=params["em_model"].data_model, n_components=10,
+                                         mean_prior="observed_mean", covariance_prior="observed_variance")
         super().__init__(**params)
         self._lock = threading.RLock()
         self._token = 0
@@ -301,7 +322,9 @@ class ConditionalView(Viewer):
         self.main = self._build()
         self._on_run()
         em.param.watch(self._on_run, ["run_id"])
+        self.vb_model.param.watch(self._on_run, ["run_id"])
         self.param.watch(self._on_selection, ["source", "row_position", "custom_text", "feature", "feature2"])
+        self.param.watch(self._on_kind, ["model_kind", "density"])
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._on_destroyed)
         self.sidebar = pn.Column(self.controls, self._model_box, sizing_mode="stretch_width")
@@ -317,16 +340,26 @@ class ConditionalView(Viewer):
         self._k = pn.widgets.IntSlider.from_param(em.param.n_components, start=1, end=10, label="Components K")
         self._cov = pn.widgets.Select.from_param(em.param.covariance_type, label="Covariance")
         self._auto = pn.widgets.Checkbox.from_param(self.param.auto_fit, label="Refit when settings change")
-        self._fit_button = pn.widgets.Button(label="Fit", color="primary", description="Run EM to convergence",
+        self._fit_button = pn.widgets.Button(label="Fit", color="primary", description="Fit the mixture to convergence",
                                              sizing_mode="stretch_width")
         self._fit_button.on_click(self._on_fit_click)
         self._progress = pn.indicators.Progress(active=True, value=-1, visible=False, height=12,
                                                 sizing_mode="stretch_width")
         self._status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10), css_classes=["fit-status"])
         self._em_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._k,
-                                    self._cov, self._auto, self._fit_button, self._progress, self._status,
-                                    self._em_error, sizing_mode="stretch_width")
+        vb = self.vb_model
+        self._kind = pn.widgets.Select.from_param(self.param.model_kind, label="Model")
+        self._em_box = pn.Column(self._k, self._cov, visible=self.model_kind == "em", sizing_mode="stretch_width")
+        self._vb_box = pn.Column(
+            pn.widgets.Select.from_param(self.param.density, label="Density"),
+            pn.widgets.IntSlider.from_param(vb.param.n_components, start=1, end=20, label="Truncation K"),
+            pn.widgets.FloatInput.from_param(vb.param.alpha, label="Concentration α (0 = 1/K)", step=0.1, start=0),
+            pn.widgets.Select.from_param(vb.param["update"], label="Normal-Wishart update"),
+            pn.widgets.Select.from_param(vb.param.responsibilities, label="Responsibilities"),
+            visible=self.model_kind == "vb", sizing_mode="stretch_width")
+        self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._kind,
+                                    self._em_box, self._vb_box, self._auto, self._fit_button, self._progress,
+                                    self._status, self._em_error, sizing_mode="stretch_width")
         self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
                                                               variant="outline", width=240)
         self._row = pn.widgets.IntSlider.from_param(self.param.row_position, start=0, end=1,
@@ -366,7 +399,10 @@ class ConditionalView(Viewer):
             "Gaussian mixture. <b>Curve</b>: its density; <b>dashed</b>: each component's share; "
             "<b>blue line</b>: the mean imputation; <b>band</b>: 95 % interval; <b>grey rug</b>: samples "
             "(multiple imputation); <b>red star</b>: the true value. Pick a second missing feature for the "
-            "joint 2-D density.", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
+            "joint 2-D density. With the <b>variational DP mixture</b> the weights are the expected stick "
+            "weights E[&pi;<sub>k</sub>], and the <b>Student-t predictive</b> integrates the posterior "
+            "uncertainty of each component's mean and covariance out (heavier tails than the plug-in "
+            "Gaussians).", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
         self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
                                   sizing_mode="stretch_width")
         return pn.Column(
@@ -380,13 +416,24 @@ class ConditionalView(Viewer):
         )
 
     # ------------------------------------------------------------------ fitting (off the event loop)
+    @property
+    def model(self):
+        """The model shown: :attr:`em_model` or :attr:`vb_model` (``model_kind``)."""
+        return self.vb_model if self.model_kind == "vb" else self.em_model
+
+    def conditional(self, X):
+        """The conditional of rows ``X`` (NaN = missing) under the model and density shown, or None."""
+        if self.model_kind == "vb" and self.density == "student_t":
+            return self.vb_model.predictive_conditional(X)
+        return self.model.conditional(X)
+
     def fit(self, wait: bool = False) -> threading.Thread | None:
-        """Run EM to convergence in a daemon thread (the current run continues from where it is).
+        """Fit the shown model to convergence in a daemon thread (the current run continues from where it is).
 
         A newer call (or a new run) supersedes an older one; ``wait=True`` joins the thread
         (tests, scripts). Returns the thread, or None when there is nothing to fit.
         """
-        em = self.em_model
+        em = self.model
         with self._lock:
             self._token += 1
             token = self._token
@@ -398,7 +445,8 @@ class ConditionalView(Viewer):
             self._status.object = f"Fitting… iteration {em.iteration}"
             # the worker hands its UI updates to this session's event loop (see _on_ui)
             self._doc = pn.state.curdoc if pn.state.curdoc is not None and pn.state.curdoc.session_context else None
-            self._worker = threading.Thread(target=self._work, args=(token,), daemon=True, name="conditional-fit")
+            self._worker = threading.Thread(target=self._work, args=(token, em), daemon=True,
+                                            name="conditional-fit")
             worker = self._worker
         worker.start()
         if wait:
@@ -425,9 +473,8 @@ class ConditionalView(Viewer):
         else:
             fn()
 
-    def _work(self, token: int) -> None:
-        """The fit loop (worker thread): EM steps until converged, superseded or failed."""
-        em = self.em_model
+    def _work(self, token: int, em) -> None:
+        """The fit loop (worker thread): steps of ``em`` until converged, superseded or failed."""
         run_id = em.run_id
         last = time.monotonic()
         try:
@@ -458,11 +505,11 @@ class ConditionalView(Viewer):
         self._refresh()
 
     def _show_error(self) -> None:
-        self._em_error.object = self.em_model.error
-        self._em_error.visible = bool(self.em_model.error)
+        self._em_error.object = self.model.error
+        self._em_error.visible = bool(self.model.error)
 
     def _show_status(self) -> None:
-        em = self.em_model
+        em = self.model
         self._show_error()
         if em.state is None:
             self._status.object = "No model: fix the data or the settings (see the message below)."
@@ -473,10 +520,13 @@ class ConditionalView(Viewer):
                   "max_iter": f"**Stopped** at max_iter = {em.iteration} (not converged)",
                   "degenerate": f"**Stopped**: degenerate component at iteration {em.iteration}"}
         head = reason.get(em.stop_reason, f"Iteration {em.iteration} (not fitted yet: press Fit)")
+        if self.model_kind == "vb":
+            elbo = "undefined" if em.elbo is None else f"{em.elbo:.2f}"
+            ll += f" · ELBO {elbo} · {em.n_effective} effective components"
         self._status.object = f"{head} · {ll}"
 
     def _on_fit_click(self, event=None) -> None:
-        em = self.em_model
+        em = self.model
         if em.finished and em.state is not None:  # already fitted: start again from the initialisation
             auto, self.auto_fit = self.auto_fit, False  # the run_id watcher must not start a second fit
             try:
@@ -489,8 +539,24 @@ class ConditionalView(Viewer):
         self._token += 1  # any running worker stops after its current step
 
     # ------------------------------------------------------------------ data / selection updates
+    def _on_kind(self, *events) -> None:
+        """Another model or density: show its controls; fit the model if it has not been fitted yet."""
+        vb = self.model_kind == "vb"
+        self._em_box.visible, self._vb_box.visible = not vb, vb
+        if any(e.name == "model_kind" for e in events):
+            self._token += 1  # a fit of the other model stops after its current step
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            if self.auto_fit and self.model.state is not None and not self.model.finished:
+                self.fit()
+                return
+        self._show_status()
+        self._refresh()
+
     def _on_run(self, event=None) -> None:
-        """A new run (data, K or covariance type changed): new rows / features, then refit."""
+        """A new run (data or model settings changed): new rows / features, then refit."""
+        if event is not None and event.obj is not self.model:
+            return  # the other model (reset by the same data change): fitted when it is chosen
         data = self.em_model.data_model.data
         with self._lock:
             self._rows = np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1))
@@ -556,7 +622,7 @@ class ConditionalView(Viewer):
         self._table.object = None
 
     def _refresh_locked(self) -> None:
-        em, data = self.em_model, self.em_model.data_model.data
+        em, data = self.model, self.em_model.data_model.data
         values, truth, label = self.current_row()
         self._custom_error.visible = False
         columns = list(data.columns)
@@ -571,12 +637,14 @@ class ConditionalView(Viewer):
                 self.feature2 = NONE
         finally:
             self._updating = False
-        cm = em.conditional(values[None, :])
+        cm = self.conditional(values[None, :])
         if cm is None:
             raise BadInputError(em.error or "No fitted model yet.")
         f1 = columns.index(self.feature)
         rng = np.random.default_rng(self.seed)
         it = f"iteration {em.iteration}"
+        if self.model_kind == "vb":
+            it += f" ({'Student-t predictive' if self.density == 'student_t' else 'plug-in Gaussians'})"
         if self.feature2 == NONE:
             s = slice_1d(cm, 0, f1, rng=rng, truth=None if truth is None else truth[f1], n_draws=self.n_draws)
             title = f"{label}: p({self.feature} | observed)"

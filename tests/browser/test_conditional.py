@@ -85,3 +85,49 @@ def test_conditional_page(serve_app, new_page, watch_errors, wait_for_bokeh, scr
     wait_for_title(page, "row ")
     wait_for_bokeh(page)
     errors.assert_none()
+
+
+def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_errors, wait_for_bokeh,
+                                                      screenshot):
+    url = serve_app({"conditional": "apps/conditional.py"})
+    page = new_page(viewport={"width": 1280, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/conditional")
+    wait_for_bokeh(page)
+    page.get_by_text(STATUS).wait_for()
+    wait_for_title(page, "row 0: p(")
+
+    # the variational DP mixture is fitted in the background when chosen
+    select(page, "Variational DP mixture")
+    page.get_by_text("Truncation K").wait_for()
+    page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
+    page.get_by_text("(plug-in Gaussians)", exact=False).first.wait_for()
+    page.wait_for_function("() => window.location.search.includes('model_kind=vb')")
+
+    # its Student-t posterior predictive, on a 2-D slice too
+    select(page, "Student-t predictive")
+    page.get_by_text("(Student-t predictive)", exact=False).first.wait_for()
+    page.get_by_role("button", name="custom row").click()
+    box = page.get_by_placeholder("e.g. 6.8")
+    box.fill("6.8, 3.0, ?, ?")
+    box.press("Enter")
+    page.get_by_text("custom row: 2 observed, 2 missing").wait_for()
+    wait_for_title(page, "custom row: p(petal_length | observed)")
+    wait_for_bokeh(page)
+    page.wait_for_timeout(300)
+    screenshot(page, "conditional_variational")
+    select(page, "(none: 1-D slice)", "petal_width")
+    wait_for_title(page, "custom row: p(petal_length, petal_width | observed)")
+
+    # a variational setting: the thesis update (its ELBO is undefined) refits
+    select(page, "principled", "thesis")
+    page.get_by_text("ELBO undefined", exact=False).wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
+
+    # back to EM: its fit is still there
+    select(page, "EM mixture")
+    page.get_by_text("Components K").wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) and "effective" not in status_text(page), page)
+    wait_for_bokeh(page)
+    errors.assert_none()

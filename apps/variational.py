@@ -1,0 +1,44 @@
+"""Page "Variational DP mixture": a truncated Dirichlet-process mixture fitted to incomplete data.
+
+Two runs side by side (the principled expected-sufficient-statistics update and the thesis's
+fill-with-previous-means update), stepped together: ellipses of the components that matter,
+stick weights, ELBO and effective number of components over the iterations.
+
+Serve on its own with ``panel serve apps/variational.py`` (add ``--num-threads 4`` so Play runs
+off the event loop), or as part of the gallery (``panel serve apps/``, which imports
+:func:`create_view`). Every browser session builds its own models; the data and model settings
+live in the URL, so a screen can be shared as a link.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.models.data_model import DataModel
+from explorer.views.vb_playground import VariationalPlayground
+
+TITLE = "Variational DP mixture"
+#: The default screen: three blobs, 30 % MCAR, truncation K = 10 (three components survive).
+DEFAULT_DATA = {"dataset": "three_blobs", "n_samples": 300, "mechanism": "mcar", "rate": 0.3}
+
+
+def create_view(**data_settings) -> VariationalPlayground:
+    """The bare Viewer (plain layout, no template) with a fresh DataModel and two VBModels."""
+    return VariationalPlayground(data_model=DataModel(**(DEFAULT_DATA | data_settings)), n_components=10)
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served page: controls in the sidebar, the two runs, weights and traces in the main area."""
+    pn.extension(sizing_mode="stretch_width", notifications=False)
+    if pn.config.nthreads is None:  # served without --num-threads: still run Play's steps off the event loop
+        pn.extension(nthreads=4)
+    view = create_view()
+    view.sync_url()
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=340,
+        header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

@@ -1,0 +1,370 @@
+"""The variational-mixture page: a truncated Dirichlet-process mixture fitted to incomplete data.
+
+seed000 (Garriga Alonso, the POIGMM) sections 1.4-1.6. One
+:class:`~explorer.models.data_model.DataModel` feeds two :class:`~explorer.models.vb_model.VBModel`
+runs with the same settings and seed that differ only in the Normal-Wishart update: model A uses
+the ``update`` chosen in the sidebar, model B the other one ("principled" expected sufficient
+statistics vs the thesis's fill-with-previous-means), stepped in lock-step by one
+:class:`~explorer.views.player.StepPlayer`. Both panels show the data on a pair of columns
+(points coloured by their most responsible component; rows with a missing coordinate drawn at
+their plug-in imputation as hollow triangles) and the 1/2-sd ellipses of the components whose
+expected weight :math:`E_q[\\pi_k]` is above a threshold. Below: the stick weights of both runs
+(``hv.Rectangles``), the ELBO / plug-in log-likelihood traces and the effective number of
+components (``hv.streams.Buffer``). Every plot is a ``hv.DynamicMap`` on a stream built once.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # registers the Bokeh plotting options used in .opts
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.core import vb_dpgmm
+from explorer.models.data_model import DataModel
+from explorer.models.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
+from explorer.views._vb_frames import (
+    UPDATE_COLORS,
+    axis_limits,
+    empty_mixture_frame,
+    mixture_frame,
+    mixture_overlay,
+    trace_buffer,
+    weights_frame,
+    weights_overlay,
+)
+from explorer.views.data_controls import DataControls
+from explorer.views.em_playground import DATASETS_2D, MECHANISMS_2D
+from explorer.views.player import StepPlayer
+
+__all__ = ["DATASETS", "VariationalPlayground", "other_update"]
+
+DATASETS = DATASETS_2D + ["iris", "wine", "boston"]
+#: Settings shared by both runs (everything but ``update``).
+SHARED = ("n_components", "alpha", "mean_prior", "beta0", "nu0", "covariance_prior", "responsibilities",
+          "init", "reg_covar", "tol", "max_iter", "seed")
+_DATA_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed",
+                  "standardize")
+_URL_SETTINGS = ("n_components", "alpha", "beta0", "nu0", "mean_prior", "covariance_prior", "update",
+                 "responsibilities", "seed")
+
+EXPLANATION = """
+### What am I looking at?
+A **Dirichlet-process mixture** fitted by variational inference to data with missing values (the
+POIGMM of Garriga Alonso's thesis). Up to *K* components (the truncation) are available; the
+stick-breaking prior with concentration α lets the fit switch off the ones it does not need, so
+the number of **effective components** (expected weight E[π<sub>k</sub>] above the dashed line) is
+learned. Each round updates the responsibilities τ, the stick parameters γ and the Normal-Wishart
+parameters η in turn.
+
+**Two updates of η side by side** (same data, settings and seed):
+* **principled**: missing coordinates enter through their conditional mean *and* covariance given
+  the observed ones (expected sufficient statistics); the ELBO is a proper bound.
+* **thesis**: missing coordinates are filled with the component's previous mean, with no
+  covariance correction (the thesis's eq. 3.20-3.23). The covariances shrink along missing
+  directions, and since the completions are point masses the **ELBO is undefined** for this run:
+  its curve is the plug-in observed-data log-likelihood only.
+
+**Marks.** Dots: rows observed on both axes, coloured by their most responsible component
+(opacity = that responsibility). Hollow triangles: rows with a missing coordinate on either axis,
+drawn at the model's plug-in imputation. Ellipses: 1 and 2 sd of the components above the weight
+threshold, thicker and darker for heavier components; crosses: their means. Higher-dimensional
+data sets are shown on the pair of columns chosen in the sidebar.
+"""
+
+
+def other_update(update: str) -> str:
+    """The Normal-Wishart update the comparison run uses."""
+    return "thesis" if update == "principled" else "principled"
+
+
+def _overlay_all(items):
+    return functools.reduce(operator.mul, items)
+
+
+class VariationalPlayground(Viewer):
+    """Two variational DP-mixture runs (principled vs thesis update) on the same incomplete data.
+
+    Parameters
+    ----------
+    data_model : DataModel, optional
+        Default: three blobs, MCAR 30 %.
+    threshold : float
+        Components with E[pi_k] at or below it are not drawn.
+    x_feature, y_feature : str
+        Columns on the axes (the first two by default; any pair for higher-D data).
+    **model_settings
+        Initial VBModel settings shared by both runs (``update`` is model A's).
+
+    Attributes
+    ----------
+    vb, vb_other : VBModel
+        Model A (sidebar ``update``) and model B (the other update).
+    player : StepPlayer
+    """
+
+    data_model = param.ClassSelector(class_=DataModel, doc="The data shared by the two runs")
+    threshold = param.Number(default=vb_dpgmm.WEIGHT_THRESHOLD, bounds=(0.0, 0.5), doc="Weight threshold")
+    x_feature = param.Selector(default=None, objects=[], allow_None=True, doc="Column on the x axis")
+    y_feature = param.Selector(default=None, objects=[], allow_None=True, doc="Column on the y axis")
+
+    def __init__(self, threshold: float = vb_dpgmm.WEIGHT_THRESHOLD, **params):
+        model_settings = {k: params.pop(k) for k in list(params) if k in VBModel.param and k != "name"
+                          and k != "data_model"}
+        if params.get("data_model") is None:
+            params["data_model"] = DataModel(dataset="three_blobs", mechanism="mcar", rate=0.3)
+        super().__init__(threshold=threshold, **params)
+        settings = {"n_components": 10, "tol": 1e-5, "max_iter": 300} | model_settings
+        update = settings.pop("update", "principled")
+        self.vb = VBModel(data_model=self.data_model, update=update, name="A", **settings)
+        self.vb_other = VBModel(data_model=self.data_model, update=other_update(update), name="B", **settings)
+        self.models = [self.vb, self.vb_other]
+        self._lock = threading.RLock()
+        self._sent: dict = {}  # update -> (model index, run_id, last iteration sent) of its traces
+        self._pipes = [hv.streams.Pipe(data=empty_mixture_frame()) for _ in self.models]
+        self._weights = hv.streams.Pipe(data=weights_frame(None, None, "principled update", "thesis update", 0.01))
+        self._traces = {u: {"elbo": trace_buffer("elbo"), "ll": trace_buffer("ll"), "neff": trace_buffer("neff")}
+                        for u in UPDATE_COLORS}
+        self._syncing = False
+        self.player = StepPlayer(models=self.models, labels=["A", "B"], steps_per_tick=1)
+        self._update_columns()
+        self._build()
+        self.vb.param.watch(self._propagate, list(SHARED) + ["update"])
+        for m in self.models:
+            m.param.watch(self._on_model_change, ["run_id", "error"])
+        self.data_model.param.watch(self._on_data_change, ["revision", "error"])
+        self.player.param.watch(self._on_frame, "frame")
+        self.param.watch(self._on_view_setting, ["x_feature", "y_feature", "threshold"])
+        self.refresh()
+
+    # ------------------------------------------------------------------ layout (built once)
+    def _build(self):
+        vb = self.vb
+        self._titles = [pn.pane.Markdown("", margin=(0, 10)) for _ in self.models]
+        opts = dict(responsive=True, height=380, framewise=True, active_tools=["wheel_zoom"], show_legend=False,
+                    toolbar="above", backend="bokeh")
+        dmaps = [hv.DynamicMap(mixture_overlay, streams=[p]).opts(**opts) for p in self._pipes]
+        panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width", linked_axes=False),
+                            sizing_mode="stretch_width") for t, d in zip(self._titles, dmaps)]
+        small = dict(responsive=True, height=250, framewise=True, axiswise=True, show_grid=True, toolbar=None,
+                     legend_position="top_right", legend_opts={"label_text_font_size": "8pt"}, backend="bokeh")
+        weights = hv.DynamicMap(weights_overlay, streams=[self._weights]).opts(
+            {"Rectangles": dict(responsive=True, height=250, toolbar=None, title="Stick weights E[π_k]"),
+             "Overlay": dict(responsive=True, height=250)})
+        curves = []
+        for u, c in UPDATE_COLORS.items():
+            b = self._traces[u]
+            if u == "principled":
+                curves.append(hv.DynamicMap(hv.Curve, streams=[b["elbo"]]).relabel("ELBO (principled)").opts(
+                    color=c, line_width=2.5))
+            curves.append(hv.DynamicMap(hv.Curve, streams=[b["ll"]]).relabel(f"plug-in log-lik. ({u})").opts(
+                color=c, line_width=1.5, line_dash="dashed"))
+        objective = _overlay_all(curves).opts(title="ELBO and plug-in log-likelihood", ylabel="nats",
+                                              **(small | {"legend_position": "bottom_right"}))
+        neff = _overlay_all([hv.DynamicMap(hv.Curve, streams=[self._traces[u]["neff"]]).relabel(u).opts(
+            color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
+            title="Effective components", ylabel="E[π_k] > threshold", **small)
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
+                                           allow_upload=False)
+        self._rewind = pn.widgets.IntSlider(label="Rewind to iteration", start=0, end=1, value=0,
+                                            sizing_mode="stretch_width")
+        self._rewind.param.watch(self._on_rewind, "value_throttled")
+        self._x = pn.widgets.Select.from_param(self.param.x_feature, label="x axis")
+        self._y = pn.widgets.Select.from_param(self.param.y_feature, label="y axis")
+        self.sidebar = pn.Column(
+            "### Run", self.player, self._rewind,
+            "### Variational DP mixture",
+            pn.widgets.IntSlider.from_param(vb.param.n_components, label="Truncation K", start=1, end=20),
+            pn.widgets.FloatInput.from_param(vb.param.alpha, label="Concentration α (0 = 1/K)", step=0.1, start=0),
+            pn.widgets.Select.from_param(vb.param["update"], label="Update of model A (B uses the other)"),
+            pn.widgets.Select.from_param(vb.param.responsibilities, label="Responsibilities"),
+            pn.Card(pn.widgets.Select.from_param(vb.param.mean_prior, options=list(MEAN_PRIORS), label="Mean prior m0"),
+                    pn.widgets.FloatInput.from_param(vb.param.beta0, label="β0 (mean precision)", step=0.1),
+                    pn.widgets.FloatInput.from_param(vb.param.nu0, label="ν0 (0 = D)", step=1.0, start=0),
+                    pn.widgets.Select.from_param(vb.param.covariance_prior, options=list(COVARIANCE_PRIORS),
+                                                 label="Wishart scale W0"),
+                    pn.widgets.Select.from_param(vb.param.init, label="Initialisation"),
+                    title="Prior and initialisation", collapsed=True, sizing_mode="stretch_width"),
+            pn.widgets.IntInput.from_param(vb.param.seed, label="Seed (initialisation)"),
+            pn.widgets.FloatSlider.from_param(self.param.threshold, label="Weight threshold", start=0.0, end=0.2,
+                                              step=0.005),
+            "### Columns shown", pn.Row(self._x, self._y, sizing_mode="stretch_width"),
+            "### Data", self._data_controls,
+            sizing_mode="stretch_width", min_width=300,
+        )
+        self.main = pn.Column(
+            self._alert, self._info, pn.Row(*panels, sizing_mode="stretch_width"),
+            pn.Row(pn.pane.HoloViews(weights, sizing_mode="stretch_width", linked_axes=False),
+                   pn.pane.HoloViews(objective, sizing_mode="stretch_width", linked_axes=False),
+                   pn.pane.HoloViews(neff, sizing_mode="stretch_width", linked_axes=False),
+                   sizing_mode="stretch_width"),
+            pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self._layout
+
+    # ------------------------------------------------------------------ settings / URL
+    def settings(self) -> dict:
+        """Data and model settings (JSON-serialisable): the state of the screen."""
+        vb = self.vb.settings()
+        return {"data": self.data_model.settings(), "vb": {k: vb[k] for k in _URL_SETTINGS}}
+
+    def sync_url(self, prefix: str = "") -> bool:
+        """Keep the data and model settings in the page URL (when served). Returns True if synced."""
+        loc, doc = pn.state.location, pn.state.curdoc
+        if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
+            return False
+        loc.sync(self.data_model, {k: prefix + k for k in _DATA_SETTINGS})
+        loc.sync(self.vb, {k: prefix + k for k in _URL_SETTINGS})
+        return True
+
+    # ------------------------------------------------------------------ callbacks
+    def _propagate(self, *events):
+        values = {e.name: e.new for e in events if e.name != "update"}
+        for e in events:
+            if e.name == "update":
+                values["update"] = other_update(e.new)
+        self.vb_other.param.update(**values)
+
+    def _on_model_change(self, *events):
+        self.refresh()
+
+    def _on_data_change(self, *events):
+        self._update_columns()
+        self.refresh()
+
+    def _on_frame(self, event):
+        self.refresh()
+
+    def _on_view_setting(self, *events):
+        if not self._syncing:
+            self.refresh()
+
+    def _on_rewind(self, event):
+        if not self._syncing and event.new is not None:
+            self.rewind(int(event.new))
+
+    def rewind(self, iteration: int) -> None:
+        """Pause and take both runs back to their last kept state at or before ``iteration``."""
+        self.player.pause()
+        for m in self.models:
+            kept = [s.iteration for s in m.states if s.iteration <= iteration]
+            if kept and kept[-1] != m.iteration:
+                m.rewind(kept[-1])
+        self.refresh()
+
+    def _update_columns(self):
+        """Offer the data's columns on the axes (keeping the chosen pair when it still exists)."""
+        data = self.data_model.data
+        cols = [] if data is None else list(data.columns)
+        if not cols or list(self.param.x_feature.objects) == cols:
+            return
+        x = self.x_feature if self.x_feature in cols else cols[0]
+        y = self.y_feature if self.y_feature in cols and self.y_feature != x else cols[min(1, len(cols) - 1)]
+        self._syncing = True
+        try:
+            self.param.x_feature.objects = cols
+            self.param.y_feature.objects = cols
+            self.param.update(x_feature=x, y_feature=y)
+        finally:
+            self._syncing = False
+
+    # ------------------------------------------------------------------ drawing
+    def _pair(self, data):
+        cols = list(data.columns)
+        i = cols.index(self.x_feature) if self.x_feature in cols else 0
+        j = cols.index(self.y_feature) if self.y_feature in cols else min(1, len(cols) - 1)
+        return i, j
+
+    def refresh(self) -> None:
+        """Redraw the two panels, the weights, the traces, the read-outs and the messages."""
+        with self._lock, pn.io.hold():
+            data = self.data_model.data
+            for idx, m in enumerate(self.models):
+                # a reset on another thread may land between these reads: check that the pair fits together
+                state, em_data = m.state, m.em_data
+                if (state is None or em_data is None or data is None or em_data.X.shape != data.values.shape
+                        or state.resp.shape[0] != em_data.X.shape[0] or state.means.shape[1] != em_data.X.shape[1]):
+                    frame = empty_mixture_frame()
+                else:
+                    pair = self._pair(data)  # same ranges in both panels: those of the (true) data
+                    xlim, ylim = axis_limits(data.truth if data.truth is not None else data.values, pair)
+                    imputed = vb_dpgmm.conditional(state, em_data).mean()
+                    frame = mixture_frame(state, em_data.X, em_data.missing, imputed, pair, xlim, ylim,
+                                          self.threshold)
+                    frame["xlabel"], frame["ylabel"] = data.columns[pair[0]], data.columns[pair[1]]
+                self._pipes[idx].send(frame)
+                self._send_traces(idx, m)
+                self._titles[idx].object = self._title(idx, m)
+            a, b = self.vb, self.vb_other
+            self._weights.send(weights_frame(None if a.state is None else a.state.weights,
+                                             None if b.state is None else b.state.weights,
+                                             f"{a.update} update", f"{b.update} update", self.threshold))
+            self._sync_rewind()
+            self._update_messages()
+
+    def _title(self, idx: int, m: VBModel) -> str:
+        color = UPDATE_COLORS[m.update]
+        head = f"**{'AB'[idx]}: <span style='color:{color}'>{m.update} update</span>** · iteration {m.iteration}"
+        if m.state is None:
+            return head
+        elbo = "undefined" if m.elbo is None else f"{m.elbo:.1f}"
+        neff = int(np.sum(np.asarray(m.state.weights) > self.threshold))
+        reason = {"tol": " · converged", "max_iter": " · stopped at max_iter", "degenerate": " · degenerate"}
+        return (f"{head} · ELBO {elbo} · log-lik. {m.log_likelihood:.1f} · {neff} effective"
+                + reason.get(m.stop_reason, ""))
+
+    def _send_traces(self, idx: int, m: VBModel) -> None:
+        """Append the new iterations of model ``idx`` to the traces of its update (cleared on a new run)."""
+        key, buffers = m.update, self._traces[m.update]
+        owner, run_id, last = self._sent.get(key, (-1, -1, -1))
+        if owner != idx or run_id != m.run_id or (m.states and m.states[-1].iteration < last):
+            for b in buffers.values():
+                b.clear()
+            last = -1
+        new = [s for s in m.states if s.iteration > last]
+        if new:
+            its = np.array([s.iteration for s in new])
+            buffers["elbo"].send(pd.DataFrame({"iteration": its, "elbo": [s.elbo for s in new]}))
+            buffers["ll"].send(pd.DataFrame({"iteration": its, "ll": [s.log_likelihood for s in new]}))
+            neff = [int(np.sum(np.asarray(s.weights) > self.threshold)) for s in new]
+            buffers["neff"].send(pd.DataFrame({"iteration": its, "neff": neff}))
+            last = int(its[-1])
+        self._sent[key] = (idx, m.run_id, last)
+
+    def _sync_rewind(self) -> None:
+        top = max(m.iteration for m in self.models)
+        self._syncing = True
+        try:
+            self._rewind.param.update(end=max(1, top), value=top)
+        finally:
+            self._syncing = False
+
+    def _update_messages(self) -> None:
+        dm = self.data_model
+        errors = [f"Data: {dm.error}"] if dm.error else []
+        errors += [f"Model {'AB'[i]} ({m.update} update): {m.error}" for i, m in enumerate(self.models) if m.error]
+        self._alert.object = "\n\n".join(errors)
+        self._alert.visible = bool(errors)
+        d = dm.data
+        if d is None:
+            self._info.object = ""
+            return
+        miss = d.missing
+        pair = self._pair(d)
+        self._info.object = (
+            f"**{d.name}**: {d.n_samples} rows x {d.n_features} columns, {int(miss.any(axis=1).sum())} with a missing "
+            f"value; mechanism **{dm.mechanism}**. Shown: `{d.columns[pair[0]]}` vs `{d.columns[pair[1]]}`"
+            + (" (pick another pair in the sidebar)." if d.n_features > 2 else "."))

@@ -1,0 +1,84 @@
+"""The variational DP-mixture page served from apps/variational.py, driven in headless chromium."""
+
+from __future__ import annotations
+
+import re
+
+APP = "apps/variational.py"
+
+
+def _iteration(page, run: str = "A") -> int:
+    text = page.get_by_text(re.compile(rf"^{run}: \w+ update · iteration \d+")).first.inner_text()
+    return int(re.search(r"iteration (\d+)", text).group(1))
+
+
+def _wait_iteration(page, predicate, run: str = "A", timeout_s: float = 15.0) -> int:
+    for _ in range(int(timeout_s / 0.1)):
+        it = _iteration(page, run)
+        if predicate(it):
+            return it
+        page.wait_for_timeout(100)
+    raise AssertionError(f"run {run}: iteration stayed at {_iteration(page, run)}")
+
+
+def _select(page, option_text: str, label: str):
+    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
+
+
+def test_step_play_pause_update_and_dataset(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"variational": APP})
+    page = new_page(viewport={"width": 1400, "height": 1300})
+    page_errors = watch_errors(page)
+    page.goto(f"{url}/variational")
+    wait_for_bokeh(page)
+    page.get_by_text("B: thesis update · iteration 0", exact=False).wait_for()
+    assert page.locator(".bk-Canvas").count() >= 5  # two panels, weights and two traces
+
+    page.get_by_role("button", name="Step").click()
+    _wait_iteration(page, lambda i: i == 1, "A")
+    _wait_iteration(page, lambda i: i == 1, "B")
+
+    page.get_by_role("button", name="Play").click()
+    _wait_iteration(page, lambda i: i >= 12, timeout_s=30)
+    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Play").wait_for()
+    page.wait_for_timeout(600)  # a tick already running may still land
+    paused_at = _iteration(page)
+    page.wait_for_timeout(1500)
+    assert _iteration(page) == paused_at, "the runs kept going after Pause"
+    page.get_by_text("effective", exact=False).first.wait_for()
+    wait_for_bokeh(page)
+    page.wait_for_timeout(300)
+    screenshot(page, "variational")
+
+    # model A switches to the thesis update: both runs restart, B takes the principled one
+    _select(page, "augmented", "corrected")  # the responsibilities select is there
+    _select(page, "principled", "thesis")
+    page.get_by_text("A: thesis update · iteration 0", exact=False).wait_for()
+    page.get_by_text("B: principled update · iteration 0", exact=False).wait_for()
+    page.wait_for_function("() => window.location.search.includes('update=thesis')")
+
+    # a 4-D data set through the data controls: shown on a pair of columns
+    _select(page, "three_blobs", "iris")
+    page.get_by_text("Shown: sepal_length vs sepal_width", exact=False).wait_for()
+    _wait_iteration(page, lambda i: i == 0)
+    page.get_by_role("button", name="Step").click()
+    _wait_iteration(page, lambda i: i == 1)
+    _select(page, "petal_width", "petal_length")  # the x-axis select (first one offering petal_width)
+    page.get_by_text("Shown: petal_length vs sepal_width", exact=False).wait_for()
+    wait_for_bokeh(page)
+    page_errors.assert_none()
+
+
+def test_the_gallery_opens_the_variational_page(serve_app, new_page, watch_errors, wait_for_bokeh):
+    url = serve_app({"main": "apps/main.py"})
+    page = new_page(viewport={"width": 1400, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/main")
+    wait_for_bokeh(page)
+    page.get_by_role("button", name="Open Variational DP mixture", exact=True).click()
+    page.wait_for_function("() => window.location.search.includes('page=variational')")
+    page.get_by_text("B: thesis update · iteration 0", exact=False).wait_for()
+    page.get_by_role("button", name="Step", exact=True).click()
+    _wait_iteration(page, lambda i: i == 1, "B")
+    errors.assert_none()
