@@ -1,0 +1,44 @@
+"""Page "Benchmark": the seed000 imputation benchmark (thesis Figures A.1-A.5), run in the browser.
+
+Serve on its own with ``panel serve apps/benchmark.py`` (add ``--num-threads 4`` so progress polling
+runs off the event loop), or as part of the gallery (``panel serve apps/``, which imports
+:func:`create_view`). Every browser session builds its own :class:`BenchmarkModel`; its settings
+live in the URL, so a screen can be shared as a link. The run itself is a background thread of the
+session (cancelled when the session ends).
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from explorer.models.benchmark_model import BenchmarkModel
+from explorer.views.benchmark_view import BenchmarkPage
+
+TITLE = "Imputation benchmark (seed000)"
+
+
+def create_view(**settings) -> BenchmarkPage:
+    """The bare Viewer (plain layout, no template) with a fresh BenchmarkModel.
+
+    ``settings`` go to the model (e.g. ``methods=["mean", "poigmm"]``); defaults: Boston, MCAR,
+    rates 0.1 / 0.3, mean / poigmm / mice / knn, one repetition, quick settings.
+    """
+    pn.extension("tabulator")
+    return BenchmarkPage(model=BenchmarkModel(**settings))
+
+
+def create_app() -> pn.template.BootstrapTemplate:
+    """The served page: settings and Run / Cancel in the sidebar, progress and the figure grid in main."""
+    pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
+    if pn.config.nthreads is None:  # served without --num-threads: still poll off the event loop
+        pn.extension(nthreads=4)
+    view = create_view()
+    view.sync_url()
+    return pn.template.BootstrapTemplate(
+        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=340,
+        header_background="#2f6fb3",
+    )
+
+
+if __name__.startswith("bokeh"):
+    create_app().servable()

@@ -1,0 +1,189 @@
+"""Headless tests of the benchmark page: frames after a run, reference overlay, infinite / failed cells."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import panel as pn
+import pytest
+from bokeh.document import Document
+
+from explorer.models import benchmark_model as bmm
+from explorer.models.benchmark_model import BenchmarkModel
+from explorer.reference import reference_cells
+from explorer.views.benchmark_view import METRIC_ROWS, BenchmarkPage, bar_frame
+
+
+def summary_rows(*rows) -> pd.DataFrame:
+    """Summary-shaped table from (rate, method, metric, mean, std[, n_failed])."""
+    out = []
+    for r in rows:
+        rate, method, metric, mean, std, *rest = r
+        failed = rest[0] if rest else 0
+        out.append(dict(dataset="boston", mechanism="mcar", rate=rate, method=method, metric=metric, mean=mean,
+                        std=std, n=0 if failed else 1, n_inf=int(np.isinf(mean)), n_failed=failed,
+                        realised_rate=rate, seconds=0.1))
+    return pd.DataFrame(out)
+
+
+@pytest.fixture(scope="module")
+def finished_page():
+    view = BenchmarkPage(model=BenchmarkModel(methods=["mean", "poigmm", "knn"], rates=[0.1, 0.3]))
+    pn.panel(view).get_root(Document())
+    assert view.run()
+    assert view.model.wait(timeout=60) == "done"
+    view.poll()
+    return view
+
+
+def test_layout_builds_and_defaults():
+    view = BenchmarkPage()
+    root = pn.panel(view).get_root(Document())
+    assert root is not None
+    assert view._run.disabled is False and view._cancel.disabled is True
+    assert view._status.object == "Not run yet."
+    # without results the reference alone is drawn: the whole thesis figure (MICE at 0.9 is NaN there)
+    f = view._pipes[(0, "nrmse")].data
+    assert len(f["bars"]["x0"]) == 0 and len(f["ref"]["x0"]) == 4 * 5 - 1
+
+
+def test_plot_data_after_a_run(finished_page):
+    view = finished_page
+    s = view.model.summary
+    assert view._progress.value == view._progress.max == 6
+    f = view._pipes[(0, "nrmse")].data
+    assert sorted(np.unique(f["bars"]["method"])) == ["knn", "mean", "poigmm"]
+    got = {(m, round(r, 6)): v for m, r, v in zip(f["bars"]["method"], f["bars"]["rate"], f["bars"]["y1"])}
+    for rec in s[(s.metric == "nrmse")].to_dict("records"):
+        assert got[(rec["method"], round(rec["rate"], 6))] == pytest.approx(rec["mean"])
+    # bars of a rate group sit around the rate, in METHODS order, without overlapping
+    x0, x1 = f["bars"]["x0"], f["bars"]["x1"]
+    group = f["bars"]["rate"]
+    for r in (0.1, 0.3):
+        sel = np.argsort(x0[group == r])
+        lefts, rights = x0[group == r][sel], x1[group == r][sel]
+        assert np.all(rights[:-1] <= lefts[1:] + 1e-12)
+        assert (lefts[0] + rights[-1]) / 2 == pytest.approx(r)
+        assert list(f["bars"]["method"][group == r][sel]) == ["mean", "poigmm", "knn"]
+    # kNN gives no NLL: no bar, and not marked failed
+    nll = view._pipes[(0, "nll")].data
+    assert "knn" not in set(nll["bars"]["method"]) and len(nll["failed"]["x"]) == 0
+    # ... but keeps its slot: the bars of a method line up across the rows of the figure
+    pos = {(m, r): x for m, r, x in zip(f["bars"]["method"], f["bars"]["rate"], f["bars"]["x0"])}
+    for m, r, x in zip(nll["bars"]["method"], nll["bars"]["rate"], nll["bars"]["x0"]):
+        assert x == pytest.approx(pos[(m, r)])
+    # the table shows the summary of the mechanism
+    assert len(view._table.value) == len(s)
+
+
+def test_reference_overlay_toggles(finished_page):
+    view = finished_page
+    view.show_reference = True
+    f = view._pipes[(0, "nrmse")].data
+    ref = reference_cells("mcar", "nrmse", datasets=["boston"], methods=["mean", "poigmm"])
+    ref = ref[ref.rate.isin([0.1, 0.3])]
+    assert len(f["ref"]["x0"]) == len(ref) == 4  # knn has no reference
+    np.testing.assert_allclose(np.sort(f["ref"]["y0"]), np.sort(ref["mean"]))
+    assert "thesis notebook" in view._legend.object
+    view.show_reference = False
+    assert len(view._pipes[(0, "nrmse")].data["ref"]["x0"]) == 0
+    assert "thesis notebook" not in view._legend.object
+    view.show_reference = True
+
+
+def test_infinite_nll_is_marked_at_the_top():
+    s = summary_rows((0.1, "mean", "nll", 800.0, 40.0), (0.1, "poigmm", "nll", math.inf, np.nan),
+                     (0.3, "mean", "nll", 2500.0, np.nan), (0.3, "poigmm", "nll", 1e300, np.nan))
+    f = bar_frame(s, dataset="boston", mechanism="mcar", metric="nll", log=True)
+    lo, top = f["ylim"]
+    assert lo < 800 and top >= 2500 * 10
+    assert list(f["inf_bars"]["method"]) == ["poigmm"] and f["inf_bars"]["y1"][0] == top
+    assert np.isinf(f["inf_bars"]["mean"][0])
+    assert "∞" in list(f["labels"]["text"])
+    # 1e300 is off the scale: a bar clipped at the top, labelled with its magnitude (not as infinite)
+    assert f["bars"]["y1"].max() == top and "1e300" in list(f["labels"]["text"])
+    # error bar of the only cell with a std: ±2 sd around 800, floored at the axis bottom
+    assert f["errors"]["y1"][0] == pytest.approx(880.0) and f["errors"]["y0"][0] == pytest.approx(720.0)
+
+
+def test_failed_and_non_positive_cells_are_marked():
+    s = summary_rows((0.1, "mean", "nll", -5.0, np.nan), (0.1, "mice", "nll", np.nan, np.nan, 1),
+                     (0.1, "poigmm", "nll", 50.0, np.nan))
+    f = bar_frame(s, dataset="boston", mechanism="mcar", metric="nll", log=True)
+    assert len(f["failed"]["x"]) == 1 and "failed" in list(f["labels"]["text"])
+    assert "≤0" in list(f["labels"]["text"])
+    assert np.all(f["bars"]["y0"] > 0)  # a log axis needs positive bottoms
+
+
+def test_reference_only_frame_and_other_mechanisms():
+    f = bar_frame(None, dataset="ionosphere", mechanism="nmar_lowest", metric="nll", log=True, show_reference=True)
+    assert len(f["bars"]["x0"]) == 0 and not f["empty"]
+    ref = reference_cells("nmar_lowest", "nll", datasets=["ionosphere"])
+    assert len(f["ref"]["x0"]) == ref["mean"].notna().sum()
+    # infinite reference means sit on the top edge
+    assert np.sum(f["ref"]["y0"] == f["ylim"][1]) >= int(np.isinf(ref["mean"]).sum())
+    assert bar_frame(None, dataset="boston", mechanism="nmar_lowest", metric="pfc", show_reference=True)["empty"]
+
+
+def test_mechanism_switch_redraws_in_place(finished_page):
+    view = finished_page
+    pipe = view._pipes[(0, "nrmse")]
+    view.model.mechanism = "mar_rows"
+    f = pipe.data
+    assert len(f["bars"]["x0"]) == 0 and len(f["ref"]["x0"]) == 12  # no run for mar_rows: reference only
+    assert "MAR_rows" in view._heads[0].object
+    view.model.mechanism = "mcar"
+    assert len(pipe.data["bars"]["x0"]) > 0
+    assert view._pipes[(0, "nrmse")] is pipe  # same stream: updated, not rebuilt
+
+
+def test_load_button_state_and_loading(tmp_path, monkeypatch):
+    monkeypatch.setattr("explorer.views.benchmark_view.COMMITTED_SUMMARY", tmp_path / "summary.csv")
+    monkeypatch.setattr(bmm, "COMMITTED_SUMMARY", tmp_path / "summary.csv")
+    view = BenchmarkPage()
+    assert view._load.disabled and "No committed full run" in view._load.description
+    s = pd.concat([summary_rows((0.1, "mean", "nrmse", 0.7, 0.01)),
+                   summary_rows((0.1, "mean", "nrmse", 0.9, 0.01)).assign(dataset="ionosphere")])
+    s.to_csv(tmp_path / "summary.csv", index=False)
+    view = BenchmarkPage()
+    assert not view._load.disabled
+    view._load.clicks += 1
+    assert view.model.source == "summary.csv" and "Loaded" in view._status.object
+    # both data sets of the file get a column, whatever the model's data set choice
+    assert view._columns[1].visible and "ionosphere" in view._heads[1].object
+    assert view._pipes[(1, "nrmse")].data["bars"]["y1"][0] == pytest.approx(0.9)
+
+
+def test_bad_settings_show_an_alert():
+    view = BenchmarkPage(model=BenchmarkModel(methods=[]))
+    assert view.run() is False
+    assert view._alert.visible and "at least one method" in view._alert.object
+    assert view.model.status == "failed"
+
+
+def test_rates_widget_and_model_stay_in_sync():
+    view = BenchmarkPage()
+    view._rates.value = [0.5, 0.1]
+    assert view.model.rates == [0.1, 0.5]
+    view.model.mechanism = "mcar_rows"  # 0.5 is not a seed000 rate of mcar_rows
+    assert view.model.rates == [0.1] and view._rates.value == [0.1]
+
+
+def test_every_metric_row_has_a_pipe_per_slot():
+    view = BenchmarkPage()
+    assert set(view._pipes) == {(s, m) for s in range(2) for m, _, _ in METRIC_ROWS}
+
+
+def test_run_and_cancel_buttons():
+    view = BenchmarkPage(model=BenchmarkModel(methods=["mean", "poigmm", "mice"], rates=[0.1, 0.3, 0.5, 0.7]))
+    view._run.clicks += 1
+    assert view.model.status == "running"
+    assert view._run.disabled and not view._cancel.disabled and view._load.disabled
+    view._cancel.clicks += 1
+    assert view.model.wait(timeout=60) in ("cancelled", "done")
+    view.poll()
+    assert view.model.done < view.model.total or view.model.status == "done"
+    assert not view._run.disabled and view._cancel.disabled
+    assert view._progress.bar_color in ("warning", "success")
