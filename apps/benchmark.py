@@ -12,6 +12,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.benchmark_model import BenchmarkModel
+from explorer.views._page import page_template
 from explorer.views.benchmark_view import BenchmarkPage
 
 TITLE = "Imputation benchmark (seed000)"
@@ -29,15 +30,7 @@ def create_view(**settings) -> BenchmarkPage:
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: settings and Run / Cancel in the sidebar, progress and the figure grid in main."""
-    pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
-    if pn.config.nthreads is None:  # served without --num-threads: still poll off the event loop
-        pn.extension(nthreads=4)
-    view = create_view()
-    view.sync_url()
-    return pn.template.BootstrapTemplate(
-        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=340,
-        header_background="#2f6fb3",
-    )
+    return page_template(TITLE, create_view, extensions=("tabulator",), threaded=True)
 
 
 if __name__.startswith("bokeh"):

@@ -14,6 +14,7 @@ import panel as pn
 
 from explorer.models.data_model import DataModel
 from explorer.models.em_model import EMModel
+from explorer.views._page import page_template
 from explorer.views.conditional_view import ConditionalView
 
 TITLE = "Conditional density slices"
@@ -36,16 +37,15 @@ def create_view(**data_settings) -> ConditionalView:
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: the view in a template, data and model controls in the sidebar."""
-    pn.extension(notifications=False)
-    view = create_view()
-    if pn.state.location is not None:
-        pn.state.location.sync(view.em_model.data_model, {p: f"data_{p}" for p in DATA_URL_PARAMS})
-        pn.state.location.sync(view.em_model, {p: p for p in EM_URL_PARAMS})
-        pn.state.location.sync(view.vb_model, {p: f"vb_{p}" for p in VB_URL_PARAMS})
-        pn.state.location.sync(view, {p: p for p in VIEW_URL_PARAMS})
-    return pn.template.BootstrapTemplate(
-        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=320, header_background="#2f6fb3",
-    )
+    return page_template(TITLE, create_view, stretch_width=False, sidebar_width=320, url=url_bindings)
+
+
+def url_bindings(view: ConditionalView) -> list:
+    """The data, EM, VB and view settings mirrored in the URL (``data_`` / ``vb_`` prefixes)."""
+    return [(view.em_model.data_model, {p: f"data_{p}" for p in DATA_URL_PARAMS}),
+            (view.em_model, {p: p for p in EM_URL_PARAMS}),
+            (view.vb_model, {p: f"vb_{p}" for p in VB_URL_PARAMS}),
+            (view, {p: p for p in VIEW_URL_PARAMS})]
 
 
 if __name__.startswith("bokeh"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.views._page import page_template
 from explorer.views.data_view import DataMechanismView
 
 TITLE = "Data & mechanism"
@@ -25,14 +26,8 @@ def create_view(**data_settings) -> DataMechanismView:
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: the view in a template, its data controls in the sidebar."""
-    pn.extension(notifications=False)
-    view = create_view()
-    if pn.state.location is not None:
-        pn.state.location.sync(view.data_model, {p: p for p in URL_PARAMS})
-    return pn.template.BootstrapTemplate(
-        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=320,
-        header_background="#2f6fb3",
-    )
+    return page_template(TITLE, create_view, stretch_width=False, sidebar_width=320,
+                         url=lambda view: [(view.data_model, {p: p for p in URL_PARAMS})])
 
 
 if __name__.startswith("bokeh"):

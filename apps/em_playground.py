@@ -11,6 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.views._page import page_template
 from explorer.views.em_playground import EMPlayground
 
 TITLE = "EM playground"
@@ -25,15 +26,7 @@ def create_view(**data_settings) -> EMPlayground:
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: controls in the sidebar, the three panels and the traces in the main area."""
-    pn.extension(sizing_mode="stretch_width", notifications=False)
-    if pn.config.nthreads is None:  # served without --num-threads: still run Play's steps off the event loop
-        pn.extension(nthreads=4)
-    view = create_view()
-    view.sync_url()
-    return pn.template.BootstrapTemplate(
-        title=TITLE, sidebar=[view.sidebar], main=[view.main], sidebar_width=340,
-        header_background="#2f6fb3",
-    )
+    return page_template(TITLE, create_view, threaded=True)
 
 
 if __name__.startswith("bokeh"):

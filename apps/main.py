@@ -22,6 +22,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.datasets import list_datasets
+from explorer.views._page import page_template
 
 log = logging.getLogger(__name__)
 APPS_DIR = Path(__file__).resolve().parent
@@ -174,16 +175,8 @@ class Gallery(Viewer):
 def create_app() -> pn.template.BootstrapTemplate:
     """The served gallery: page menu (and the open page's controls) in the sidebar, the page in main."""
     # "tabulator": the benchmark page's table (a page built later in the session cannot load its JS)
-    pn.extension("tabulator", sizing_mode="stretch_width", notifications=False)
-    if pn.config.nthreads is None:  # served without --num-threads: still run Play's steps off the event loop
-        pn.extension(nthreads=4)
-    gallery = Gallery()
-    if pn.state.location is not None:
-        pn.state.location.sync(gallery, {"page": "page"})
-    return pn.template.BootstrapTemplate(
-        title=TITLE, sidebar=[gallery.sidebar], main=[gallery.main], sidebar_width=340,
-        header_background="#2f6fb3",
-    )
+    return page_template(TITLE, Gallery, extensions=("tabulator",), threaded=True,
+                         url=lambda gallery: [(gallery, {"page": "page"})])
 
 
 if __name__.startswith("bokeh"):

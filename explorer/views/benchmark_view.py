@@ -30,6 +30,7 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting opt
 from explorer import benchmark as bm
 from explorer.models.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.reference import SEED000_FIGURES, SEED000_RATES, reference_cells
+from explorer.views._page import sync_with_url
 
 __all__ = ["BenchmarkPage", "bar_frame", "METRIC_ROWS", "METHOD_COLORS"]
 
@@ -338,12 +339,8 @@ class BenchmarkPage(Viewer):
     # ------------------------------------------------------------------ settings / URL / session
     def sync_url(self) -> bool:
         """Keep the benchmark settings in the page URL (when served). Returns True if synced."""
-        loc, doc = pn.state.location, pn.state.curdoc
-        if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
-            return False
-        loc.sync(self.model, {k: k for k in self.model._SETTINGS})
-        loc.sync(self, {"show_reference": "reference"})
-        return True
+        return sync_with_url((self.model, {k: k for k in self.model._SETTINGS}),
+                             (self, {"show_reference": "reference"}))
 
     def _register_cleanup(self):
         doc = pn.state.curdoc

@@ -25,7 +25,6 @@ import pandas as pd
 import panel as pn
 import param
 from bokeh.palettes import Category10_10
-from panel.viewable import Viewer
 
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 from explorer import datasets as ds
@@ -33,6 +32,7 @@ from explorer.core import em_gmm
 from explorer.core.conditional import ConditionalMixture
 from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
 from explorer.models.em_model import EMModel
+from explorer.views._page import ModelPage
 from explorer.views.data_controls import DataControls
 from explorer.views.player import StepPlayer
 
@@ -270,7 +270,7 @@ def _trace_buffer(column: str) -> hv.streams.Buffer:
                              length=5000, index=False)
 
 
-class EMPlayground(Viewer):
+class EMPlayground(ModelPage):
     """Three EM variants on the same 2-D incomplete data, stepped together.
 
     Parameters
@@ -286,6 +286,8 @@ class EMPlayground(Viewer):
         Exact EM, naive refit, mean imputation (in this order).
     player : StepPlayer
     """
+
+    _LEAD, _DATA_URL, _LEAD_URL = "em", _DATA_SETTINGS, _EM_SETTINGS
 
     data_model = param.ClassSelector(class_=DataModel, doc="The data shared by the three panels")
     mode = param.Selector(default="rug", objects=list(MODES.values()), doc="How incomplete points are drawn")
@@ -342,14 +344,12 @@ class EMPlayground(Viewer):
         rmse = _overlay_all([hv.DynamicMap(hv.Curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
                              for b, (_, t), c in zip(self._rmse, VARIANTS, colors)]).opts(
             title="Imputation RMSE (needs the true values)", ylabel="RMSE of the hidden values", **trace_opts)
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS_2D + [UPLOADED],
                                            mechanisms=MECHANISMS_2D, allow_upload=False)
         self._clear = pn.widgets.Button(label="Clear points", description="Start an empty canvas, then click to add")
         self._clear.on_click(self._on_clear)
         self._mode = pn.widgets.RadioButtonGroup.from_param(self.param.mode, options=MODES, variant="outline")
-        self.sidebar = pn.Column(
+        sidebar = pn.Column(
             "### Run", self.player,
             "### Model",
             pn.widgets.IntSlider.from_param(em.param.n_components, label="Components K", start=1, end=10),
@@ -362,33 +362,7 @@ class EMPlayground(Viewer):
             pn.pane.Markdown("Click on a plot to add a point.", margin=(0, 10)), self._clear,
             sizing_mode="stretch_width", min_width=300,
         )
-        self.main = pn.Column(
-            self._alert, self._info, pn.Row(*panels, sizing_mode="stretch_width"),
-            pn.Row(pn.pane.HoloViews(ll, sizing_mode="stretch_width", linked_axes=False),
-                   pn.pane.HoloViews(rmse, sizing_mode="stretch_width", linked_axes=False),
-                   sizing_mode="stretch_width"),
-            pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width",
-        )
-        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
-
-    def __panel__(self):
-        return self._layout
-
-    # ------------------------------------------------------------------ settings / URL
-    def settings(self) -> dict:
-        """Data and model settings (JSON-serialisable): the state of the screen."""
-        em = self.em.settings()
-        return {"data": self.data_model.settings(), "em": {k: em[k] for k in _EM_SETTINGS}}
-
-    def sync_url(self, prefix: str = "") -> bool:
-        """Keep the data and model settings in the page URL (when served). Returns True if synced."""
-        loc, doc = pn.state.location, pn.state.curdoc
-        if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
-            return False
-        loc.sync(self.data_model, {k: prefix + k for k in _DATA_SETTINGS})
-        loc.sync(self.em, {k: prefix + k for k in _EM_SETTINGS})
-        return True
+        self._arrange(sidebar, panels, [ll, rmse], EXPLANATION)
 
     # ------------------------------------------------------------------ callbacks
     def _propagate(self, *events):

@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
-from panel.viewable import Viewer
 
 from explorer.core import vb_dpgmm
 from explorer.models.data_model import DataModel
 from explorer.models.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
+from explorer.views._page import ModelPage
 from explorer.views._vb_frames import (
     UPDATE_COLORS,
     axis_limits,
@@ -89,7 +89,7 @@ def _overlay_all(items):
     return functools.reduce(operator.mul, items)
 
 
-class VariationalPlayground(Viewer):
+class VariationalPlayground(ModelPage):
     """Two variational DP-mixture runs (principled vs thesis update) on the same incomplete data.
 
     Parameters
@@ -109,6 +109,8 @@ class VariationalPlayground(Viewer):
         Model A (sidebar ``update``) and model B (the other update).
     player : StepPlayer
     """
+
+    _LEAD, _DATA_URL, _LEAD_URL = "vb", _DATA_SETTINGS, _URL_SETTINGS
 
     data_model = param.ClassSelector(class_=DataModel, doc="The data shared by the two runs")
     threshold = param.Number(default=vb_dpgmm.WEIGHT_THRESHOLD, bounds=(0.0, 0.5), doc="Weight threshold")
@@ -171,8 +173,6 @@ class VariationalPlayground(Viewer):
         neff = _overlay_all([hv.DynamicMap(hv.Curve, streams=[self._traces[u]["neff"]]).relabel(u).opts(
             color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
             title="Effective components", ylabel="E[π_k] > threshold", **small)
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
                                            allow_upload=False)
         self._rewind = pn.widgets.IntSlider(label="Rewind to iteration", start=0, end=1, value=0,
@@ -180,7 +180,7 @@ class VariationalPlayground(Viewer):
         self._rewind.param.watch(self._on_rewind, "value_throttled")
         self._x = pn.widgets.Select.from_param(self.param.x_feature, label="x axis")
         self._y = pn.widgets.Select.from_param(self.param.y_feature, label="y axis")
-        self.sidebar = pn.Column(
+        sidebar = pn.Column(
             "### Run", self.player, self._rewind,
             "### Variational DP mixture",
             pn.widgets.IntSlider.from_param(vb.param.n_components, label="Truncation K", start=1, end=20),
@@ -201,34 +201,7 @@ class VariationalPlayground(Viewer):
             "### Data", self._data_controls,
             sizing_mode="stretch_width", min_width=300,
         )
-        self.main = pn.Column(
-            self._alert, self._info, pn.Row(*panels, sizing_mode="stretch_width"),
-            pn.Row(pn.pane.HoloViews(weights, sizing_mode="stretch_width", linked_axes=False),
-                   pn.pane.HoloViews(objective, sizing_mode="stretch_width", linked_axes=False),
-                   pn.pane.HoloViews(neff, sizing_mode="stretch_width", linked_axes=False),
-                   sizing_mode="stretch_width"),
-            pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width",
-        )
-        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
-
-    def __panel__(self):
-        return self._layout
-
-    # ------------------------------------------------------------------ settings / URL
-    def settings(self) -> dict:
-        """Data and model settings (JSON-serialisable): the state of the screen."""
-        vb = self.vb.settings()
-        return {"data": self.data_model.settings(), "vb": {k: vb[k] for k in _URL_SETTINGS}}
-
-    def sync_url(self, prefix: str = "") -> bool:
-        """Keep the data and model settings in the page URL (when served). Returns True if synced."""
-        loc, doc = pn.state.location, pn.state.curdoc
-        if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
-            return False
-        loc.sync(self.data_model, {k: prefix + k for k in _DATA_SETTINGS})
-        loc.sync(self.vb, {k: prefix + k for k in _URL_SETTINGS})
-        return True
+        self._arrange(sidebar, panels, [weights, objective, neff], EXPLANATION)
 
     # ------------------------------------------------------------------ callbacks
     def _propagate(self, *events):

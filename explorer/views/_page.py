@@ -1,0 +1,129 @@
+"""What the served pages share: the template, the Panel set-up and the settings kept in the URL.
+
+``apps/<page>.py`` builds its page with :func:`page_template` (``create_app()``), and a view keeps
+its settings in the query string with :func:`sync_with_url` (its ``sync_url()`` method). Both do
+nothing URL-related outside a served session (Jupyter, scripts, tests). :class:`ModelPage` is the
+base of the playgrounds: a ``data_model`` plus a lead model whose settings are the screen's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "sync_with_url"]
+
+HEADER_BACKGROUND = "#2f6fb3"
+
+#: ``(parameterized object, {parameter name: query-string name})``
+UrlBinding = tuple[param.Parameterized, Mapping[str, str]]
+
+
+def sync_with_url(*bindings: UrlBinding) -> bool:
+    """Mirror parameters in the page URL's query string (shareable screens), when served.
+
+    Parameters
+    ----------
+    *bindings : (param.Parameterized, dict)
+        Objects and ``{parameter: query name}`` mappings, passed to ``pn.state.location.sync``.
+
+    Returns
+    -------
+    bool
+        True if synced; False (nothing done) outside a server session: Jupyter, scripts, tests.
+    """
+    loc, doc = pn.state.location, pn.state.curdoc
+    if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
+        return False
+    for obj, names in bindings:
+        loc.sync(obj, dict(names))
+    return True
+
+
+def page_template(title: str, create_view: Callable, *, extensions: tuple = (), stretch_width: bool = True,
+                  threaded: bool = False, sidebar_width: int = 340,
+                  url: Callable[[object], Iterable[UrlBinding]] | None = None) -> pn.template.BootstrapTemplate:
+    """The served page of ``apps/<page>.py``: Panel set up, a fresh view, its settings in the URL.
+
+    Parameters
+    ----------
+    title : str
+        Title in the template's header.
+    create_view : callable
+        ``create_view() -> view``: a Viewer with ``sidebar`` and ``main`` (built after Panel is set up).
+    extensions : tuple of str
+        Panel extensions to load (e.g. ``("tabulator",)``).
+    stretch_width : bool
+        Make ``sizing_mode="stretch_width"`` the default of the page's components.
+    threaded : bool
+        Give the session a thread pool (``nthreads=4``) when served without ``--num-threads``, so
+        that periodic callbacks (Play, progress polling) run off the event loop.
+    sidebar_width : int
+        Width of the template's sidebar in pixels.
+    url : callable, optional
+        ``url(view) -> [(object, {parameter: query name}), ...]``, the parameters kept in the URL
+        (see :func:`sync_with_url`). Default: the view's own ``sync_url()``.
+
+    Returns
+    -------
+    panel.template.BootstrapTemplate
+        Sidebar: ``view.sidebar``; main area: ``view.main``.
+    """
+    pn.extension(*extensions, **({"sizing_mode": "stretch_width"} if stretch_width else {}), notifications=False)
+    if threaded and pn.config.nthreads is None:  # served without --num-threads: still work off the event loop
+        pn.extension(nthreads=4)
+    view = create_view()
+    if url is None:
+        view.sync_url()
+    else:
+        sync_with_url(*url(view))
+    return pn.template.BootstrapTemplate(title=title, sidebar=[view.sidebar], main=[view.main],
+                                         sidebar_width=sidebar_width, header_background=HEADER_BACKGROUND)
+
+
+class ModelPage(Viewer):
+    """A page on a ``data_model`` and a lead model: layout ``self._layout`` (``sidebar`` + ``main``).
+
+    Subclasses set ``_LEAD`` (the attribute holding the lead model, also the key of its settings)
+    and ``_DATA_URL`` / ``_LEAD_URL`` (the data and lead-model parameters that are the state of the
+    screen, kept in the URL), and build the layout with :meth:`_arrange`.
+    """
+
+    __abstract = True
+    _LEAD: str = ""
+    _DATA_URL: tuple = ()
+    _LEAD_URL: tuple = ()
+
+    def __panel__(self):
+        return self._layout
+
+    def _arrange(self, sidebar, panels: list, plots: list, explanation: str) -> None:
+        """Set ``sidebar``, ``main`` and the layout (sidebar | main).
+
+        ``main`` is: an error alert (``self._alert``), an info line (``self._info``), a row of
+        ``panels``, a row of HoloViews ``plots`` (axes not linked) and the ``explanation`` (Markdown).
+        """
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self.sidebar = sidebar
+        self.main = pn.Column(
+            self._alert, self._info, pn.Row(*panels, sizing_mode="stretch_width"),
+            pn.Row(*[pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False) for p in plots],
+                   sizing_mode="stretch_width"),
+            pn.pane.Markdown(explanation, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
+
+    def settings(self) -> dict:
+        """Data and model settings (JSON-serialisable): the state of the screen."""
+        lead = getattr(self, self._LEAD).settings()
+        return {"data": self.data_model.settings(), self._LEAD: {k: lead[k] for k in self._LEAD_URL}}
+
+    def sync_url(self, prefix: str = "") -> bool:
+        """Keep the data and model settings in the page URL (when served). Returns True if synced."""
+        return sync_with_url((self.data_model, {k: prefix + k for k in self._DATA_URL}),
+                             (getattr(self, self._LEAD), {k: prefix + k for k in self._LEAD_URL}))
