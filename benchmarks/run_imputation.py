@@ -18,6 +18,13 @@ Usage::
 
 from __future__ import annotations
 
+import os
+
+# Each job runs on one BLAS thread; parallelism comes from --n-jobs. (Set before numpy loads: with several
+# workers, multi-threaded BLAS on small matrices oversubscribes the cores and ran MICE ~20x slower here.)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import sys
 import time
