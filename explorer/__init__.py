@@ -19,6 +19,8 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "GaussianMixtureImputer": "explorer.imputers",
     "DPGMMImputer": "explorer.dp_imputer",
+    "FactorAnalysisImputer": "explorer.fa_imputers",
+    "MFAImputer": "explorer.fa_imputers",
     "amputate": "explorer.imputers",
     "load_dataset": "explorer.datasets",
     "list_datasets": "explorer.datasets",
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.core.data import IncompleteData
     from explorer.datasets import list_datasets, load_dataset
     from explorer.dp_imputer import DPGMMImputer
+    from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
     from explorer.imputers import GaussianMixtureImputer, amputate
 
 

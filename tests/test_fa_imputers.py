@@ -1,0 +1,232 @@
+"""Tests of explorer.fa_imputers: FactorAnalysisImputer and MFAImputer.
+
+Oracles: the core conditional means / log-likelihoods of the fitted parameters, dense scipy
+densities, the exact solver as the limit of the Neumann solver. Conventions: observed entries
+returned bit for bit, no NaN, scikit-learn's clone / get_params / set_params / Pipeline /
+GridSearchCV, DataFrame column names, the lazy top-level exports. Bad input raises
+BadInputError with messages that say what to do.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+
+import explorer
+from explorer.core import factor_analysis as fa
+from explorer.core import mfa
+from explorer.core._validation import BadInputError
+from explorer.core.fa_conditional import FAConditional, MFAConditional
+from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+
+IMPUTERS = [
+    lambda **kw: FactorAnalysisImputer(n_factors=2, random_state=0, **kw),
+    lambda **kw: MFAImputer(n_components=2, n_factors=2, random_state=0, **kw),
+]
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Two factor clusters in D = 7 (q = 2), 25 % MCAR, no empty rows."""
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(2, 7, 2))
+    labels = rng.integers(0, 2, size=400)
+    X = np.where(labels[:, None] == 1, 6.0, 0.0) + np.einsum("ndq,nq->nd", W[labels], rng.normal(size=(400, 2)))
+    X += 0.4 * rng.normal(size=X.shape)
+    miss = rng.random(X.shape) < 0.25
+    miss[miss.all(axis=1), 0] = False
+    Xm = X.copy()
+    Xm[miss] = np.nan
+    return X, Xm, labels
+
+
+def fitted(make, Xm, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fa.ConvergenceWarning)
+        return make(**kw).fit(Xm)
+
+
+@pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
+@pytest.mark.parametrize("solver", ["exact", "neumann"])
+def test_transform_keeps_observed_entries_and_leaves_no_nan(data, make, solver):
+    X, Xm, _ = data
+    imp = fitted(make, Xm, solver=solver, n_terms=30)
+    out = imp.transform(Xm)
+    obs = ~np.isnan(Xm)
+    assert np.array_equal(out[obs], Xm[obs]) and not np.isnan(out).any()
+    assert out.shape == X.shape
+    # better than the column means on the missing entries
+    m = ~obs
+    assert ((out - X)[m] ** 2).mean() < ((np.nanmean(Xm, axis=0) - X)[m] ** 2).mean()
+
+
+@pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
+def test_neumann_solver_converges_to_the_exact_conditional_mean(data, make):
+    _, Xm, _ = data
+    imp = fitted(make, Xm)
+    exact = imp.transform(Xm)
+    imp.set_params(solver="neumann", n_terms=5000)
+    np.testing.assert_allclose(imp.transform(Xm), exact, atol=1e-8)
+    few = imp.set_params(n_terms=2).transform(Xm)
+    assert np.abs(few - exact).max() > 1e-3  # a short series is a different (approximate) encoder
+
+
+def test_fa_imputer_matches_the_core_model(data):
+    _, Xm, _ = data
+    imp = fitted(IMPUTERS[0], Xm, tol=1e-8, max_iter=2000)
+    P = fa.FAParams.from_arrays(imp.mean_, imp.loadings_, imp.noise_variance_)
+    cond = imp.conditional(Xm)
+    assert isinstance(cond, FAConditional)
+    np.testing.assert_allclose(imp.transform(Xm), fa.conditional(P, Xm).mean(), atol=1e-12)
+    ll = imp.score_samples(Xm)
+    C = P.covariance()
+    for i in range(5):
+        o = ~np.isnan(Xm[i])
+        assert ll[i] == pytest.approx(stats.multivariate_normal(P.mean[o], C[np.ix_(o, o)]).logpdf(Xm[i, o]), rel=1e-10)
+    assert imp.log_likelihood_ == pytest.approx(ll.sum(), rel=1e-9)
+    assert imp.weights_.tolist() == [1.0] and imp.covariances_.shape == (1, 7, 7)
+
+
+def test_mfa_imputer_scores_responsibilities_and_clusters(data):
+    X, Xm, labels = data
+    imp = fitted(IMPUTERS[1], Xm)
+    assert imp.converged_ and imp.weights_.sum() == pytest.approx(1.0)
+    pred = imp.predict(Xm)
+    assert max((pred == labels).mean(), (pred != labels).mean()) > 0.97
+    proba = imp.predict_proba(Xm)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    C = imp.covariances_
+    ll = imp.score_samples(Xm)
+    for i in range(5):
+        o = ~np.isnan(Xm[i])
+        joint = [np.log(imp.weights_[k])
+                 + stats.multivariate_normal(imp.means_[k, o], C[k][np.ix_(o, o)]).logpdf(Xm[i, o])
+                 for k in range(2)]
+        assert ll[i] == pytest.approx(logsumexp(joint), rel=1e-10)
+    cond = imp.conditional(Xm)
+    assert isinstance(cond, MFAConditional)
+    np.testing.assert_allclose(cond.resp, proba, atol=1e-12)
+    # the EM history never decreases
+    lls = imp.history_["log_likelihood"].values
+    assert lls.size == imp.n_iter_ + 1 and np.all(np.diff(lls) >= -1e-8 * np.abs(lls[:-1]))
+    assert imp.history_["weights"].shape == (imp.n_iter_ + 1, 2)
+
+
+@pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
+def test_samples_intervals_and_regression(data, make):
+    _, Xm, _ = data
+    imp = fitted(make, Xm)
+    rows = Xm[:20]
+    draws = imp.sample(rows, n_imputations=4, random_state=1)
+    obs = ~np.isnan(rows)
+    assert draws.shape == (4, 20, 7) and np.array_equal(draws[:, obs], np.broadcast_to(rows[obs], (4, obs.sum())))
+    assert not np.array_equal(draws[0], draws[1])
+    lo, hi = imp.conditional(rows).interval(0.9)
+    mean = imp.transform(rows)
+    assert np.all(lo[~obs] < mean[~obs]) and np.all(mean[~obs] < hi[~obs])
+    assert imp.regress(rows, [0, 1], [2]).shape == (20, 1)
+
+
+def test_sklearn_conventions(data):
+    X, Xm, _ = data
+    imp = MFAImputer(n_components=2, n_factors=1, solver="neumann", n_terms=20, random_state=3)
+    params = imp.get_params()
+    assert params["n_terms"] == 20 and params["solver"] == "neumann" and params["reg"] == 1e-6
+    c = clone(imp)
+    assert c.get_params() == params and not hasattr(c, "means_")
+    pipe = Pipeline([("impute", FactorAnalysisImputer(n_factors=1, random_state=0)), ("model", LinearRegression())])
+    y = X[:, 0] + X[:, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fa.ConvergenceWarning)
+        pipe.fit(Xm, y)
+        assert pipe.score(Xm, y) > 0.5
+        search = GridSearchCV(FactorAnalysisImputer(max_iter=50, random_state=0), {"n_factors": [1, 2]}, cv=2)
+        search.fit(Xm[:200])
+    assert search.best_params_["n_factors"] in (1, 2)
+
+
+def test_dataframes_and_feature_names(data):
+    _, Xm, _ = data
+    df = pd.DataFrame(Xm[:100], columns=[f"c{j}" for j in range(7)])
+    imp = fitted(IMPUTERS[1], df, max_iter=30)
+    assert list(imp.feature_names_in_) == list(df.columns)
+    out = imp.transform(df)
+    assert out.shape == (100, 7) and not np.isnan(out).any()
+    with pytest.raises(BadInputError, match="fitted on"):
+        imp.transform(df[df.columns[::-1]])
+
+
+def test_empty_rows(data):
+    _, Xm, _ = data
+    Xe = Xm[:60].copy()
+    Xe[3] = np.nan
+    with pytest.raises(BadInputError, match="every value missing"):
+        MFAImputer(n_factors=1).fit(Xe)
+    imp = fitted(lambda **kw: MFAImputer(n_factors=1, empty_rows="marginal", random_state=0, **kw), Xe, max_iter=20)
+    out = imp.transform(Xe)
+    np.testing.assert_allclose(out[3], imp.weights_ @ imp.means_)  # the marginal mean
+    imp.set_params(solver="neumann")
+    np.testing.assert_allclose(imp.transform(Xe)[3], imp.weights_ @ imp.means_)
+
+
+def test_bad_input(data):
+    _, Xm, _ = data
+    small = Xm[:5]
+    with pytest.raises(BadInputError, match="n_components=9 exceeds the number of rows"):
+        MFAImputer(n_components=9, n_factors=1).fit(np.nan_to_num(Xm[:8]))
+    with pytest.raises(BadInputError, match="smaller than the number of features"):
+        FactorAnalysisImputer(n_factors=7).fit(Xm)
+    with pytest.raises(BadInputError, match="smaller than the number of features"):
+        MFAImputer(n_factors=9).fit(Xm)
+    bad = Xm.copy()
+    bad[:, 4] = np.nan
+    with pytest.raises(BadInputError, match="column 4.*no observed value"):
+        FactorAnalysisImputer().fit(bad)
+    bad = np.nan_to_num(small)
+    bad[1, 2] = np.inf
+    with pytest.raises(BadInputError, match="infinite"):
+        MFAImputer(n_factors=1).fit(bad)
+    with pytest.raises(BadInputError, match="must be 2-D"):
+        FactorAnalysisImputer().fit(Xm[:, 0])
+    with pytest.raises(BadInputError, match="solver must be one of"):
+        FactorAnalysisImputer(solver="cg").fit(Xm)
+    with pytest.raises(BadInputError, match="n_terms must be"):
+        MFAImputer(n_terms=-1).fit(Xm)
+    with pytest.raises(BadInputError, match="kind must be one of"):
+        MFAImputer(kind="pca").fit(Xm)
+    imp = fitted(IMPUTERS[0], Xm, max_iter=5)
+    with pytest.raises(BadInputError, match="6 feature"):
+        imp.transform(Xm[:, :6])
+    with pytest.raises(BadInputError, match="non-numeric"):
+        imp.transform(np.array([["a"] * 7]))
+
+
+def test_lazy_top_level_exports():
+    assert explorer.FactorAnalysisImputer is FactorAnalysisImputer
+    assert explorer.MFAImputer is MFAImputer
+    assert "MFAImputer" in explorer.__all__ and "FactorAnalysisImputer" in dir(explorer)
+    assert mfa.MFAParams is not None
+
+
+@pytest.mark.parametrize("solver", ["exact", "neumann"])
+def test_mfa_encode_gives_per_component_reconstructions_and_the_oracle(data, solver):
+    X, Xm, _ = data
+    imp = fitted(IMPUTERS[1], Xm, solver=solver, n_terms=40)
+    enc = imp.encode(Xm[:50])
+    assert enc.method == solver and enc.reconstructions().shape == (2, 50, 7)
+    np.testing.assert_allclose(enc.imputation(), imp.transform(Xm[:50]), atol=1e-12)
+    oracle, chosen = enc.oracle_impute(X[:50])
+    miss = np.isnan(Xm[:50])
+    err = lambda Z: ((Z - X[:50]) ** 2 * miss).sum(axis=1)  # noqa: E731
+    assert np.all(err(oracle) <= err(enc.component_imputations()[0]) + 1e-12)
+    assert np.all(err(oracle) <= err(enc.component_imputations()[1]) + 1e-12)
+    assert set(np.unique(chosen)) <= {0, 1}
