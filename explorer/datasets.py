@@ -13,12 +13,17 @@ data); their generating mixture is available from :func:`dataset_parameters`. Cl
 targets come with ``load_dataset(name, return_labels=True)``. Real tables are read once from
 ``assets/`` (see ``assets/README.md`` for sources and licences) and cached; nothing reads
 outside the repository at run time. ``EXPLORER_ASSETS`` overrides the assets folder.
+
+Image sets (``digits_5x7``, ``mnist``, ``digits_8x8``, ``photo_patches``) have rows that are
+images flattened row-major; :func:`image_shape` gives their (height, width), and pixel values
+are in [0, 1] (``digits_5x7``: templates plus Gaussian noise).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import inspect
 import os
 from collections.abc import Callable
@@ -36,6 +41,7 @@ __all__ = [
     "DatasetInfo",
     "dataset_parameters",
     "digit_templates",
+    "image_shape",
     "list_datasets",
     "load_dataset",
 ]
@@ -348,6 +354,156 @@ for _info, _kw in _TABLES:
     _register(_info)(_table_loader(_info.name, description=_info.description, **_kw))
 
 
+# ---------------------------------------------------------------------------- images
+MNIST_SHAPE = (28, 28)
+DIGITS_8X8_SHAPE = (8, 8)
+_MNIST_FILES = {"images": ("t10k-images-idx3-ubyte.gz", 2051), "labels": ("t10k-labels-idx1-ubyte.gz", 2049)}
+_PHOTOS = ("china", "flower")
+
+
+def _asset_path(filename: str) -> Path:
+    path = ASSETS_DIR / filename
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run scripts/prepare_assets.py to build the assets.")
+    return path
+
+
+def _read_idx(filename: str, magic: int) -> np.ndarray:
+    """An IDX file (big-endian int32 magic and sizes, then uint8 data) as a uint8 array."""
+    body = gzip.decompress(_asset_path(filename).read_bytes())
+    ndim = magic & 0xFF
+    header = np.frombuffer(body[: 4 * (1 + ndim)], dtype=">i4")
+    if header[0] != magic:
+        raise RuntimeError(f"{filename}: IDX magic number {header[0]} (expected {magic}); the file is corrupt.")
+    shape = tuple(int(v) for v in header[1:])
+    data = np.frombuffer(body, dtype=np.uint8, offset=4 * (1 + ndim))
+    if data.size != int(np.prod(shape)):
+        raise RuntimeError(f"{filename}: {data.size} bytes of data for shape {shape}; the file is truncated.")
+    return data.reshape(shape)
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist_raw() -> tuple[np.ndarray, np.ndarray]:
+    """MNIST test images (10000, 784) and labels (10000,), uint8, read-only."""
+    images = _read_idx(*_MNIST_FILES["images"]).reshape(-1, MNIST_SHAPE[0] * MNIST_SHAPE[1])
+    labels = _read_idx(*_MNIST_FILES["labels"])
+    return _ro(images), _ro(labels)
+
+
+@functools.lru_cache(maxsize=2)
+def _npz(filename: str) -> dict[str, np.ndarray]:
+    with np.load(_asset_path(filename)) as z:
+        return {k: _ro(z[k]) for k in z.files}
+
+
+def _pixel_columns(shape: tuple[int, int]) -> tuple[str, ...]:
+    return tuple(f"r{i}c{j}" for i in range(shape[0]) for j in range(shape[1]))
+
+
+def _image_data(X: np.ndarray, shape, name: str, description: str) -> IncompleteData:
+    return IncompleteData.from_complete(X, columns=_pixel_columns(shape), binary=(False,) * X.shape[1], name=name,
+                                        description=description)
+
+
+def _subsample(n_available: int, n_samples, random_state, who: str) -> np.ndarray:
+    """Sorted row indices: all rows (``n_samples=None``) or a uniform draw without replacement."""
+    if n_samples is None:
+        return np.arange(n_available)
+    n = _n(n_samples, minimum=1)
+    if n > n_available:
+        raise BadInputError(f"{who}: n_samples={n} exceeds the {n_available} available images; use n_samples <= "
+                            f"{n_available} or None for all of them.")
+    return np.sort(_rng(random_state).choice(n_available, size=n, replace=False))
+
+
+def _check_digits(digits) -> tuple[int, ...] | None:
+    if digits is None:
+        return None
+    try:
+        ds = tuple(digits)
+    except TypeError:
+        ds = (digits,)
+    ok = len(ds) > 0 and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and 0 <= d <= 9 for d in ds)
+    if not ok or len(set(ds)) != len(ds):
+        raise BadInputError(f"digits must be None or distinct integers 0-9, e.g. (1, 7); got {digits!r}.")
+    return tuple(sorted(int(d) for d in ds))
+
+
+@_register(
+    DatasetInfo(
+        "mnist", "MNIST test digits (28x28)", 10000, 784,
+        "The 10,000 MNIST test images, 28x28 grey, pixels / 255 in [0, 1], flattened row-major. Options: "
+        "digits=(1, 7) keeps those classes (2163 images: 1135 ones, 1028 sevens), n_samples draws a subset.",
+        "Y. LeCun, C. Cortes, C. Burges, MNIST test set (t10k IDX files, copied unchanged)", "CC BY-SA 3.0",
+        False, labels="digit 0-9",
+    )
+)
+def _mnist(digits=None, n_samples=None, random_state=0):
+    images, labels = _mnist_raw()
+    keep = _check_digits(digits)
+    rows = np.arange(labels.size) if keep is None else np.flatnonzero(np.isin(labels, keep))
+    rows = rows[_subsample(rows.size, n_samples, random_state, "mnist")]
+    which = "all digits" if keep is None else "digits " + ", ".join(map(str, keep))
+    desc = f"MNIST test set, {which}, {rows.size} images 28x28, pixel / 255; image shape (28, 28)"
+    return _image_data(images[rows] / 255.0, MNIST_SHAPE, "mnist", desc), _ro(labels[rows].astype(np.intp))
+
+
+@_register(
+    DatasetInfo(
+        "digits_8x8", "Handwritten digits 8x8 (scikit-learn)", 1797, 64,
+        "scikit-learn's 1797 8x8 digit images (UCI optical recognition of handwritten digits), grey levels "
+        "0-16 divided by 16, flattened row-major. n_samples draws a subset.",
+        "scikit-learn load_digits (UCI Optical Recognition of Handwritten Digits, Alpaydin & Kaynak 1998)",
+        "CC BY 4.0 (UCI); scikit-learn BSD-3", False, labels="digit 0-9",
+    )
+)
+def _digits_8x8(n_samples=None, random_state=0):
+    z = _npz("digits_8x8.npz")
+    rows = _subsample(z["images"].shape[0], n_samples, random_state, "digits_8x8")
+    desc = f"scikit-learn digits, {rows.size} images 8x8, grey level / 16; image shape (8, 8)"
+    return _image_data(z["images"][rows] / 16.0, DIGITS_8X8_SHAPE, "digits_8x8", desc), \
+        _ro(z["target"][rows].astype(np.intp))
+
+
+def _check_patch(patch) -> int:
+    if isinstance(patch, bool) or not isinstance(patch, (int, np.integer)) or not 2 <= patch <= 64:
+        raise BadInputError(f"patch must be an integer side length in [2, 64] pixels; got {patch!r}.")
+    return int(patch)
+
+
+@_register(
+    DatasetInfo(
+        "photo_patches", "Photograph patches (grey)", 2000, 256,
+        "Square grey patches (default 16x16) cut at uniformly random positions from scikit-learn's two sample "
+        "photographs (china, flower; 427x640, luma 0.299R + 0.587G + 0.114B), pixels / 255. Options: patch "
+        "(side), n_samples, random_state.",
+        "scikit-learn load_sample_images: china.jpg (Flickr, danielbuechele) and flower.jpg (Flickr, vultilion), "
+        "converted to grey by scripts/prepare_assets.py", "CC BY 2.0", False, labels="source photo (0 china, 1 flower)",
+    )
+)
+def _photo_patches(patch=16, n_samples=2000, random_state=0):
+    k, n, rng = _check_patch(patch), _n(n_samples, minimum=1), _rng(random_state)
+    photos = [_npz("sample_photos_gray.npz")[name] for name in _PHOTOS]
+    src = rng.integers(0, len(photos), size=n)
+    out = np.empty((n, k * k))
+    for i, img in enumerate(photos):
+        rows = np.flatnonzero(src == i)
+        r0 = rng.integers(0, img.shape[0] - k + 1, size=rows.size)
+        c0 = rng.integers(0, img.shape[1] - k + 1, size=rows.size)
+        win = np.lib.stride_tricks.sliding_window_view(img, (k, k))  # (H-k+1, W-k+1, k, k) view
+        out[rows] = win[r0, c0].reshape(rows.size, k * k) / 255.0
+    desc = f"{n} grey {k}x{k} patches of scikit-learn's sample photographs, pixel / 255; image shape ({k}, {k})"
+    return _image_data(out, (k, k), "photo_patches", desc), _ro(src.astype(np.intp))
+
+
+_IMAGE_SHAPES: dict[str, Callable[..., tuple[int, int]]] = {
+    "digits_5x7": lambda **kw: DIGIT_SHAPE,
+    "mnist": lambda **kw: MNIST_SHAPE,
+    "digits_8x8": lambda **kw: DIGITS_8X8_SHAPE,
+    "photo_patches": lambda patch=16, **kw: (_check_patch(patch),) * 2,
+}
+
+
 # ---------------------------------------------------------------------------- public API
 def _entry(name: str) -> _Entry:
     key = _ALIASES.get(name, name)
@@ -361,6 +517,34 @@ def _check_kwargs(entry: _Entry, fn, kwargs: dict) -> None:
     unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
         raise BadInputError(f"{entry.info.name!r} does not take {unknown}; accepted options: {accepted or 'none'}.")
+
+
+def image_shape(name: str, **kwargs) -> tuple[int, int] | None:
+    """(height, width) of the rows of an image data set, or None for a non-image set.
+
+    Parameters
+    ----------
+    name : str
+        A data set name (aliases accepted).
+    **kwargs
+        The options that would be passed to :func:`load_dataset` (only ``photo_patches``'s ``patch``
+        changes the shape; unknown options are an error, as in :func:`load_dataset`).
+
+    Returns
+    -------
+    tuple (height, width) or None
+        ``digits_5x7`` (7, 5), ``mnist`` (28, 28), ``digits_8x8`` (8, 8), ``photo_patches``
+        (patch, patch); rows are flattened row-major, so ``X[i].reshape(height, width)`` is image i.
+
+    Examples
+    --------
+    >>> image_shape("mnist"), image_shape("photo_patches", patch=8), image_shape("iris")
+    ((28, 28), (8, 8), None)
+    """
+    entry = _entry(name)
+    _check_kwargs(entry, entry.load, kwargs)
+    shape = _IMAGE_SHAPES.get(entry.info.name)
+    return None if shape is None else tuple(shape(**kwargs))
 
 
 def list_datasets() -> list[DatasetInfo]:
@@ -380,6 +564,9 @@ def load_dataset(name: str, *, return_labels: bool = False, **kwargs):
     **kwargs
         Generator options of synthetic sets: ``n_samples`` (digits: ``n_per_digit``),
         ``random_state`` (int, None or Generator; default 0), and ``noise`` (digits, moons, ring).
+        Image sets: ``mnist`` takes ``digits`` (None or e.g. ``(1, 7)``), ``n_samples`` (None = all)
+        and ``random_state``; ``digits_8x8`` ``n_samples`` / ``random_state``; ``photo_patches``
+        ``patch`` (side, default 16), ``n_samples`` (default 2000) and ``random_state``.
 
     Returns
     -------

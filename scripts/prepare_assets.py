@@ -14,6 +14,20 @@ Writes compact CSV files with a header row:
 * ``ionosphere.csv`` 351 x 35             from ``ionosphere.data`` (header V1..V34, Class)
 * ``hepatitis.csv``  155 x 20             from ``hepatitis.csv``, unchanged ('?' = missing)
 
+and binary image files:
+
+* ``t10k-images-idx3-ubyte.gz``, ``t10k-labels-idx1-ubyte.gz``  the MNIST test set, copied byte for byte
+  (IDX format; checked: 10,000 images of 28 x 28 and 10,000 labels)
+* ``digits_8x8.npz``          ``images`` uint8 (1797, 64) in 0..16 and ``target`` uint8 (1797,)
+                               from ``sklearn.datasets.load_digits``
+* ``sample_photos_gray.npz``  ``china`` and ``flower`` uint8 (427, 640): scikit-learn's two sample
+                               photographs (``load_sample_images``, decoded by pillow) converted to
+                               grey with the ITU-R BT.601 luma weights 0.299 R + 0.587 G + 0.114 B,
+                               rounded
+
+The .npz files are written with fixed zip timestamps (byte-identical on one machine); ``--check``
+compares their arrays, not their bytes, because zlib builds may compress differently.
+
 ``digits_5x7.txt`` is hand-made and not generated here. ``--check`` rebuilds into memory and
 exits with status 1 if any file in ``assets/`` differs (useful in CI).
 """
@@ -22,9 +36,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import hashlib
 import io
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +124,71 @@ def build_all(source: Path) -> dict[str, str]:
     }
 
 
+MNIST_FILES = {"t10k-images-idx3-ubyte.gz": (2051, (10000, 28, 28)), "t10k-labels-idx1-ubyte.gz": (2049, (10000,))}
+LUMA = np.array([0.299, 0.587, 0.114])
+
+
+def build_mnist(source: Path) -> dict[str, bytes]:
+    """The two MNIST test-set files unchanged, after checking their IDX headers."""
+    out = {}
+    for name, (magic, shape) in MNIST_FILES.items():
+        raw = (source / name).read_bytes()
+        body = gzip.decompress(raw)
+        header = np.frombuffer(body[: 4 * (1 + len(shape))], dtype=">i4")
+        assert header[0] == magic and tuple(header[1:]) == shape, (name, header)
+        assert len(body) == 4 * (1 + len(shape)) + int(np.prod(shape)), name
+        out[name] = raw
+    return out
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """A compressed .npz with fixed timestamps (``numpy.load`` reads it; same bytes on every run)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for key, arr in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, member.getvalue())
+    return buf.getvalue()
+
+
+def build_digits_8x8() -> bytes:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    images = d.data.astype(np.uint8)
+    assert images.shape == (1797, 64) and np.array_equal(images, d.data) and images.max() == 16
+    return npz_bytes({"images": images, "target": d.target.astype(np.uint8)})
+
+
+def build_photos() -> bytes:
+    from sklearn.datasets import load_sample_images  # needs pillow to decode the JPEGs
+
+    d = load_sample_images()
+    names = [Path(f).stem for f in d.filenames]
+    assert names == ["china", "flower"], names
+    grey = {n: np.clip(np.rint(img.astype(np.float64) @ LUMA), 0, 255).astype(np.uint8)
+            for n, img in zip(names, d.images)}
+    return npz_bytes(grey)
+
+
+def build_binary(source: Path) -> dict[str, bytes]:
+    return {**build_mnist(source), "digits_8x8.npz": build_digits_8x8(), "sample_photos_gray.npz": build_photos()}
+
+
+def _same_binary(path: Path, data: bytes) -> bool:
+    if not path.exists():
+        return False
+    if path.suffix != ".npz":
+        return path.read_bytes() == data
+    with np.load(path) as old, np.load(io.BytesIO(data)) as new:
+        return set(old.files) == set(new.files) and all(
+            old[k].dtype == new[k].dtype and np.array_equal(old[k], new[k]) for k in new.files
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="folder with the raw data files")
@@ -127,6 +208,16 @@ def main(argv=None) -> int:
         else:
             path.write_text(text)
             print(f"wrote {name:16s} {n_lines:4d} lines {len(text):7d} bytes sha256:{digest}")
+    for name, data in build_binary(args.source).items():
+        path = ASSETS / name
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        if args.check:
+            same = _same_binary(path, data)
+            status |= not same
+            print(f"{'ok     ' if same else 'DIFFERS'} {name:26s} {len(data):8d} bytes sha256:{digest}")
+        else:
+            path.write_bytes(data)
+            print(f"wrote {name:26s} {len(data):8d} bytes sha256:{digest}")
     return status
 
 

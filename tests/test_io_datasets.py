@@ -176,6 +176,9 @@ SHAPES = {
     "boston": (506, 13),
     "ionosphere": (351, 33),
     "hepatitis": (155, 19),
+    "mnist": (10000, 784),
+    "digits_8x8": (1797, 64),
+    "photo_patches": (2000, 256),
 }
 
 
@@ -271,8 +274,8 @@ def test_digits_templates_and_noise():
 
 
 def test_dataset_errors():
-    with pytest.raises(BadInputError, match="unknown data set 'mnist'.*iris"):
-        load_dataset("mnist")
+    with pytest.raises(BadInputError, match="unknown data set 'cifar10'.*iris"):
+        load_dataset("cifar10")
     with pytest.raises(BadInputError, match="does not take \\['n_samples'\\]"):
         load_dataset("iris", n_samples=10)
     with pytest.raises(BadInputError, match="not drawn from a known Gaussian mixture"):

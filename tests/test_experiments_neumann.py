@@ -1,0 +1,139 @@
+"""experiments/neumann_mnist.py --quick: output structure and facts that must hold (seed003 on MNIST)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MASKS = ("R", "Q", "H", "S")
+
+
+def _load(name):
+    sys.path.insert(0, str(ROOT / "experiments"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("neumann")
+    assert _load("neumann_mnist").main(["--quick", "--out", str(out), "--figures", str(out)]) == 0
+    return out, json.loads((out / "neumann_mnist_quick.json").read_text())
+
+
+def _row(table, mask, split, method, pixels="missing", l_value=None):
+    rows = [r for r in table if (r["mask"], r["split"], r["pixels"], r["method"]) == (mask, split, pixels, method)
+            and (l_value is None or r.get("l") == l_value)]
+    assert rows, (mask, split, method)
+    return rows[0]
+
+
+def test_quick_run_writes_json_markdown_and_figures(quick):
+    out, res = quick
+    assert set(res) >= {"config", "experiment_a", "experiment_b", "timing", "checks", "seconds", "figures"}
+    assert res["seconds"]["total"] < 120
+    for key in ("experiment_a", "experiment_b"):
+        part = res[key]
+        assert set(part["error_vs_l"]) == set(MASKS) and set(part["l_tuned"]) == set(MASKS)
+        assert {r["split"] for r in part["table"]} == {"train", "validation", "test"}
+        assert {r["pixels"] for r in part["table"]} == {"missing", "all"}
+        assert all(r["se"] >= 0 and r["mean"] > 0 and r["n"] > 1 for r in part["table"])
+    grid = res["config"]["l_grid"]
+    assert grid[0] == 1 and 300 in grid and 1000 in grid
+    assert all(len(v) == len(grid) for v in res["experiment_a"]["error_vs_l"]["R"]["nsa"].values())
+    md = (out / "neumann_mnist_quick.md").read_text()
+    assert "ORACLE" in md and "responsibility-weighted" in md and "validation" in md
+    assert "0.5953 ± 0.0002" in md and "4.6215 ± 0.0013" in md  # the published tables sit next to ours
+    pngs = sorted(out.glob("*.png"))
+    assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
+    assert {r["mask"] for r in res["timing"]} == {"H", "R"}
+    assert all(r["winner"] in ("NSA", "exact") and r["exact_s"] > 0 and r["nsa_s"] > 0 for r in res["timing"])
+
+
+def test_l_is_tuned_on_the_validation_split(quick):
+    _, res = quick
+    a = res["experiment_a"]
+    for m in MASKS:
+        curve = a["error_vs_l"][m]["nsa"]["validation"]
+        assert a["l_tuned"][m] == a["error_vs_l"][m]["l"][int(np.argmin(curve))]
+    b = res["experiment_b"]
+    for m in MASKS:
+        curve = b["error_vs_l"][m]["curves"]["NSA-M, responsibility-weighted"]["validation"]
+        assert b["l_tuned"][m]["NSA-M"] == b["error_vs_l"][m]["l"][int(np.argmin(curve))]
+
+
+def test_closed_form_curves_agree_with_the_library_solvers(quick):
+    _, res = quick
+    assert len(res["checks"]) >= 4 * 3 + 4 * 3
+    for c in res["checks"]:
+        assert c["value"] < 1e-10, c
+
+
+def test_spectral_radius_below_one_for_every_row(quick):
+    _, res = quick
+    for m in MASKS:
+        models = [res["experiment_a"]["rho"][m], res["experiment_b"]["rho"][m]["single"],
+                  *res["experiment_b"]["rho"][m]["components"]]
+        for r in models:
+            assert r["all_below_one"] and r["quantiles"]["q100"] < 1.0
+            assert 0.0 < r["quantiles"]["q0"] <= r["quantiles"]["q50"] <= r["quantiles"]["q100"]
+            decay = r["mean_rho_power_l"]
+            assert all(x >= y for x, y in zip(decay, decay[1:]))
+            # the mean contraction can never beat the universal worst case (1 - 1/s)^l
+            assert all(m_ <= w + 1e-12 for m_, w in zip(decay, r["worst_case_power_l"]))
+
+
+def test_nsa_converges_to_exact(quick):
+    """||y(l) - y*|| = ||(I - A/s)^(l+1) y*|| <= rho^(l+1) ||y*||: non-increasing in l; within 1e-6 (relative)
+    wherever rho^(l+1) < 1e-6, e.g. at l = 1000 when the median image needs fewer than 1000 terms."""
+    _, res = quick
+    grid = res["config"]["l_grid"]
+    for m in MASKS:
+        for r in (res["experiment_a"]["rho"][m], res["experiment_b"]["rho"][m]["single"]):
+            dist = r["relative_distance_to_exact_q50"]
+            assert all(x >= y - 1e-15 for x, y in zip(dist, dist[1:]))
+            assert dist[-1] < 1e-6  # l = 10000
+            if r["terms_for_1e-6"]["q50"] <= 1000:
+                assert dist[grid.index(1000)] < 1e-6
+        e = res["experiment_a"]["error_vs_l"][m]
+        exact = e["reference"]["exact"]["test"][0]
+        assert e["nsa"]["test"][-1] == pytest.approx(exact, rel=1e-6)
+    assert res["experiment_b"]["rho"]["R"]["single"]["terms_for_1e-6"]["q50"] <= 1000  # the case above is exercised
+
+
+def test_exact_beats_the_approximations_on_average(quick):
+    """The exact posterior mean is never worse than SCA / FCA / MI on average on the training images, and on
+    the test images under random masks (contiguous masks on a small training set can over-fit; see the report)."""
+    _, res = quick
+    a, b = res["experiment_a"]["table"], res["experiment_b"]["table"]
+    for m in MASKS:
+        for split in ("train", "test") if m == "R" else ("train",):
+            ex = _row(a, m, split, "exact")["mean"]
+            assert ex <= _row(a, m, split, "SCA")["mean"] <= _row(a, m, split, "MI")["mean"]
+            assert ex <= _row(a, m, split, "FCA")["mean"]
+            exb = _row(b, m, split, "exact (single PPCA)")["mean"]
+            assert exb <= min(_row(b, m, split, k)["mean"] for k in ("SCA", "FCA", "MI"))
+
+
+def test_mixture_outputs_are_consistent(quick):
+    _, res = quick
+    b = res["experiment_b"]
+    assert sorted(b["component_digit"]) == [1, 7]
+    assert b["cluster_accuracy"]["complete"]["train"] > 0.6  # unsupervised clusters: better than chance, not perfect
+    for m in MASKS:
+        for acc in b["cluster_accuracy"][m].values():
+            assert 0.0 <= acc["train"] <= 1.0 and 0.0 <= acc["test"] <= 1.0
+        for split in ("train", "test"):
+            for pixels in ("missing", "all"):  # the oracle picks the better component, so it never loses
+                w = _row(b["table"], m, split, "exact mixture (weighted)", pixels)["mean"]
+                o = _row(b["table"], m, split, "exact mixture (oracle)", pixels)["mean"]
+                assert o <= w + 1e-12
+    assert b["label_counts"]["1"] + b["label_counts"]["7"] == b["n_images"]
