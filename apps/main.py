@@ -60,6 +60,18 @@ PAGES = [
              summary="Run the imputation benchmark of the POIGMM thesis in the background: mechanisms x rates x "
                      "methods, scored by NRMSE, NLL, PFC and coverage, next to the thesis notebook's numbers.",
              dataset="boston"),
+    PageInfo(slug="inpainting", title="Inpainting with factor models",
+             summary="Mask a digit (or paint the mask) and compare mean imputation, FCA, SCA, the exact encoder and "
+                     "the Neumann series NSA(l) of PPCA / factor analysis / their mixtures, one image or a grid.",
+             dataset="digits_8x8"),
+    PageInfo(slug="neumann", title="Neumann-series convergence",
+             summary="Spectral radius of I - A/s per image and mask type, the [rho]^l decay with its bound, and the "
+                     "error against l with the window where the truncated series beats the exact solution.",
+             dataset="digits_8x8"),
+    PageInfo(slug="responsibilities", title="Responsibilities under masking",
+             summary="How hiding part of a digit shifts the responsibilities of a mixture of factor analysers: one "
+                     "image before / after masking (exact and NSA-M), and the shift and accuracy over many images.",
+             dataset="digits_8x8"),
 ]
 
 

@@ -1,0 +1,355 @@
+"""The inpainting page: one masked image (or a grid of them) imputed by every encoder of a factor model.
+
+seed003 §1.3-1.6 and §3 items 1, 2 and 11. A :class:`~explorer.models.fa_model.FAModel` (PPCA / FA,
+or a mixture of them) is fitted on complete training images; a test image is masked (random
+pixels, a quarter, a half, a random square, or a mask **painted with the brush**: click the
+"masked" panel to toggle a block of pixels) and shown as original | masked | MI | FCA | SCA |
+exact | NSA(l), with the error on the missing pixels under each panel. l is dragged on a slider or
+stepped / played with :class:`~explorer.views.player.StepPlayer`. For mixtures: every component's
+reconstruction with its exact and NSA-M responsibilities. Grid mode: 16 images at once for one
+encoder.
+
+Every plot is one ``hv.DynamicMap`` on an ``hv.streams.Pipe`` built once (an image per panel, one
+mosaic image for the components and for each grid, one ``hv.Bars`` for the responsibilities).
+
+The module also holds what the three factor-analysis pages share: :func:`image_dmap`,
+:func:`mosaic`, :func:`model_widgets`, :func:`mask_widgets` and :class:`FAPage`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import holoviews as hv
+import holoviews.plotting.bokeh
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from explorer.models.fa_model import CLASSES, METHOD_LABELS, METHODS, FAModel
+from explorer.views._page import sync_with_url
+from explorer.views.player import StepPlayer
+
+__all__ = ["FAPage", "InpaintingView", "image_dmap", "mask_widgets", "model_widgets", "mosaic"]
+
+MISSING_COLOR = "#e4572e"
+PANELS = ("original", "masked") + METHODS
+PANEL_TITLES = {"original": "original", "masked": "masked"} | METHOD_LABELS
+URL = ("dataset", "classes", "kind", "n_factors", "n_components", "mask", "rate", "quarter", "side", "size",
+       "mask_seed", "image_index", "n_terms", "max_terms")
+
+EXPLANATION = """
+### What am I looking at?
+A **factor model** x = μ + Wz + noise (PPCA, factor analysis, or a mixture of them) fitted on complete
+training images. A test image loses the pixels of the mask (red). Every encoder estimates the factors z
+from the visible pixels, and the image is reconstructed as μ + Wz:
+
+* **MI**: the missing pixels are filled with the mean image (no encoding);
+* **FCA**: the mean-imputed image encoded as if it were complete (one fixed encoder for every mask);
+* **SCA**: the precision of the factors scaled by the fraction of visible pixels;
+* **exact**: the posterior mean given the visible pixels, one q x q solve per mask;
+* **NSA(l)**: the scaled **Neumann series** with l updates, y ← (I − A/s) y + u/s. It converges to the
+  exact solution (ρ(I − A/s) < 1 for every mask); early-stopped it often has a *smaller* error than the
+  exact solution (the thesis's surprise: early stopping shrinks the poorly determined directions).
+
+For a mixture, the exact and NSA encoders are applied in each component and weighted by the
+component's responsibility given the visible pixels (NSA-M, with the signs of the thesis corrected).
+The numbers under the panels are the mean squared errors on the missing pixels of this image.
+**Brush**: click the *masked* panel to hide or show a block of pixels (the brush applies to every test
+image).
+"""
+
+
+# ----------------------------------------------------------------------------- shared helpers
+def _image(data, x=None, y=None):
+    """DynamicMap callback: a 2-D array as an ``hv.Image`` covering [0, w] x [0, h] (row 0 on top);
+    ``x``, ``y``: the Tap stream of the brush panel (handled by its subscriber)."""
+    a = np.asarray(data, dtype=float)
+    return hv.Image(a, bounds=(0, 0, a.shape[1], a.shape[0]), kdims=["col", "row"], vdims=["value"])
+
+
+def image_dmap(pipe: hv.streams.Pipe, size: int = 120, *, streams=(), title: str = "", width: int | None = None,
+               tools=()) -> hv.DynamicMap:
+    """A DynamicMap of the 2-D arrays sent to ``pipe``: grey images, NaN (missing) in red, no axes."""
+    return hv.DynamicMap(_image, streams=[pipe, *streams]).opts(
+        cmap="Greys", clim=(0.0, 1.0), clipping_colors={"NaN": MISSING_COLOR}, xaxis=None, yaxis=None,
+        frame_width=width or size, frame_height=size, toolbar=None, tools=list(tools), title=title,
+        framewise=True, default_tools=[], backend="bokeh")
+
+
+def mosaic(images: np.ndarray, shape: tuple, ncols: int, gap: float = np.nan) -> np.ndarray:
+    """Tile flattened images (n, h*w) into one (rows*(h+1)-1, ncols*(w+1)-1) array (``gap`` between)."""
+    h, w = shape
+    n = images.shape[0]
+    nrows = max(1, -(-n // ncols))
+    out = np.full((nrows * (h + 1) - 1, ncols * (w + 1) - 1), gap)
+    for i in range(n):
+        r, c = divmod(i, ncols)
+        out[r * (h + 1):r * (h + 1) + h, c * (w + 1):c * (w + 1) + w] = images[i].reshape(h, w)
+    return out
+
+
+def model_widgets(model: FAModel, *, components=(1, 4)) -> list:
+    """Widgets of the fit: data set, digits, kind, q, number of components."""
+    return [
+        pn.widgets.Select.from_param(model.param.dataset, label="Images"),
+        pn.widgets.Select.from_param(model.param.classes, label="Digits", options={
+            "all" if c == "all" else " and ".join(f"{d}s" for d in c.split(",")): c for c in CLASSES}),
+        pn.widgets.Select.from_param(model.param.kind, label="Model", options={"PPCA": "ppca", "factor analysis": "fa"}),
+        pn.widgets.IntSlider.from_param(model.param.n_factors, label="Factors q", start=1, end=60),
+        pn.widgets.IntSlider.from_param(model.param.n_components, label="Components (1 = no mixture)",
+                                        start=components[0], end=components[1]),
+    ]
+
+
+def mask_widgets(model: FAModel, masks=None) -> pn.Column:
+    """Mask type and its parameters (only the relevant ones are visible)."""
+    labels = {"random pixels": "random_pixels", "quarter": "quarter", "half": "half", "square": "square",
+              "brush (paint)": "brush"}
+    options = {k: v for k, v in labels.items() if masks is None or v in masks}
+    kind = pn.widgets.Select.from_param(model.param.mask, label="Mask type", options=options)
+    rate = pn.widgets.FloatSlider.from_param(model.param.rate, label="Missing fraction", step=0.05)
+    quarter = pn.widgets.Select.from_param(model.param.quarter, label="Quarter")
+    side = pn.widgets.Select.from_param(model.param.side, label="Half removed")
+    size = pn.widgets.IntSlider.from_param(model.param.size, label="Square side", start=1, end=28)
+    seed = pn.widgets.IntInput.from_param(model.param.mask_seed, label="Mask seed")
+    show = {"random_pixels": (rate, seed), "quarter": (quarter, seed), "half": (side,), "square": (size, seed),
+            "brush": ()}
+
+    def _visible(*events):
+        for w in (rate, quarter, side, size, seed):
+            w.visible = w in show[model.mask]
+
+    model.param.watch(_visible, "mask")
+    _visible()
+    return pn.Column(kind, rate, quarter, side, size, seed, sizing_mode="stretch_width")
+
+
+def _weak(method):
+    """A plain function calling ``method`` while its object lives (stream subscribers: no cycle)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(**kwargs):
+        m = ref()
+        if m is not None:
+            m(**kwargs)
+
+    return call
+
+
+class FAPage(Viewer):
+    """Base of the factor-analysis pages: a model, a player over l, an alert, ``sidebar`` / ``main``.
+
+    Subclasses build ``self.sidebar`` / ``self.main`` in ``_build`` and redraw in ``refresh``
+    (called whenever the model publishes new outputs).
+    """
+
+    __abstract = True
+    model = param.ClassSelector(class_=FAModel, doc="Fit, masks, encoders and the Neumann series")
+    _URL: tuple = URL
+
+    def __init__(self, **params):
+        if params.get("model") is None:
+            params["model"] = FAModel()
+        super().__init__(**params)
+        self.player = StepPlayer(models=[self.model], labels=["l"], steps_per_tick=1, period=150)
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self._l_slider = pn.widgets.IntSlider.from_param(self.model.param.n_terms, label="Neumann updates l",
+                                                         start=0, end=self.model.max_terms)
+        self._max_terms = pn.widgets.IntInput.from_param(self.model.param.max_terms, label="Play up to l =", start=1)
+        self.model.param.watch(self._on_max_terms, "max_terms")
+        self._build()
+        self._layout = pn.Row(pn.Column(self.sidebar, width=330), self.main, sizing_mode="stretch_width")
+        self.model.param.watch(_weak_watch(self._on_revision), ["revision"])
+        self.refresh()
+
+    def __panel__(self):
+        return self._layout
+
+    def _on_max_terms(self, event):
+        self._l_slider.end = max(1, event.new)
+
+    def _on_revision(self, event):
+        self.refresh()
+
+    def _build(self):
+        raise NotImplementedError
+
+    def refresh(self):
+        raise NotImplementedError
+
+    def _show_error(self) -> bool:
+        """Show the model's error in the alert; True when there is nothing to draw."""
+        err = self.model.error
+        self._alert.object = f"**Could not fit or encode:** {err}" if err else ""
+        self._alert.visible = bool(err)
+        return bool(err) or self.model.params is None or self.model.missing is None
+
+    def _l_widgets(self) -> list:
+        return ["### Neumann series", self._l_slider, self.player, self._max_terms]
+
+    def settings(self) -> dict:
+        """The model settings shown by the page (JSON-serialisable)."""
+        return {k: v for k, v in self.model.settings().items() if k in self._URL}
+
+    def sync_url(self, prefix: str = "") -> bool:
+        """Keep the settings in the page URL (when served)."""
+        return sync_with_url((self.model, {k: prefix + k for k in self._URL}))
+
+
+def _weak_watch(method):
+    ref = weakref.WeakMethod(method)
+
+    def call(event):
+        m = ref()
+        if m is not None:
+            m(event)
+
+    return call
+
+
+def _fmt(x: float) -> str:
+    return "–" if not np.isfinite(x) else f"{x:.4f}"
+
+
+# ----------------------------------------------------------------------------- the page
+class InpaintingView(FAPage):
+    """Original | masked | MI | FCA | SCA | exact | NSA(l) for one image, per-component reconstructions, grid.
+
+    Parameters
+    ----------
+    model : FAModel, optional
+    brush_size : int
+        Side of the block of pixels a click toggles.
+    grid : bool
+        Show 16 images for ``grid_method`` too.
+    grid_method : str
+        One of :data:`~explorer.models.fa_model.METHODS`.
+    """
+
+    brush_size = param.Integer(default=1, bounds=(1, 8), doc="Side of the block a click toggles")
+    grid = param.Boolean(default=False, doc="Grid mode: 16 images at once")
+    grid_method = param.Selector(default="nsa", objects=list(METHODS), doc="Encoder shown in the grid")
+
+    def _build(self):
+        m = self.model
+        self.pipes = {p: hv.streams.Pipe(data=np.zeros(m.shape)) for p in PANELS}
+        self.tap = hv.streams.Tap(x=None, y=None, transient=True)
+        self.tap.add_subscriber(_weak(self._on_tap))
+        self._errors = {p: pn.pane.Markdown("", margin=(0, 5), styles={"font-size": "12px"}) for p in PANELS}
+        panels = []
+        for p in PANELS:
+            dmap = image_dmap(self.pipes[p], 118, title=PANEL_TITLES[p],
+                              streams=[self.tap] if p == "masked" else (), tools=["tap"] if p == "masked" else ())
+            panels.append(pn.Column(pn.pane.HoloViews(dmap, linked_axes=False), self._errors[p], width=150))
+        self.pipes["components"] = hv.streams.Pipe(data=np.zeros(m.shape))
+        self.pipes["resp"] = hv.streams.Pipe(data=_resp_frame(np.ones(1), np.ones(1)))
+        self.pipes["grid_in"] = hv.streams.Pipe(data=np.zeros(m.shape))
+        self.pipes["grid_out"] = hv.streams.Pipe(data=np.zeros(m.shape))
+        comps = image_dmap(self.pipes["components"], 130, width=300, title="Per-component reconstructions")
+        bars = hv.DynamicMap(_resp_bars, streams=[self.pipes["resp"]]).opts(
+            width=330, height=180, toolbar=None, ylim=(0, 1.05), title="Responsibilities (visible pixels)",
+            legend_position="top_right", backend="bokeh")
+        self._comp_caption = pn.pane.Markdown("", margin=(0, 10))
+        self._mixture = pn.Column("#### Mixture components", pn.Row(pn.pane.HoloViews(comps, linked_axes=False),
+                                                                    pn.pane.HoloViews(bars, linked_axes=False)),
+                                  self._comp_caption, sizing_mode="stretch_width")
+        self._grid_title = pn.pane.Markdown("", margin=(0, 10))
+        self._grid = pn.Column(self._grid_title, pn.Row(
+            pn.pane.HoloViews(image_dmap(self.pipes["grid_in"], 260, title="masked"), linked_axes=False),
+            pn.pane.HoloViews(image_dmap(self.pipes["grid_out"], 260, title="imputed"), linked_axes=False)),
+            sizing_mode="stretch_width")
+        random_button = pn.widgets.Button(label="Random image", color="primary")
+        random_button.on_click(self._on_random)
+        clear = pn.widgets.Button(label="Clear brush", color="light")
+        clear.on_click(lambda event: self.model.clear_brush())
+        self._rng = np.random.default_rng()
+        self.sidebar = pn.Column(
+            "### Image", pn.widgets.IntSlider.from_param(m.param.image_index, label="Test image", start=0,
+                                                         end=m.n_eval - 1),
+            random_button,
+            "### Mask", mask_widgets(m),
+            pn.widgets.IntSlider.from_param(self.param.brush_size, label="Brush size (pixels)", start=1, end=8),
+            clear,
+            *self._l_widgets(),
+            "### Model", *model_widgets(m),
+            "### Display",
+            pn.widgets.Checkbox.from_param(m.param.keep_observed, label="Paste the observed pixels back"),
+            pn.widgets.Checkbox.from_param(self.param.grid, label="Grid mode (16 images)"),
+            pn.widgets.Select.from_param(self.param.grid_method, label="Encoder in the grid",
+                                         options={METHOD_LABELS[k]: k for k in METHODS}),
+            sizing_mode="stretch_width")
+        self.main = pn.Column(self._alert, self._info, pn.FlexBox(*panels), self._mixture, self._grid,
+                              pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        self.param.watch(lambda event: self.refresh(), ["grid", "grid_method"])
+
+    # ------------------------------------------------------------------ events
+    def _on_random(self, event=None):
+        self.model.image_index = int(self._rng.integers(0, self.model.n_eval))
+
+    def _on_tap(self, x=None, y=None):
+        if x is None or y is None:
+            return
+        h, w = self.model.shape
+        row, col = int(np.floor(h - y)), int(np.floor(x))
+        if 0 <= row < h and 0 <= col < w:
+            self.model.paint(row, col, size=self.brush_size)
+
+    # ------------------------------------------------------------------ drawing
+    def refresh(self):
+        m = self.model
+        with m.lock, pn.io.hold():
+            if self._show_error():
+                self._info.object = ""
+                return
+            i = m.image_index
+            h, w = m.shape
+            X, miss = m.truth, m.missing
+            R = m.reconstructions()
+            errs = m.row_errors()
+            frames = {"original": X[i], "masked": np.where(miss[i], np.nan, X[i])} | {k: R[k][i] for k in METHODS}
+            for p, img in frames.items():
+                self.pipes[p].send(img.reshape(h, w))
+            n_mis = int(miss[i].sum())
+            self._errors["original"].object = f"label {m.labels[i]}" if m.labels[i] >= 0 else ""
+            self._errors["masked"].object = f"{n_mis} of {h * w} missing"
+            best = min(METHODS, key=lambda k: errs[k][i] if np.isfinite(errs[k][i]) else np.inf)
+            for k in METHODS:
+                e = _fmt(errs[k][i])
+                self._errors[k].object = f"MSE **{e}**" if k == best and np.isfinite(errs[k][i]) else f"MSE {e}"
+            s = m.scale
+            self._info.object = (
+                f"**{m.fit_info}** · s = {', '.join(f'{v:.1f}' for v in s)} · image {i}: ρ(I − A/s) = "
+                f"{m.rho[i]:.4f}, bound {m.bound[i]:.2e}, residual {m.residual[i]:.2e} at l = {m.iteration}")
+            self._mixture.visible = m.is_mixture
+            if m.is_mixture:
+                cv = m.component_view(i)
+                self.pipes["components"].send(mosaic(cv["reconstructions"], (h, w), cv["reconstructions"].shape[0], gap=0.15))
+                self.pipes["resp"].send(_resp_frame(cv["exact"], cv["nsa"]))
+                self._comp_caption.object = " · ".join(
+                    f"component {k + 1}: r = {cv['exact'][k]:.3f} (exact), {cv['nsa'][k]:.3f} (NSA-M)"
+                    for k in range(len(cv["exact"])))
+            self._grid.visible = self.grid
+            if self.grid:
+                rows = (i + np.arange(16)) % m.n_eval
+                self.pipes["grid_in"].send(mosaic(np.where(miss[rows], np.nan, X[rows]), (h, w), 4, gap=0.15))
+                self.pipes["grid_out"].send(mosaic(R[self.grid_method][rows], (h, w), 4, gap=0.15))
+                mse = np.nanmean(errs[self.grid_method][rows]) if np.isfinite(errs[self.grid_method][rows]).any() \
+                    else np.nan
+                self._grid_title.object = (f"**Grid**: test images {rows[0]}–{rows[-1]} (wrapping), "
+                                           f"{METHOD_LABELS[self.grid_method]}, mean MSE on missing pixels {_fmt(mse)}")
+
+
+def _resp_frame(exact: np.ndarray, nsa: np.ndarray) -> pd.DataFrame:
+    K = len(exact)
+    comp = [f"{k + 1}" for k in range(K)]
+    return pd.DataFrame({"component": comp * 2, "encoder": ["exact"] * K + ["NSA-M(l)"] * K,
+                         "responsibility": np.concatenate([exact, nsa])})
+
+
+def _resp_bars(data: pd.DataFrame) -> hv.Bars:
+    return hv.Bars(data, ["component", "encoder"], "responsibility").opts(
+        color="encoder", cmap={"exact": "#2f6fb3", "NSA-M(l)": "#e4572e"}, show_legend=True)

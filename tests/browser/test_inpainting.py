@@ -1,0 +1,78 @@
+"""The inpainting page served from apps/inpainting.py, driven in headless chromium."""
+
+from __future__ import annotations
+
+import re
+
+APP = "apps/inpainting.py"
+
+
+def _l(page) -> int:
+    text = page.get_by_text(re.compile(r"at l = \d+")).first.inner_text()
+    return int(re.search(r"at l = (\d+)", text).group(1))
+
+
+def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
+    for _ in range(int(timeout_s / 0.1)):
+        value = _l(page)
+        if predicate(value):
+            return value
+        page.wait_for_timeout(100)
+    raise AssertionError(f"l stayed at {_l(page)}")
+
+
+def _missing_count(page) -> int:
+    text = page.get_by_text(re.compile(r"^\d+ of 64 missing")).first.inner_text()
+    return int(text.split()[0])
+
+
+def _select(page, option_text: str, label: str):
+    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
+
+
+def test_step_play_pause_mask_and_brush(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"inpainting": APP})
+    page = new_page(viewport={"width": 1500, "height": 1250})
+    errors = watch_errors(page)
+    page.goto(f"{url}/inpainting")
+    wait_for_bokeh(page)
+    page.get_by_text("PPCA (closed form)", exact=False).first.wait_for()
+    assert page.locator(".bk-Canvas").count() >= 7  # original, masked and the five encoders
+    assert _l(page) == 0
+
+    page.get_by_role("button", name="Step").click()
+    _wait_l(page, lambda v: v == 1)
+    page.mouse.move(900, 1000)  # the Step button's tooltip would cover Play
+    page.get_by_role("button", name="Play").click()
+    _wait_l(page, lambda v: v >= 8, timeout_s=30)
+    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Play").wait_for()
+    page.wait_for_timeout(500)  # a tick already running may still land
+    paused_at = _l(page)
+    page.wait_for_timeout(1200)
+    assert _l(page) == paused_at, "l kept growing after Pause"
+
+    # the mask type through its Select: the top half of every digit goes
+    _select(page, "random pixels", "half")
+    page.get_by_text("32 of 64 missing").first.wait_for()
+    page.wait_for_function("() => window.location.search.includes('mask=half')")
+
+    # the brush: a click on the masked panel toggles a pixel (the mask becomes "brush")
+    before = _missing_count(page)
+    canvas = page.locator(".bk-Canvas").nth(1)
+    box = canvas.bounding_box()
+    canvas.click(position={"x": box["width"] / 2, "y": box["height"] * 0.75})
+    page.wait_for_function("() => window.location.search.includes('mask=brush')")
+    for _ in range(50):
+        if _missing_count(page) != before:
+            break
+        page.wait_for_timeout(100)
+    assert _missing_count(page) == before + 1
+
+    # grid mode: 16 images for one encoder
+    page.locator("input[type=checkbox]").nth(1).check()  # "Grid mode (16 images)" after "Paste ... back"
+    page.get_by_text("test images 0–15 (wrapping)", exact=False).first.wait_for()
+    wait_for_bokeh(page)
+    page.wait_for_timeout(400)
+    screenshot(page, "inpainting")
+    errors.assert_none()

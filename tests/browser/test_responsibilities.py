@@ -1,0 +1,57 @@
+"""The responsibilities page served from apps/responsibilities.py, driven in headless chromium."""
+
+from __future__ import annotations
+
+import re
+
+APP = "apps/responsibilities.py"
+
+
+def _l(page) -> int:
+    text = page.get_by_text(re.compile(r"NSA-M at l = \d+")).first.inner_text()
+    return int(re.search(r"at l = (\d+)", text).group(1))
+
+
+def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
+    for _ in range(int(timeout_s / 0.1)):
+        value = _l(page)
+        if predicate(value):
+            return value
+        page.wait_for_timeout(100)
+    raise AssertionError(f"l stayed at {_l(page)}")
+
+
+def _select(page, option_text: str, label: str):
+    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
+
+
+def test_step_play_pause_and_mask(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"responsibilities": APP})
+    page = new_page(viewport={"width": 1500, "height": 1150})
+    errors = watch_errors(page)
+    page.goto(f"{url}/responsibilities")
+    wait_for_bokeh(page)
+    page.get_by_text("component 1 ≈ digit", exact=False).first.wait_for()
+    assert page.locator(".bk-Canvas").count() >= 5  # 3 images, the bars, the scatter, the accuracy
+    assert _l(page) == 0
+
+    page.get_by_role("button", name="Step").click()
+    _wait_l(page, lambda v: v == 1)
+    page.mouse.move(900, 1000)  # the Step button's tooltip would cover Play
+    page.get_by_role("button", name="Play").click()
+    _wait_l(page, lambda v: v >= 6, timeout_s=30)
+    page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Play").wait_for()
+    page.wait_for_timeout(500)
+    paused_at = _l(page)
+    page.wait_for_timeout(1200)
+    assert _l(page) == paused_at, "l kept growing after Pause"
+    wait_for_bokeh(page)
+    page.wait_for_timeout(400)
+    screenshot(page, "responsibilities")  # the default mask: the left half of the 3s and 8s
+
+    _select(page, "random pixels", "quarter")
+    page.wait_for_function("() => window.location.search.includes('mask=quarter')")
+    page.get_by_text(re.compile(r"Image \d+ \(digit \d\)")).first.wait_for()
+    wait_for_bokeh(page)
+    errors.assert_none()

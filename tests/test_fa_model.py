@@ -1,0 +1,207 @@
+"""FAModel: the fit, masks, encoders and the Neumann series stepped over l (no Panel)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.core import neumann
+from explorer.core._validation import BadInputError
+from explorer.models.fa_model import MASK_TYPES, METHODS, FAModel, load_images
+
+
+@pytest.fixture(scope="module")
+def model():
+    return FAModel(n_eval=40)
+
+
+@pytest.fixture(scope="module")
+def mixture():
+    return FAModel(n_eval=30, classes="1,7", n_components=2, n_factors=6, mask="half")
+
+
+def _dense_conditional_mean(P, x, miss):
+    """E[x_m | x_o] of N(mu, W W^T + Psi) by dense Gaussian conditioning (the oracle)."""
+    S = P.loadings @ P.loadings.T + np.diag(P.psi)
+    o, m = ~miss, miss
+    return P.mean[m] + S[np.ix_(m, o)] @ np.linalg.solve(S[np.ix_(o, o)], x[o] - P.mean[o])
+
+
+def test_exact_encoder_matches_dense_gaussian_conditioning(model):
+    R = model.reconstructions()
+    for i in range(5):
+        miss = model.missing[i]
+        expected = _dense_conditional_mean(model.params, model.truth[i], miss)
+        np.testing.assert_allclose(R["exact"][i][miss], expected, atol=1e-10)
+
+
+def test_observed_pixels_are_kept_bit_for_bit_unless_asked(model):
+    R = model.reconstructions()
+    obs = ~model.missing
+    for k in METHODS:
+        assert np.array_equal(R[k][obs], model.truth[obs]), k
+    model.keep_observed = False
+    try:
+        R = model.reconstructions()
+        assert not np.allclose(R["exact"][obs], model.truth[obs])  # the denoised projection of every pixel
+        assert np.array_equal(R["mean"][obs], model.truth[obs])  # MI never changes an observed pixel
+    finally:
+        model.keep_observed = True
+
+
+def test_nsa_converges_to_the_exact_solution_and_respects_its_bound(model):
+    m = FAModel(n_eval=20, mask="random_pixels", rate=0.4, max_terms=2000)
+    exact = neumann.encode_exact(m.params, np.where(m.missing, np.nan, m.truth))
+    for l in (0, 5, 40, 200):
+        m.n_terms = l
+        err = np.linalg.norm(m._state.latent - exact, axis=1)
+        assert np.all(err <= m.bound * (1 + 1e-9) + 1e-12), l
+    m.n_terms = 1500
+    np.testing.assert_allclose(m.reconstructions()["nsa"], m.reconstructions()["exact"], atol=1e-8)
+    assert m.residual.max() < 1e-8
+    assert np.isclose(m.errors["nsa"], m.errors["exact"], rtol=1e-8)
+
+
+def test_seek_back_and_forth_gives_the_states_of_plain_stepping():
+    a, b = FAModel(n_eval=10), FAModel(n_eval=10)
+    a.n_terms = 57
+    for _ in range(37):
+        b.step()
+    a.n_terms = 37  # from the checkpoint at 20
+    assert a.iteration == b.iteration == 37
+    np.testing.assert_array_equal(a.reconstructions()["nsa"], b.reconstructions()["nsa"])
+
+
+def test_step_play_protocol_stops_at_max_terms_and_reset_goes_back():
+    m = FAModel(n_eval=10, max_terms=5)
+    run = m.run_id
+    assert m.try_step() and m.iteration == 1 and m.n_terms == 1
+    assert m.run() == 4 and m.iteration == 5
+    assert m.finished and m.stop_reason == "max_terms"
+    assert not m.step() and m.iteration == 5
+    assert not m.step(run_id=run - 1)
+    m.max_terms = 8
+    assert not m.finished and m.step() and m.iteration == 6
+    m.reset()
+    assert m.iteration == 0 and m.n_terms == 0 and m.run_id == run + 1 and m.stop_reason == ""
+    assert [t["n_terms"] for t in m.trace] == list(range(7))  # visited l are kept
+
+
+@pytest.mark.parametrize("kind", MASK_TYPES)
+def test_spectral_radius_is_below_one_and_below_the_universal_bound(model, kind):
+    rho = model.rho_by_mask()[kind]
+    s = model.scale.max()
+    assert rho.shape == (model.n_eval,)
+    assert np.all(rho > 0) and np.all(rho <= 1 - 1 / s + 1e-12)
+    if kind == "half":  # one pattern: one rho
+        assert np.ptp(rho) == 0
+
+
+def test_blocks_converge_more_slowly_than_random_pixels(model):
+    rho = model.rho_by_mask()
+    assert rho["random_pixels"].mean() < rho["half"].mean()
+
+
+def test_decay_curves(model):
+    d = model.decay(50)
+    assert d["l"].tolist() == list(range(51))
+    assert d["mean_rho_l"][0] == d["rho_mean_l"][0] == d["worst"][0] == 1.0
+    assert np.all(np.diff(d["mean_rho_l"]) < 0)
+    assert np.all(d["worst"] >= d["mean_rho_l"] - 1e-15)  # no mask converges slower than 1 - 1/s
+    assert np.all(d["mean_rho_l"] >= d["rho_mean_l"] - 1e-15)  # Jensen: mean of rho^l >= (mean rho)^l
+
+
+def test_nsa_window_is_where_the_trace_beats_exact():
+    m = FAModel(n_eval=30, mask="quarter")
+    m.n_terms = 60
+    exact = m.errors["exact"]
+    inside = {l for a, b in m.nsa_window() for l in range(a, b + 1)}
+    for t in m.trace:
+        assert (t["nsa"] < exact) == (t["n_terms"] in inside)
+    assert inside, "on quarters of the 8x8 digits early-stopped NSA beats the exact solution"
+    assert m.trace[-1]["n_terms"] == 60 and np.isfinite([t["nsa"] for t in m.trace]).all()
+
+
+def test_errors_are_mean_squared_errors_on_missing_pixels(model):
+    R, X, miss = model.reconstructions(), model.truth, model.missing
+    per_row = model.row_errors()
+    i = 3
+    assert np.isclose(per_row["fca"][i], np.mean((R["fca"][i] - X[i])[miss[i]] ** 2))
+    assert np.isclose(model.errors["sca"], np.nanmean(per_row["sca"]))
+    e = model.errors
+    assert e["mean"] > e["fca"] > e["exact"]  # the thesis's ordering MI > FCA > exact
+
+
+def test_brush_toggles_blocks_on_every_image():
+    m = FAModel(n_eval=8, mask="random_pixels")
+    m.clear_brush()
+    assert m.mask == "brush" and not m.missing.any()
+    assert np.isnan(m.errors["exact"])  # nothing missing: no error to report
+    m.paint(2, 3, size=2)
+    block = np.zeros((8, 8), dtype=bool)
+    block[2:4, 3:5] = True
+    assert np.array_equal(m.missing, np.broadcast_to(block.ravel(), m.missing.shape))
+    m.paint(2, 3)  # toggles the clicked pixel back
+    assert not m.missing[0].reshape(8, 8)[2, 3] and m.missing[0].reshape(8, 8)[3, 4]
+    m.paint(0, 0, value=True)
+    assert m.missing[:, 0].all() and np.isfinite(m.errors["exact"])
+    with pytest.raises(BadInputError, match=r"Pixel \(9, 0\) is outside the 8 x 8 image"):
+        m.paint(9, 0)
+
+
+def test_painting_starts_from_the_current_mask_of_the_selected_image():
+    m = FAModel(n_eval=8, mask="half", image_index=2)
+    m.paint(7, 7)
+    expected = np.zeros((8, 8), dtype=bool)
+    expected[:4] = True
+    expected[7, 7] = True
+    assert m.mask == "brush" and np.array_equal(m.missing[5], expected.ravel())
+
+
+def test_mixture_encoders_and_responsibilities(mixture):
+    m = mixture
+    assert m.is_mixture and m.scale.shape == (2,)
+    r = m.responsibilities()
+    for k in ("complete", "exact", "nsa"):
+        np.testing.assert_allclose(r[k].sum(axis=1), 1.0)
+    assert sorted(r["cluster_label"].tolist()) == [1, 7]
+    cv = m.component_view(0)
+    assert cv["reconstructions"].shape == (2, 64) and np.isclose(cv["exact"].sum(), 1.0)
+    m.n_terms = 1500
+    try:
+        np.testing.assert_allclose(m.responsibilities()["nsa"], r["exact"], atol=1e-6)
+        t = m.trace[-1]
+        assert t["oracle"] <= t["nsa"] + 1e-12  # the oracle picks the best component per image
+    finally:
+        m.n_terms = 0
+
+
+def test_responsibilities_need_a_mixture(model):
+    with pytest.raises(BadInputError, match="need a mixture"):
+        model.responsibilities()
+
+
+def test_bad_settings_give_a_readable_error_and_no_state():
+    m = FAModel(n_eval=5)
+    m.n_factors = 64
+    assert "n_factors=64 must be smaller than the 64 pixels" in m.error
+    assert m.finished and not m.step() and m.errors == {}
+    m.n_factors = 5
+    assert m.error == "" and m.step() and m.iteration >= 1
+
+
+def test_too_many_evaluation_images_is_an_error():
+    with pytest.raises(BadInputError, match="Use fewer evaluation images"):
+        load_images("digits_8x8", "1,7", n_eval=360)
+    d = load_images("digits_8x8", "1,7", n_train=5000, n_eval=60)
+    assert d["train"].shape == (361 - 60, 64)  # all the rest of the 182 + 179 images
+    assert set(np.unique(d["eval_labels"])) <= {1, 7}
+
+
+def test_settings_round_trip():
+    a = FAModel(n_eval=12, mask="square", size=3, n_terms=7)
+    b = FAModel(n_eval=12)
+    b.apply_settings(a.settings())
+    assert b.iteration == 7 and b.mask == "square"
+    np.testing.assert_array_equal(a.missing, b.missing)
+    assert a.errors == b.errors

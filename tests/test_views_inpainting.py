@@ -1,0 +1,125 @@
+"""Headless tests of the inpainting page: panels, brush, grid, mixture components, errors."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.document import Document
+
+from explorer.models.fa_model import METHODS, FAModel
+from explorer.views.inpainting import InpaintingView, mosaic
+
+APPS = Path(__file__).resolve().parents[1] / "apps"
+
+
+@pytest.fixture
+def view():
+    return InpaintingView(model=FAModel(n_eval=20, mask="quarter"))
+
+
+def _widget(view, label):
+    found = [w for w in view.sidebar.select(pn.widgets.Widget) if getattr(w, "label", None) == label]
+    assert found, label
+    return found[0]
+
+
+def test_panels_show_the_selected_image_and_its_errors(view):
+    assert pn.panel(view).get_root(Document()) is not None
+    m = view.model
+    i = m.image_index = 3
+    h, w = m.shape
+    masked = view.pipes["masked"].data
+    assert np.array_equal(np.isnan(masked).ravel(), m.missing[i])
+    R, errs = m.reconstructions(), m.row_errors()
+    for k in METHODS:
+        np.testing.assert_array_equal(view.pipes[k].data, R[k][i].reshape(h, w))
+        assert f"{errs[k][i]:.4f}" in view._errors[k].object
+    assert f"{int(m.missing[i].sum())} of 64 missing" == view._errors["masked"].object
+    assert "at l = 0" in view._info.object
+
+
+def test_step_button_and_l_slider_redraw_nsa(view):
+    m = view.model
+    before = view.pipes["nsa"].data.copy()
+    view.player._step_button.clicks += 1
+    assert m.iteration == 1 and "at l = 1" in view._info.object
+    assert not np.array_equal(before, view.pipes["nsa"].data)
+    view._l_slider.value = 25
+    assert m.iteration == 25
+    np.testing.assert_array_equal(view.pipes["nsa"].data.ravel(), m.reconstructions()["nsa"][m.image_index])
+
+
+def test_mask_select_changes_the_mask(view):
+    _widget(view, "Mask type").value = "half"
+    assert view.model.mask == "half"
+    assert np.isnan(view.pipes["masked"].data[:4]).all() and not np.isnan(view.pipes["masked"].data[4:]).any()
+    assert _widget(view, "Half removed").visible
+    assert not _widget(view, "Missing fraction").visible
+
+
+def test_a_tap_on_the_masked_panel_paints_the_pixel_under_it(view):
+    m = view.model
+    m.mask = "half"
+    view._on_tap(x=5.5, y=1.2)  # column 5, row 8 - 1.2 -> 6
+    assert m.mask == "brush"
+    assert m.missing[m.image_index].reshape(8, 8)[6, 5]
+    assert np.isnan(view.pipes["masked"].data[6, 5])
+    view.brush_size = 3
+    view._on_tap(x=1.5, y=6.5)  # row 1, column 1 (missing: top half): the 3x3 block around it is shown again
+    assert not m.missing[0].reshape(8, 8)[0:3, 0:3].any() and m.missing[0].reshape(8, 8)[0:3, 3:].all()
+    view._on_tap(x=None, y=None)
+    view._on_tap(x=50.0, y=3.0)  # outside: ignored
+
+
+def test_grid_mode_tiles_sixteen_images(view):
+    m = view.model
+    view.grid = True
+    view.grid_method = "exact"
+    assert view._grid.visible
+    out = view.pipes["grid_out"].data
+    assert out.shape == (4 * 9 - 1, 4 * 9 - 1)
+    R = m.reconstructions()["exact"]
+    np.testing.assert_array_equal(out[9:17, 18:26], R[6].reshape(8, 8))  # tile (1, 2) = image 6
+    m.image_index = 10  # wraps around the 20 test images
+    np.testing.assert_array_equal(view.pipes["grid_out"].data[27:35, 27:35], R[(10 + 15) % 20].reshape(8, 8))
+
+
+def test_mosaic_layout():
+    imgs = np.arange(3 * 4, dtype=float).reshape(3, 4)
+    out = mosaic(imgs, (2, 2), 2, gap=-1.0)
+    assert out.shape == (5, 5)
+    np.testing.assert_array_equal(out[3:5, 0:2], [[8, 9], [10, 11]])
+    assert (out[2] == -1).all() and (out[3:, 3:] == -1).all()
+
+
+def test_mixture_components_and_responsibilities(view):
+    m = view.model
+    assert not view._mixture.visible
+    _widget(view, "Components (1 = no mixture)").value = 2
+    assert m.is_mixture and view._mixture.visible
+    cv = m.component_view(m.image_index)
+    resp = view.pipes["resp"].data
+    np.testing.assert_allclose(resp.groupby("encoder").responsibility.sum(), 1.0)
+    np.testing.assert_allclose(resp.responsibility[:2], cv["exact"])
+    assert view.pipes["components"].data.shape == (8, 17)
+    assert "component 2: r =" in view._comp_caption.object
+
+
+def test_fit_errors_are_shown_in_the_alert(view):
+    view.model.n_factors = 64
+    assert view._alert.visible and "Use fewer factors" in view._alert.object
+    view.model.n_factors = 8
+    assert not view._alert.visible and "q = 8" in view._info.object
+
+
+def test_the_app_module_builds_the_page():
+    spec = importlib.util.spec_from_file_location("inpainting_app", APPS / "inpainting.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    v = module.create_view(n_eval=10)
+    assert isinstance(v, InpaintingView) and v.sidebar is not None and v.main is not None
+    assert v.settings()["mask"] == "quarter"
