@@ -8,28 +8,26 @@ either predictive, :math:`\\propto E_q[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigm
 author's code, and the only choice for new rows), or the fitted responsibilities
 :math:`\\tau_{nk}` for the training rows (the thesis, eq. 3.27).
 
-It shares its plumbing (validation, feature names, ``sample``/``score``/``regress``) with
-:class:`explorer.imputers.GaussianMixtureImputer`.
+It shares its plumbing (``fit``, validation, feature names, ``transform``/``sample``/``score``/
+``regress``) with :class:`explorer.imputers.GaussianMixtureImputer`; ``score_samples`` is the
+plug-in observed-data log-density :math:`\\log\\sum_k E[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigma_k^{oo})`
+on the scale of ``X``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 
 from explorer.core import vb_dpgmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import StudentTConditionalMixture, normal_wishart_predictive
-from explorer.imputers import (
-    _checked_result,
-    _fit_input,
-    _mixture_score_samples,
-    _MixtureImputerBase,
-    _rng,
+from explorer.core.conditional_t import (
+    StudentTConditionalMixture,
+    normal_wishart_predictive,
 )
+from explorer.imputers import _MixtureImputerBase
 
 __all__ = ["DPGMMImputer"]
 
@@ -120,6 +118,9 @@ class DPGMMImputer(_MixtureImputerBase):
     (False, True)
     """
 
+    _core = vb_dpgmm
+    _algorithm = "Variational inference"
+
     def __init__(
         self,
         n_components=15,
@@ -166,36 +167,8 @@ class DPGMMImputer(_MixtureImputerBase):
         )
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None):
-        """Fit the variational DP mixture on the observed entries of ``X``.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            NaN marks a missing entry.
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        BadInputError
-            Invalid parameters or data (non-numeric or infinite values, columns with no observed
-            value, all-missing rows with ``empty_rows="raise"``, more components than rows).
-        DegenerateCovarianceError
-            A component collapsed: increase ``reg_covar`` or use fewer components.
-
-        Warns
-        -----
-        ConvergenceWarning
-            When ``max_iter`` is reached before ``tol``.
-        """
-        from explorer.history import vb_history
-
-        config = self._config()  # parameter errors before data errors
-        Xn, missing, names, columns = _fit_input(X, self.empty_rows)
+    def _fit_setup(self, Xn, missing, columns, config):
+        """Standardise (or centre the prior on the column means); context = ``(Xn, center, scale)``."""
         center = np.nanmean(Xn, axis=0)
         if self.standardize:
             scale = np.nanstd(Xn, axis=0)
@@ -204,13 +177,14 @@ class DPGMMImputer(_MixtureImputerBase):
             config = dataclasses.replace(config, mean_prior=center)
             center, scale = np.zeros_like(center), np.ones_like(center)
         data = vb_dpgmm.prepare((Xn - center) / scale, missing, columns=columns)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
-            result = vb_dpgmm.fit(data, config, _rng(self.random_state))
-        _checked_result(result, vb_dpgmm.ConvergenceWarning, "Variational inference")
+        return data, config, (Xn, center, scale)
+
+    def _store_fit(self, result, data, config, columns, context) -> None:
+        from explorer.history import vb_history
+
+        Xn, center, scale = context
         state = result.state
         outer = scale[:, None] * scale[None, :]
-        self._set_features(names, Xn.shape[1])
         self.center_, self.scale_ = center, scale
         self.weights_ = np.array(state.weights)
         self.means_ = state.means * scale + center
@@ -221,15 +195,11 @@ class DPGMMImputer(_MixtureImputerBase):
         self.resp_ = np.array(state.resp)
         self.elbo_ = float(state.elbo)
         self.n_effective_ = int(state.n_effective)
-        self.converged_ = bool(result.converged)
-        self.n_iter_ = int(result.n_iter)
-        self.stop_reason_ = result.stop_reason
         self._fit_X = Xn
         trace = [dict(t, means=t["means"] * scale + center, covariances=t["covariances"] * outer)
                  for t in result.trace]
         self.history_ = vb_history(trace, columns=columns, config=config, stop_reason=result.stop_reason,
                                    attrs={"standardized": int(bool(self.standardize))})
-        return self
 
     # ------------------------------------------------------------------ using the model
     def _is_training_data(self, arr: np.ndarray) -> bool:
@@ -282,33 +252,3 @@ class DPGMMImputer(_MixtureImputerBase):
         loc, scales, dof = normal_wishart_predictive(self.means_, self.beta_, self.nu_, self.scatter_)
         return StudentTConditionalMixture.from_student_t_mixture(
             arr, self.weights_, loc, scales, dof, columns=self._columns)
-
-    def transform(self, X):
-        """Single imputation by the conditional mean; observed entries returned bit for bit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            No NaN.
-        """
-        return self.conditional(X).mean()
-
-    def score_samples(self, X) -> np.ndarray:
-        """Plug-in observed-data log-density of every row on the scale of ``X`` (0 for empty rows).
-
-        :math:`\\log\\sum_k E[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigma_k^{oo})`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        arr = self._validate(X)
-        return _mixture_score_samples(arr, self.weights_, self.means_, self.covariances_)

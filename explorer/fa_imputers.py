@@ -21,8 +21,6 @@ untouched, fitted attributes ending in ``_``, NaN = missing, observed entries re
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from explorer.core import factor_analysis as fa
@@ -32,7 +30,7 @@ from explorer.core.fa_conditional import FAParams
 from explorer.core.mfa import MFAParams
 from explorer.core.mfa_neumann import MixtureEncoding
 from explorer.core.neumann import NeumannConfig
-from explorer.imputers import _checked_result, _fit_input, _MixtureImputerBase, _rng
+from explorer.imputers import _MixtureImputerBase
 
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 
@@ -58,7 +56,11 @@ def _history(trace, stop_reason: str, n_components: int):
 
 
 class _FactorImputerBase(_MixtureImputerBase):
-    """Shared fit / transform plumbing; subclasses define ``_fit_core`` and ``_model``."""
+    """Shared plumbing of the factor imputers; subclasses define ``_core``, ``_em_config``, ``_store`` and ``_model``.
+
+    ``fit`` / ``transform`` / ``score_samples`` come from :class:`~explorer.imputers._MixtureImputerBase`
+    through its hooks; ``score_samples`` is the Woodbury observed-data log-likelihood.
+    """
 
     def _check_solver(self) -> NeumannConfig:
         if self.solver not in SOLVERS:
@@ -75,66 +77,18 @@ class _FactorImputerBase(_MixtureImputerBase):
             return model.covariance()[None]
         return model.covariances()
 
-    def fit(self, X, y=None):
-        """Fit by EM on the observed entries of ``X`` (missing values handled jointly with the factors).
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            NaN marks a missing entry.
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        BadInputError
-            Invalid parameters or data: non-numeric or infinite values, columns with no observed
-            value, ``n_factors >= n_features``, more components than rows, all-missing rows with
-            ``empty_rows="raise"``.
-        DegenerateCovarianceError
-            EM stopped on a singular factorisation (e.g. a mixture component lost all its rows:
-            increase ``reg`` or use fewer components).
-
-        Warns
-        -----
-        ConvergenceWarning
-            When ``max_iter`` is reached before ``tol``.
-        """
-        config = self._config()
+    def _config(self):
+        config = self._em_config()
         self._check_solver()
-        rng = _rng(self.random_state)
-        Xn, missing, names, columns = _fit_input(X, self.empty_rows)
-        data = fa.prepare(Xn, missing, columns=columns)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", fa.ConvergenceWarning)
-            result = self._core.fit(data, config, rng)
-        _checked_result(result, fa.ConvergenceWarning, "EM")
-        self._set_features(names, Xn.shape[1])
+        return config
+
+    def _store_fit(self, result, data, config, columns, context) -> None:
         self._store(result.state.params)
-        self.converged_ = bool(result.converged)
-        self.n_iter_ = int(result.n_iter)
-        self.stop_reason_ = result.stop_reason
         self.log_likelihood_ = float(result.state.log_likelihood)
         self.history_ = _history(result.trace, result.stop_reason, self.weights_.size)
-        return self
 
-    def transform(self, X):
-        """Impute every NaN by the conditional mean (exact, or its Neumann approximation with
-        ``solver="neumann"``). Observed entries are returned bit for bit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            No NaN.
-        """
-        arr = self._validate(X)
+    def _impute(self, arr: np.ndarray) -> np.ndarray:
+        """The exact conditional mean, or its Neumann approximation with ``solver="neumann"``."""
         config = self._check_solver()
         if self.solver == "exact":
             return self.conditional(arr).mean()
@@ -143,18 +97,9 @@ class _FactorImputerBase(_MixtureImputerBase):
             return neumann.reconstruct(model, arr, method="neumann", n_terms=config.n_terms, eps=self.eps)
         return self._encode(model, arr, config).imputation()
 
-    def score_samples(self, X) -> np.ndarray:
-        """Observed-data log-likelihood of every row (Woodbury; 0 for rows with nothing observed).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._core.log_likelihood(self._model(), self._validate(X))
+    def _score_rows(self, arr: np.ndarray) -> np.ndarray:
+        """Woodbury observed-data log-likelihood (no D x D matrix)."""
+        return self._core.log_likelihood(self._model(), arr)
 
     def conditional(self, X):
         """The exact conditional :math:`p(x^m \\mid x^o)` of every row of ``X``.
@@ -231,7 +176,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
         self.empty_rows = empty_rows
         self.random_state = random_state
 
-    def _config(self) -> fa.FAConfig:
+    def _em_config(self) -> fa.FAConfig:
         return fa.FAConfig(self.n_factors, kind=self.kind, tol=self.tol, max_iter=self.max_iter,
                            min_psi=self.min_psi, init=self.init)
 
@@ -300,7 +245,7 @@ class MFAImputer(_FactorImputerBase):
         self.empty_rows = empty_rows
         self.random_state = random_state
 
-    def _config(self) -> mfa.MFAConfig:
+    def _em_config(self) -> mfa.MFAConfig:
         return mfa.MFAConfig(self.n_components, self.n_factors, kind=self.kind, tol=self.tol,
                              max_iter=self.max_iter, min_psi=self.min_psi, init=self.init, reg=self.reg)
 

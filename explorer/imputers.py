@@ -120,19 +120,109 @@ def _mixture_score_samples(arr, weights, means, covariances, covariance_type="fu
 
 
 class _MixtureImputerBase(TransformerMixin, BaseEstimator):
-    """Shared plumbing of the mixture imputers (validation, feature names, sample/score/regress).
+    """Shared plumbing of the mixture imputers (fit, validation, feature names, transform/sample/score/regress).
 
-    Subclasses define ``fit`` and ``conditional`` and set ``weights_``, ``means_``,
-    ``covariances_`` and ``n_features_in_``; ``_covariance_type`` says how to read
-    ``covariances_``.
+    Subclasses set ``_core`` (a core module with ``prepare``, ``fit`` and ``ConvergenceWarning``) and
+    define ``_config``, ``_store_fit`` and ``conditional``; they may override the hooks
+    ``_fit_setup`` (data given to ``_core.fit``), ``_impute`` (``transform``) and ``_score_rows``
+    (``score_samples``). ``_store_fit`` sets ``weights_``, ``means_`` and ``covariances_``;
+    ``_covariance_type`` says how to read ``covariances_``.
     """
 
     _covariance_type = "full"
+    _core = None
+    _algorithm = "EM"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None):
+        """Fit the model on the observed entries of ``X`` (missing entries are never filled in first).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            NaN marks a missing entry.
+        y : ignored
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BadInputError
+            Invalid parameters or data: non-numeric or infinite values, columns with no observed
+            value, all-missing rows with ``empty_rows="raise"``, more components than rows (factor
+            models: ``n_factors >= n_features``).
+        DegenerateCovarianceError
+            The fit stopped on a collapsed (singular) component: increase the regularisation
+            (``reg_covar``; ``reg`` of MFAImputer), use fewer components or drop constant /
+            duplicated columns.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When ``max_iter`` is reached before ``tol``.
+        """
+        config = self._config()  # parameter errors before data errors
+        rng = _rng(self.random_state)
+        Xn, missing, names, columns = _fit_input(X, self.empty_rows)
+        data, config, context = self._fit_setup(Xn, missing, columns, config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._core.ConvergenceWarning)
+            result = self._core.fit(data, config, rng)
+        _checked_result(result, self._core.ConvergenceWarning, self._algorithm)
+        self._set_features(names, Xn.shape[1])
+        self._store_fit(result, data, config, columns, context)
+        self.converged_ = bool(result.converged)
+        self.n_iter_ = int(result.n_iter)
+        self.stop_reason_ = result.stop_reason
+        return self
+
+    def _fit_setup(self, Xn, missing, columns, config):
+        """``(data, config, context)``: what ``_core.fit`` runs on, and anything ``_store_fit`` needs."""
+        return self._core.prepare(Xn, missing, columns=columns), config, None
+
+    # ------------------------------------------------------------------ using the model
+    def transform(self, X):
+        """Single imputation: every NaN replaced by its conditional mean :math:`E[x^m \\mid x^o]`
+        (or the approximation the estimator's parameters select); observed entries returned bit for bit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            No NaN.
+        """
+        return self._impute(self._validate(X))
+
+    def _impute(self, arr: np.ndarray) -> np.ndarray:
+        return self.conditional(arr).mean()
+
+    def score_samples(self, X) -> np.ndarray:
+        """Observed-data log-likelihood of every row, :math:`\\log\\sum_k \\pi_k N(x^o; \\mu_k^o, \\Sigma_k^{oo})`.
+
+        Rows with every value missing score 0 (when ``empty_rows="marginal"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._score_rows(self._validate(X))
+
+    def _score_rows(self, arr: np.ndarray) -> np.ndarray:
+        return _mixture_score_samples(arr, self.weights_, self.means_, self.covariances_, self._covariance_type)
 
     @property
     def _columns(self):
@@ -330,19 +420,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     (3, 200, 2)
     """
 
-    def __init__(
-        self,
-        n_components=1,
-        covariance_type="full",
-        reg_covar=1e-6,
-        tol=1e-5,
-        max_iter=300,
-        init="kmeans",
-        n_init=1,
-        variant="em",
-        empty_rows="raise",
-        random_state=None,
-    ):
+    _core = em_gmm
+
+    def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
+                 init="kmeans", n_init=1, variant="em", empty_rows="raise", random_state=None):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -363,66 +444,20 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         if self.empty_rows not in _EMPTY_ROWS:
             raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
         return em_gmm.EMConfig(
-            n_components=self.n_components,
-            covariance_type=self.covariance_type,
-            reg_covar=self.reg_covar,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            init=self.init,
-            n_init=self.n_init,
-            variant=self.variant,
+            n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
+            tol=self.tol, max_iter=self.max_iter, init=self.init, n_init=self.n_init, variant=self.variant,
         )
 
-    # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None):
-        """Fit the mixture by EM on the observed entries of ``X``.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            NaN marks a missing entry.
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        BadInputError
-            Invalid parameters or data (non-numeric or infinite values, columns with no observed
-            value, all-missing rows with ``empty_rows="raise"``).
-        DegenerateCovarianceError
-            EM stopped on a collapsed (singular) component: increase ``reg_covar``, use fewer
-            components or drop constant / duplicated columns.
-
-        Warns
-        -----
-        ConvergenceWarning
-            When ``max_iter`` is reached before ``tol``.
-        """
+    def _store_fit(self, result, data, config, columns, context) -> None:
         from explorer.history import em_history
 
-        config = self._config()
-        rng = _rng(self.random_state)
-        Xn, missing, names, columns = _fit_input(X, self.empty_rows)
-        data = em_gmm.prepare(Xn, missing, columns=columns)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", em_gmm.ConvergenceWarning)
-            result = em_gmm.fit(data, config, rng)
-        _checked_result(result, em_gmm.ConvergenceWarning, "EM")
         state = result.state
-        self._set_features(names, Xn.shape[1])
         self.weights_ = np.array(state.weights)
         self.means_ = np.array(state.means)
         self.covariances_ = np.array(state.covariances)
         self.col_means_ = np.array(data.col_mean)
-        self.converged_ = bool(result.converged)
-        self.n_iter_ = int(result.n_iter)
-        self.stop_reason_ = result.stop_reason
         self.log_likelihood_ = float(state.log_likelihood)
         self.history_ = em_history(result.trace, columns=columns, config=config, stop_reason=result.stop_reason)
-        return self
 
     # ------------------------------------------------------------------ using the model
     def conditional(self, X) -> ConditionalMixture:
@@ -444,42 +479,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
             covariance_type=self.covariance_type, columns=self._columns,
         )
 
-    def transform(self, X):
-        """Single imputation: replace every NaN by its conditional mean :math:`E[x^m \\mid x^o]`.
-
-        Observed entries are returned unchanged (bit for bit). With ``variant="mean_impute"``
-        (an ablation) missing entries get the observed column means of the training data.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            No NaN.
-        """
-        arr = self._validate(X)
-        missing = np.isnan(arr)
-        if self.variant == "mean_impute":
-            return np.where(missing, self.col_means_, arr)
-        return self.conditional(arr).mean()
-
-    def score_samples(self, X) -> np.ndarray:
-        """Observed-data log-likelihood of every row, :math:`\\log\\sum_k \\pi_k N(x^o; \\mu_k^o, \\Sigma_k^{oo})`.
-
-        Rows with every value missing score 0 (when ``empty_rows="marginal"``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        arr = self._validate(X)
-        return _mixture_score_samples(arr, self.weights_, self.means_, self.covariances_, self.covariance_type)
+    def _impute(self, arr: np.ndarray) -> np.ndarray:
+        if self.variant == "mean_impute":  # the ablation: observed column means of the training data
+            return np.where(np.isnan(arr), self.col_means_, arr)
+        return super()._impute(arr)
 
 
 def amputate(X, mechanism="mcar", rate=0.2, random_state=None, **params):

@@ -185,12 +185,17 @@ def _gram_of_inverse(Linv: np.ndarray) -> np.ndarray:
     return np.einsum("ujk,ujl->ukl", Linv, Linv)
 
 
-def _factor_precisions(pattern_obs: np.ndarray, W: np.ndarray, psi: np.ndarray):
-    """Per pattern: inverse Cholesky factor ``Linv`` of :math:`A_o` (U, q, q) and :math:`\\log|A_o|` (U,)."""
+def _latent_precisions(pattern_obs: np.ndarray, W: np.ndarray, psi: np.ndarray) -> np.ndarray:
+    """:math:`A_o = I + W_o^\\top\\Psi_o^{-1}W_o` for every row of ``pattern_obs`` (U, D; 1 = observed): (U, q, q)."""
     A = _masked_gram(pattern_obs / psi, W)
     A[:, np.arange(W.shape[1]), np.arange(W.shape[1])] += 1.0
-    L = cholesky(A, what="latent posterior precision I + W_o^T Psi_o^-1 W_o")
-    return _tril_inverse(L), 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
+    return A
+
+
+def _precision_cholesky(pattern_obs: np.ndarray, W: np.ndarray, psi: np.ndarray):
+    """Per pattern: Cholesky factor ``L`` of :math:`A_o` (U, q, q) and :math:`\\log|A_o|` (U,)."""
+    L = cholesky(_latent_precisions(pattern_obs, W, psi), what="latent posterior precision I + W_o^T Psi_o^-1 W_o")
+    return L, 2.0 * np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
 
 
 def _posterior(Xf, missing, pattern_missing, row_pattern, params: FAParams):
@@ -200,7 +205,8 @@ def _posterior(Xf, missing, pattern_missing, row_pattern, params: FAParams):
     (mean 0, covariance I) and log-likelihood 0.
     """
     mu, W, psi = params.mean, params.loadings, params.psi
-    Linv, logdet_A = _factor_precisions((~pattern_missing).astype(float), W, psi)
+    L, logdet_A = _precision_cholesky((~pattern_missing).astype(float), W, psi)
+    Linv = _tril_inverse(L)
     r = np.where(missing, 0.0, Xf - mu)
     b = r @ (W / psi[:, None])  # W_o^T Psi_o^-1 (x_o - mu_o)
     y = _per_pattern(Linv, row_pattern, _per_pattern(Linv, row_pattern, b), transpose=True)
@@ -234,6 +240,11 @@ def log_likelihood(params, X, missing=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- conditional
+def _check_level(level) -> None:
+    if not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
+        raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.")
+
+
 def _check_draws(n_draws, rng) -> None:
     if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
         raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
@@ -275,8 +286,7 @@ class FAConditional:
 
     def interval(self, level: float = 0.95):
         """Equal-tailed Gaussian intervals ``(lower, upper)``, both (n, D); equal to the value if observed."""
-        if not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
-            raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.")
+        _check_level(level)
         half = ndtri(0.5 + 0.5 * float(level)) * np.sqrt(self.variance())
         m = self.mean()
         return np.where(self.missing, m - half, m), np.where(self.missing, m + half, m)
@@ -347,8 +357,16 @@ def conditional(model, X, missing=None) -> FAConditional:
 
 
 # ----------------------------------------------------------------------------- mixtures
+class _SharedRows:
+    """``values`` / ``missing`` of a per-component bundle: those of ``components[0]`` (all share the rows)."""
+
+    __slots__ = ()
+    values = property(lambda self: self.components[0].values, doc="(n, D), NaN at missing entries.")
+    missing = property(lambda self: self.components[0].missing, doc="(n, D) bool, True = missing.")
+
+
 @dataclass(frozen=True, eq=False, slots=True)
-class MFAConditional:
+class MFAConditional(_SharedRows):
     """:math:`p(x_m \\mid x_o)` of every row under a mixture of factor analysers (seed004 4.4.13).
 
     .. math::
@@ -374,14 +392,6 @@ class MFAConditional:
     components: tuple
     weights: np.ndarray
     log_resp: np.ndarray
-
-    @property
-    def values(self) -> np.ndarray:
-        return self.components[0].values
-
-    @property
-    def missing(self) -> np.ndarray:
-        return self.components[0].missing
 
     @property
     def n_components(self) -> int:
@@ -413,8 +423,7 @@ class MFAConditional:
         """Equal-tailed intervals of every missing entry's 1-D marginal mixture ``(lower, upper)``, (n, D)."""
         from .conditional import _mixture_quantile
 
-        if not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
-            raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.")
+        _check_level(level)
         lower, upper = self.values.copy(), self.values.copy()
         ri, ci = np.nonzero(self.missing)
         if ri.size:

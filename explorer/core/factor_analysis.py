@@ -35,6 +35,7 @@ re-exported from :mod:`explorer.core.fa_conditional`).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -150,17 +151,23 @@ class FAConfig:
     init: str = "pca"
 
     def __post_init__(self):
-        _check_n_factors(self.n_factors, np.inf)
-        if self.kind not in KINDS:
-            raise BadInputError(f"kind must be one of {KINDS}, got {self.kind!r}.")
-        if not self.tol >= 0:
-            raise BadInputError(f"tol must be >= 0, got {self.tol!r}.")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
-            raise BadInputError(f"max_iter must be a non-negative integer, got {self.max_iter!r}.")
-        if not self.min_psi > 0:
-            raise BadInputError(f"min_psi must be > 0, got {self.min_psi!r}.")
-        if self.init not in INIT_METHODS:
-            raise BadInputError(f"init must be one of {INIT_METHODS}, got {self.init!r}.")
+        _check_em_settings(self, INIT_METHODS)
+
+
+def _check_em_settings(config, init_methods) -> None:
+    """Checks shared by :class:`FAConfig` and :class:`~explorer.core.mfa.MFAConfig`."""
+    _check_n_factors(config.n_factors, np.inf)
+    if config.kind not in KINDS:
+        raise BadInputError(f"kind must be one of {KINDS}, got {config.kind!r}.")
+    if not (isinstance(config.tol, numbers.Real) and config.tol >= 0):
+        raise BadInputError(f"tol must be a number >= 0, got {config.tol!r}.")
+    m = config.max_iter
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, np.integer)) or m < 0:
+        raise BadInputError(f"max_iter must be a non-negative integer, got {m!r}.")
+    if not (isinstance(config.min_psi, numbers.Real) and config.min_psi > 0):
+        raise BadInputError(f"min_psi must be > 0, got {config.min_psi!r}.")
+    if config.init not in init_methods:
+        raise BadInputError(f"init must be one of {init_methods}, got {config.init!r}.")
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -201,8 +208,18 @@ def prepare(X, missing=None, *, columns=None) -> FAData:
     return FAData(Xn, Xf, miss, pm, rp, fit_rows, col_mean, col_var)
 
 
+class _LikelihoodObjective:
+    """``objective`` (what the EM loop maximises) = ``log_likelihood``; shared by the FA and MFA states."""
+
+    __slots__ = ()
+
+    @property
+    def objective(self) -> float:
+        return self.log_likelihood
+
+
 @dataclass(frozen=True, eq=False, slots=True)
-class FAState:
+class FAState(_LikelihoodObjective):
     """Parameters after ``iteration`` EM steps and the E-step at them (read-only arrays).
 
     ``latent_mean`` (n, q) is :math:`E[z \\mid x_o]` per row, ``latent_cov`` (U, q, q) the posterior
@@ -216,22 +233,25 @@ class FAState:
     latent_mean: np.ndarray
     latent_cov: np.ndarray
 
-    @property
-    def objective(self) -> float:
-        return self.log_likelihood
-
 
 @dataclass(frozen=True, eq=False, slots=True)
-class FAResult:
-    """Outcome of :func:`fit`: final state, whether and why it stopped, trace of snapshots."""
+class _EMResult:
+    """Outcome of an EM ``fit``: final state, whether and why it stopped, trace of snapshots."""
 
-    state: FAState
+    state: object
     converged: bool
     stop_reason: str  # "tol" | "max_iter" | "degenerate"
     message: str
     n_iter: int
     trace: tuple
-    config: FAConfig
+    config: object
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class FAResult(_EMResult):
+    """Outcome of :func:`fit`: final ``state`` (:class:`FAState`), ``converged``, ``stop_reason``
+    (``"tol"`` | ``"max_iter"`` | ``"degenerate"``), ``message``, ``n_iter``, ``trace`` of
+    snapshots and the :class:`FAConfig`."""
 
 
 def _state(data: FAData, iteration: int, params: FAParams) -> FAState:
@@ -241,14 +261,23 @@ def _state(data: FAData, iteration: int, params: FAParams) -> FAState:
     return FAState(iteration, params, float(ll[data.fit_rows].sum()), y, cov)
 
 
+def _partial_scatter(data: FAData, rows: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """Scatter of ``rows`` around ``centre`` over their observed entries (missing ones count 0), / n: (D, D)."""
+    Z = np.where(data.missing[rows], 0.0, data.X[rows] - centre)
+    return Z.T @ Z / rows.size
+
+
+def _check_features(P, data: FAData) -> None:
+    if P.n_features != data.n_features:
+        raise BadInputError(f"The parameters have {P.n_features} feature(s); the data have {data.n_features}.")
+
+
 def init(data: FAData, config: FAConfig, rng: np.random.Generator) -> FAState:
     """Initial state (see ``FAConfig.init``); ``rng`` is used by ``init="random"`` only."""
     D, q = data.n_features, config.n_factors
     _check_n_factors(q, D)
     if config.init == "pca":
-        rows = data.fit_rows
-        Z = np.where(data.missing[rows], 0.0, data.X[rows] - data.col_mean)
-        S = Z.T @ Z / rows.size
+        S = _partial_scatter(data, data.fit_rows, data.col_mean)
         S.flat[:: D + 1] = np.maximum(S.flat[:: D + 1], config.min_psi)
         W, sigma2 = _ppca_from_covariance(S, q)
         psi = np.full(D, max(sigma2, config.min_psi))
@@ -266,8 +295,7 @@ def init(data: FAData, config: FAConfig, rng: np.random.Generator) -> FAState:
 def init_from_parameters(data: FAData, params) -> FAState:
     """State at iteration 0 from given parameters (FAParams, or a state / result of another fit)."""
     P = _as_params(params)
-    if P.n_features != data.n_features:
-        raise BadInputError(f"The parameters have {P.n_features} feature(s); the data have {data.n_features}.")
+    _check_features(P, data)
     return _state(data, 0, P)
 
 
@@ -360,6 +388,11 @@ def fit(
     ConvergenceWarning
         When it did not stop on the tolerance.
     """
+    return _run_em(FAResult, data, config, rng, init, step, snapshot, callback, init_state)
+
+
+def _run_em(result_cls, data, config, rng, init, step, snapshot, callback, init_state):
+    """The EM loop of :func:`fit` and :func:`explorer.core.mfa.fit` (one run; warns at their caller)."""
     out = run_restarts(
         n_runs=1,
         start=lambda: init_state if init_state is not None else init(data, config, rng),
@@ -369,7 +402,8 @@ def fit(
         max_iter=config.max_iter,
         tol=config.tol,
         callback=callback,
+        stacklevel=4,  # run_restarts -> _run_em -> fit -> the caller of fit
     )
-    return FAResult(out.state, out.stop_reason == "tol", out.stop_reason, out.message, out.state.iteration,
-                    out.trace, config)
+    return result_cls(out.state, out.stop_reason == "tol", out.stop_reason, out.message, out.state.iteration,
+                      out.trace, config)
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._loop import ConvergenceWarning, run_restarts
+from ._loop import ConvergenceWarning
 from ._validation import BadInputError
 from .fa_conditional import (
     FAParams,
@@ -61,7 +61,8 @@ from .fa_conditional import (
     component_posteriors,
     mixture_conditional,
 )
-from .factor_analysis import KINDS, FAData, _check_n_factors, _m_step, _ppca_from_covariance, prepare
+from .factor_analysis import KINDS, FAData, _check_em_settings, _check_features, _check_n_factors, _EMResult
+from .factor_analysis import _LikelihoodObjective, _m_step, _partial_scatter, _ppca_from_covariance, _run_em, prepare
 from .kmeans import kmeans
 
 __all__ = [
@@ -221,23 +222,13 @@ class MFAConfig:
         k = self.n_components
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
             raise BadInputError(f"n_components must be a positive integer, got {k!r}.")
-        _check_n_factors(self.n_factors, np.inf)
-        if self.kind not in KINDS:
-            raise BadInputError(f"kind must be one of {KINDS}, got {self.kind!r}.")
-        if not (isinstance(self.tol, (int, float, np.floating)) and self.tol >= 0):
-            raise BadInputError(f"tol must be a number >= 0, got {self.tol!r}.")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
-            raise BadInputError(f"max_iter must be a non-negative integer, got {self.max_iter!r}.")
-        if not (isinstance(self.min_psi, (int, float, np.floating)) and self.min_psi > 0):
-            raise BadInputError(f"min_psi must be > 0, got {self.min_psi!r}.")
-        if self.init not in INIT_METHODS:
-            raise BadInputError(f"init must be one of {INIT_METHODS}, got {self.init!r}.")
+        _check_em_settings(self, INIT_METHODS)
         if not (isinstance(self.reg, (int, float, np.floating)) and self.reg >= 0):
             raise BadInputError(f"reg must be a number >= 0, got {self.reg!r}.")
 
 
 @dataclass(frozen=True, eq=False, slots=True)
-class MFAState:
+class MFAState(_LikelihoodObjective):
     """Parameters after ``iteration`` EM steps and the E-step at them (read-only arrays).
 
     Attributes
@@ -263,25 +254,15 @@ class MFAState:
     latent_cov: np.ndarray
 
     @property
-    def objective(self) -> float:
-        return self.log_likelihood
-
-    @property
     def resp(self) -> np.ndarray:
         return np.exp(self.log_resp)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
-class MFAResult:
-    """Outcome of :func:`fit`: final state, whether and why it stopped, trace of snapshots."""
-
-    state: MFAState
-    converged: bool
-    stop_reason: str  # "tol" | "max_iter" | "degenerate"
-    message: str
-    n_iter: int
-    trace: tuple
-    config: MFAConfig
+class MFAResult(_EMResult):
+    """Outcome of :func:`fit`: final ``state`` (:class:`MFAState`), ``converged``, ``stop_reason``
+    (``"tol"`` | ``"max_iter"`` | ``"degenerate"``), ``message``, ``n_iter``, ``trace`` of
+    snapshots and the :class:`MFAConfig`."""
 
 
 def _state(data: FAData, iteration: int, params: MFAParams) -> MFAState:
@@ -305,8 +286,7 @@ def _check_sizes(data: FAData, n_components: int, n_factors: int) -> None:
 
 def _cluster_ppca(data: FAData, rows: np.ndarray, centre: np.ndarray, q: int, min_psi: float):
     """PPCA closed form of the partial covariance of ``rows`` around ``centre``: ``(W (D, q), sigma2)``."""
-    Z = np.where(data.missing[rows], 0.0, data.X[rows] - centre)
-    S = Z.T @ Z / rows.size
+    S = _partial_scatter(data, rows, centre)
     S.flat[:: S.shape[0] + 1] += min_psi  # keeps the discarded eigenvalues >= min_psi
     return _ppca_from_covariance(S, q)
 
@@ -340,8 +320,7 @@ def init(data: FAData, config: MFAConfig, rng: np.random.Generator) -> MFAState:
 def init_from_parameters(data: FAData, params) -> MFAState:
     """State at iteration 0 from given parameters (MFAParams, or a state / result of another fit)."""
     P = _as_mfa(params)
-    if P.n_features != data.n_features:
-        raise BadInputError(f"The parameters have {P.n_features} feature(s); the data have {data.n_features}.")
+    _check_features(P, data)
     return _state(data, 0, P)
 
 
@@ -387,15 +366,4 @@ def fit(
     """
     if not isinstance(config, MFAConfig):
         raise BadInputError(f"config must be an MFAConfig, got {type(config).__name__}.")
-    out = run_restarts(
-        n_runs=1,
-        start=lambda: init_state if init_state is not None else init(data, config, rng),
-        step=lambda s: step(s, data, config),
-        snapshot=snapshot,
-        change=lambda old, new: (new.log_likelihood - old.log_likelihood) / data.fit_rows.size,
-        max_iter=config.max_iter,
-        tol=config.tol,
-        callback=callback,
-    )
-    return MFAResult(out.state, out.stop_reason == "tol", out.stop_reason, out.message, out.state.iteration,
-                     out.trace, config)
+    return _run_em(MFAResult, data, config, rng, init, step, snapshot, callback, init_state)

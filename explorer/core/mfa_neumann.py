@@ -42,8 +42,15 @@ from scipy.special import logsumexp
 
 from . import neumann
 from ._validation import BadInputError, as_float_matrix
-from .fa_conditional import _check_rows, _masked_gram, _pattern_table, _readonly, component_posteriors
-from .gaussian import LOG_2PI, cholesky
+from .fa_conditional import (
+    _check_rows,
+    _pattern_table,
+    _precision_cholesky,
+    _readonly,
+    _SharedRows,
+    component_posteriors,
+)
+from .gaussian import LOG_2PI
 from .mfa import MFAParams, _as_mfa
 from .neumann import NeumannConfig
 
@@ -157,7 +164,7 @@ def encode_exact(model, X, missing=None) -> MixtureEncoding:
 
 # ----------------------------------------------------------------------------- NSA-M
 @dataclass(frozen=True, eq=False, slots=True)
-class NSAMProblem:
+class NSAMProblem(_SharedRows):
     """Rows to encode under a mixture, prepared once (see :func:`prepare`); arrays read-only.
 
     Attributes
@@ -174,14 +181,6 @@ class NSAMProblem:
     params: MFAParams
     components: tuple
     log_prior_terms: np.ndarray
-
-    @property
-    def values(self) -> np.ndarray:
-        return self.components[0].values
-
-    @property
-    def missing(self) -> np.ndarray:
-        return self.components[0].missing
 
     @property
     def scales(self) -> np.ndarray:
@@ -222,13 +221,10 @@ def prepare(model, X, missing=None, *, eps: float = 1e-6, diagnostics: bool = Tr
     obs = (~miss).astype(float)
     pm, rp = _pattern_table(miss)
     terms = np.empty((miss.shape[0], P.n_components))
-    q = P.n_factors
     with np.errstate(divide="ignore"):
         log_w = np.log(P.weights)
     for k, c in enumerate(P.components):
-        A = _masked_gram((~pm) / c.psi, c.loadings)
-        A[:, np.arange(q), np.arange(q)] += 1.0
-        logdet_A = 2.0 * np.log(np.diagonal(cholesky(A, what="I + W_o^T Psi_o^-1 W_o"), axis1=1, axis2=2)).sum(axis=1)
+        logdet_A = _precision_cholesky(~pm, c.loadings, c.psi)[1]
         r = np.where(miss, 0.0, Xf - c.mean)
         terms[:, k] = log_w[k] - 0.5 * (
             obs.sum(axis=1) * LOG_2PI + obs @ np.log(c.psi) + logdet_A[rp] + (r * r) @ (1.0 / c.psi)

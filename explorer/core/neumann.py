@@ -47,11 +47,11 @@ from scipy.linalg import cho_solve
 from scipy.linalg.lapack import dsyevd as syevd
 
 from ._validation import BadInputError
-from .factor_analysis import (
+from .fa_conditional import (
     FAParams,
     _as_params,
     _check_rows,
-    _masked_gram,
+    _latent_precisions,
     _pattern_table,
     _posterior,
 )
@@ -246,8 +246,7 @@ def prepare(model, X, missing=None, *, eps: float = 1e-6, diagnostics: bool = Tr
     n = values.shape[0]
     if diagnostics:
         pm, rp = _pattern_table(miss)
-        A = _masked_gram((~pm) / P.psi, P.loadings)
-        A[:, np.arange(P.n_factors), np.arange(P.n_factors)] += 1.0
+        A = _latent_precisions(~pm, P.loadings, P.psi)
         lam = _eigvalsh(A)  # ascending, (U, q)
         lam_min = lam[:, 0][rp]
         rho = np.maximum(np.abs(1.0 - lam[:, 0] / s), np.abs(1.0 - lam[:, -1] / s))[rp]
