@@ -205,3 +205,86 @@ def test_settings_round_trip():
     assert b.iteration == 7 and b.mask == "square"
     np.testing.assert_array_equal(a.missing, b.missing)
     assert a.errors == b.errors
+
+
+@pytest.mark.parametrize("n_components", [1, 2])
+def test_a_drawing_is_masked_and_inpainted_by_every_encoder(n_components):
+    m = FAModel(n_eval=8, mask="half", image_index=2, n_components=n_components, n_factors=6, n_terms=30)
+    m.clear_drawing()
+    assert m.source == "draw" and m.labels[2] == -1
+    assert not m.truth[2].any() and np.array_equal(m.truth[3], m._data["eval"][3])  # only the selected row
+    blank = m.reconstructions()
+    m.draw(5, 3, size=2)  # bottom half: observed ink
+    m.draw(7, 6, value=True)
+    canvas = np.zeros((8, 8))
+    canvas[5:7, 3:5] = canvas[7, 6] = 1.0
+    np.testing.assert_array_equal(m.truth[2], canvas.ravel())
+    R, miss = m.reconstructions(), m.missing[2]
+    assert miss.reshape(8, 8)[:4].all() and not miss.reshape(8, 8)[4:].any()
+    for k in METHODS:
+        np.testing.assert_array_equal(R[k][2][~miss], canvas.ravel()[~miss])  # observed pixels kept
+        if k != "mean":  # MI ignores the visible pixels; every encoder reads them
+            assert not np.allclose(R[k][2][miss], blank[k][2][miss]), k
+    np.testing.assert_array_equal(R["mean"][2][miss], blank["mean"][2][miss])
+    np.testing.assert_array_equal(R["exact"][3], blank["exact"][3])  # other test images untouched
+    assert np.isfinite(m.errors["exact"]) and m.iteration == 30
+    m.draw(5, 3)  # toggles: erased
+    assert m.truth[2].reshape(8, 8)[5, 3] == 0.0 and m.truth[2].reshape(8, 8)[6, 4] == 1.0
+    m.image_index = 4  # the drawing follows the selected image
+    np.testing.assert_array_equal(m.truth[4], m.drawing)
+    np.testing.assert_array_equal(m.truth[2], m._data["eval"][2])
+    m.source = "test"
+    np.testing.assert_array_equal(m.truth, m._data["eval"])
+    with pytest.raises(BadInputError, match=r"Pixel \(8, 8\) is outside the 8 x 8 image"):
+        m.draw(8, 8)
+
+
+def test_the_drawing_canvas_has_the_image_size_of_the_data_set():
+    m = FAModel(n_eval=5, n_train=300, dataset="mnist")
+    m.draw(14, 14, size=3)
+    assert m.drawing.shape == (784,) and m.drawing.sum() == 9 and m.truth[0].reshape(28, 28)[13:16, 13:16].all()
+    m.dataset = "digits_8x8"  # a 28x28 drawing does not fit: a blank 8x8 canvas
+    assert m.drawing is None and m.canvas.shape == (64,) and not m.truth[0].any()
+
+
+def test_photo_patches_fit_quickly_and_inpaint():
+    import time
+    t0 = time.perf_counter()
+    m = FAModel(dataset="photo_patches", n_eval=20, mask="quarter")
+    assert time.perf_counter() - t0 < 10  # < 5 s on an idle machine
+    assert m.shape == (16, 16) and m.truth.shape == (20, 256) and m.error == ""
+    assert m.n_factors == 30 and "PPCA (closed form), q = 30, 1000 training images" in m.fit_info
+    R = m.reconstructions()
+    for i in range(3):  # the exact encoder is Gaussian conditioning of N(mu, W W' + Psi)
+        miss = m.missing[i]
+        np.testing.assert_allclose(R["exact"][i][miss], _dense_conditional_mean(m.params, m.truth[i], miss), atol=1e-9)
+    e = m.errors
+    assert e["exact"] < e["fca"] < e["mean"]
+    assert np.all(m.rho < 1)
+    gap0 = np.abs(m.reconstructions()["nsa"] - R["exact"]).max()
+    m.n_terms = 300  # smooth patches: rho close to 1, the series converges slowly but surely
+    assert np.abs(m.reconstructions()["nsa"] - R["exact"]).max() < gap0
+    assert m.residual.max() < 1 and m.iteration == 300
+
+
+def test_changing_the_data_set_keeps_a_chosen_q_and_otherwise_takes_its_default():
+    m = FAModel(n_eval=5)
+    m.dataset = "photo_patches"
+    assert m.n_factors == 30 and "q = 30" in m.fit_info
+    m.dataset = "digits_8x8"
+    assert m.n_factors == 10
+    m.n_factors = 12
+    m.dataset = "photo_patches"
+    assert m.n_factors == 12 and "q = 12" in m.fit_info
+
+
+def test_a_stroke_inks_many_pixels_in_one_update_and_bad_strokes_are_errors():
+    m = FAModel(n_eval=5, mask="half")
+    revision = m.revision
+    m.draw([4, 5, 6], [1, 2, 3], value=True)
+    assert np.flatnonzero(m.truth[0]).tolist() == [4 * 8 + 1, 5 * 8 + 2, 6 * 8 + 3]
+    assert m.revision == revision + 1  # one rebuild for the whole stroke
+    with pytest.raises(BadInputError, match="equal-length sequences"):
+        m.draw([1, 2], [1])
+    with pytest.raises(BadInputError, match=r"Pixel \(9, 2\) is outside"):
+        m.draw([1, 9], [1, 2])

@@ -123,3 +123,40 @@ def test_the_app_module_builds_the_page():
     v = module.create_view(n_eval=10)
     assert isinstance(v, InpaintingView) and v.sidebar is not None and v.main is not None
     assert v.settings()["mask"] == "quarter"
+
+
+def test_ink_mode_draws_on_a_blank_canvas_that_is_inpainted(view):
+    m = view.model
+    m.mask = "half"
+    _widget(view, "Clear drawing").clicks += 1
+    assert m.source == "draw" and not np.any(view.pipes["original"].data)
+    assert view._errors["original"].object == "drawing, 0 inked"
+    before = view.pipes["exact"].data.copy()
+    view._on_ink_tap(x=3.5, y=2.5)  # mask mode: a click on the canvas does nothing
+    assert not np.any(view.pipes["original"].data)
+    view.paint_mode = "ink"
+    view._on_ink_tap(x=3.5, y=2.5)  # row 8 - 2.5 -> 5, column 3
+    view._on_tap(x=5.5, y=1.5)  # the masked panel inks too in ink mode: row 6, column 5
+    assert m.mask == "half"  # ink does not touch the mask
+    orig = view.pipes["original"].data
+    assert orig[5, 3] == 1.0 and orig[6, 5] == 1.0 and orig.sum() == 2
+    assert view.pipes["masked"].data[5, 3] == 1.0 and np.isnan(view.pipes["masked"].data[:4]).all()
+    assert not np.allclose(view.pipes["exact"].data[:4], before[:4])  # the missing half follows the ink
+    np.testing.assert_array_equal(view.pipes["exact"].data[4:], orig[4:])
+    view._on_drag(dx=0.5, dy=0.5, stroke_count=0)  # a drag inks (never toggles) the pixels it crosses
+    view._on_drag(dx=0.6, dy=0.4, stroke_count=0)
+    view._on_drag(dx=4.5, dy=0.5, stroke_count=0)  # sparse events: joined by a line of pixels
+    assert view.pipes["original"].data[7, :5].tolist() == [1.0] * 5
+    view._on_drag(dx=7.5, dy=7.5, stroke_count=1)  # a new stroke starts on its own
+    assert view.pipes["original"].data[0].tolist() == [0.0] * 7 + [1.0]
+    assert view._errors["original"].object == "drawing, 8 inked"
+    _widget(view, "Clear drawing").clicks += 1
+    assert not np.any(view.pipes["original"].data)
+
+
+def test_photo_patches_from_the_images_select(view):
+    _widget(view, "Images").value = "photo_patches"
+    m = view.model
+    assert m.shape == (16, 16) and view.pipes["original"].data.shape == (16, 16)
+    assert view._errors["masked"].object.endswith("of 256 missing") and not view._alert.visible
+    assert "q = 30" in view._info.object

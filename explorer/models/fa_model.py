@@ -8,7 +8,9 @@ convergence, Responsibilities) and publishes what they plot:
   PPCA / factor analysers (EM, k-means start) for 2 and more, on ``n_train`` complete training
   images; cached per model object (per session), keyed by its settings;
 * **the evaluation set** -- ``n_eval`` test images masked by ``mask`` (random pixels, a quarter, a
-  half, a random square, or the brush the user paints, applied to every image);
+  half, a random square, or the brush the user paints, applied to every image). With
+  ``source = "draw"`` the selected image is the user's **drawing** instead (:meth:`FAModel.draw`,
+  ink painted on a blank canvas of the image size), masked and encoded like any test image;
 * **the encoders** (seed003 §1.3-1.6, :mod:`explorer.core.neumann`): ``mean`` (MI), ``fca``,
   ``sca``, ``exact`` and ``nsa`` (the Neumann series after l = ``n_terms`` updates). For a mixture,
   ``exact`` and ``nsa`` are the exact solution mixture and NSA-M (:mod:`explorer.core.mfa_neumann`,
@@ -44,7 +46,16 @@ from explorer.models._settings import Settings
 
 __all__ = ["CHECKPOINT", "DATASETS", "MASKS", "METHODS", "FAModel", "load_images"]
 
-DATASETS = ("digits_8x8", "mnist")
+DATASETS = ("digits_8x8", "mnist", "photo_patches")
+#: Side of the photograph patches (16 x 16 = 256 pixels: the larger inpainting demo).
+PATCH = 16
+#: Patches cut from the two photographs (training and evaluation rows are drawn from these).
+N_PATCHES = 3000
+#: Latent size q a data set starts with (kept when the user has changed q).
+DEFAULT_FACTORS = {"digits_8x8": 10, "mnist": 10, "photo_patches": 30}
+#: Where the selected image comes from: a test image, or the user's drawing.
+SOURCES = ("test", "draw")
+INK = 1.0  # value of a painted pixel (pixels are in [0, 1]; 1 is black in the grey colour map)
 CLASSES = ("all", "1,7", "4,9", "3,8", "5,6")
 #: Mask types of the evaluation set ("brush": the painted mask on every image).
 MASKS = ("random_pixels", "quarter", "half", "square", "brush")
@@ -61,11 +72,16 @@ STOP_TOL = 1e-12  # relative residual below which the series has converged (stop
 # ----------------------------------------------------------------------------- data
 @functools.lru_cache(maxsize=8)
 def _load(dataset: str, classes: str):
-    """All images of a data set as read-only ``(X in [0, 1], labels, (h, w))`` (cached read-only data)."""
-    digits = None if classes == "all" else tuple(int(c) for c in classes.split(","))
+    """All images of a data set as read-only ``(X in [0, 1], labels, (h, w))`` (cached read-only data).
+
+    ``classes`` selects digits; it does not apply to ``photo_patches`` (labels: source photograph).
+    """
+    digits = None if classes == "all" or dataset == "photo_patches" else tuple(int(c) for c in classes.split(","))
     kwargs = {"digits": digits} if dataset == "mnist" and digits else {}  # MNIST filters itself
+    if dataset == "photo_patches":
+        kwargs = {"patch": PATCH, "n_samples": N_PATCHES, "random_state": 0}
     data, labels = load_dataset(dataset, return_labels=True, **kwargs)
-    X, shape = np.asarray(data.values, dtype=float), tuple(image_shape(dataset))
+    X, shape = np.asarray(data.values, dtype=float), tuple(image_shape(dataset, **({"patch": PATCH} if dataset == "photo_patches" else {})))
     labels = np.asarray(labels) if labels is not None else np.full(X.shape[0], -1)
     if digits is not None:
         keep = np.isin(labels, digits)
@@ -154,6 +170,9 @@ class FAModel(Settings):
     eps = param.Number(default=1e-6, bounds=(0.0, None), doc="epsilon of the scale s = rho(I + W'Psi^-1 W) + eps")
     keep_observed = param.Boolean(default=True, doc="Paste the observed pixels back into reconstructions")
     brush = param.Array(default=None, allow_None=True, precedence=-1, doc="Painted mask (D,), True = missing")
+    source = param.Selector(default="test", objects=list(SOURCES),
+                            doc="Selected image: a test image, or the drawing (replaces it)")
+    drawing = param.Array(default=None, allow_None=True, precedence=-1, doc="Drawn image (D,) in [0, 1]")
 
     iteration = param.Integer(default=0, constant=True, precedence=-1, doc="l of the shown NSA state")
     stop_reason = param.String(default="", constant=True, precedence=-1, doc="'', 'tol', 'max_terms'")
@@ -163,11 +182,13 @@ class FAModel(Settings):
     fit_info = param.String(default="", constant=True, precedence=-1, doc="What was fitted")
 
     _SETTINGS = ("dataset", "classes", "n_train", "n_eval", "kind", "n_factors", "n_components", "seed", "mask",
-                 "rate", "quarter", "side", "size", "mask_seed", "image_index", "n_terms", "max_terms")
+                 "rate", "quarter", "side", "size", "mask_seed", "image_index", "n_terms", "max_terms", "source")
     _FIT = ("dataset", "classes", "n_train", "n_eval", "kind", "n_factors", "n_components", "seed")
-    _PROBLEM = ("mask", "rate", "quarter", "side", "size", "mask_seed", "brush", "eps")
+    _PROBLEM = ("mask", "rate", "quarter", "side", "size", "mask_seed", "brush", "eps", "source", "drawing")
 
     def __init__(self, **params):
+        if "n_factors" not in params:
+            params["n_factors"] = DEFAULT_FACTORS[params.get("dataset", self.param.dataset.default)]
         super().__init__(**params)
         self._lock = threading.RLock()
         self._fits: dict = {}
@@ -175,6 +196,7 @@ class FAModel(Settings):
         self._quiet = False
         self._busy = False  # refitting: setting changes made by _refit itself are not rebuilt twice
         self._params = self._data = self._state = self._problem = self._missing = self._exact = None
+        self._truth = None
         self._base, self._base_errors, self._trace, self._checkpoints = {}, {}, {}, {}
         self.param.watch(self._on_fit, list(self._FIT))
         self.param.watch(self._on_problem, list(self._PROBLEM))
@@ -204,12 +226,24 @@ class FAModel(Settings):
 
     @property
     def truth(self) -> np.ndarray:
-        """The complete evaluation images, (n_eval, D)."""
-        return self._data["eval"]
+        """The complete evaluation images, (n_eval, D); with ``source = "draw"`` row ``image_index``
+        is the drawing."""
+        return self._data["eval"] if self._truth is None else self._truth
 
     @property
     def labels(self) -> np.ndarray:
-        return self._data["eval_labels"]
+        """Labels of the evaluation images (-1: none, e.g. the drawing), (n_eval,)."""
+        lab = self._data["eval_labels"]
+        if self.source == "draw":
+            lab = lab.copy()
+            lab[self.image_index] = -1
+        return lab
+
+    @property
+    def canvas(self) -> np.ndarray:
+        """The drawing (D,) (a blank canvas, zeros, before anything is drawn)."""
+        D = self.shape[0] * self.shape[1]
+        return np.zeros(D) if self.drawing is None else np.asarray(self.drawing, dtype=float)
 
     @property
     def missing(self) -> np.ndarray:
@@ -228,6 +262,11 @@ class FAModel(Settings):
 
     # ------------------------------------------------------------------ watchers
     def _on_fit(self, *events):
+        if [e.name for e in events] == ["dataset"] and self.n_factors == DEFAULT_FACTORS.get(events[0].old) \
+                and self.n_factors != DEFAULT_FACTORS[self.dataset]:
+            # q was not changed by the user: the new data set's default q (this watcher refits then)
+            self.n_factors = DEFAULT_FACTORS[self.dataset]
+            return
         self._refit()
 
     def _on_problem(self, *events):
@@ -241,8 +280,13 @@ class FAModel(Settings):
                 self.seek(self.n_terms)
 
     def _on_view(self, *events):
-        if not self._busy:
-            self._publish()
+        if self._busy:
+            return
+        if self.source == "draw" and any(e.name == "image_index" for e in events) and self._params is not None:
+            with self._lock:
+                self._rebuild()  # the drawing moves to the selected row
+            return
+        self._publish()
 
     def _publish(self, **outputs):
         with param.edit_constant(self):
@@ -261,11 +305,14 @@ class FAModel(Settings):
             self._busy = True
             try:
                 self._data = load_images(self.dataset, self.classes, self.n_train, self.n_eval, self.seed)
+                self._truth = None
                 h, w = self._data["shape"]
                 self.param.image_index.bounds = (0, self.n_eval - 1)
                 fix = {"image_index": min(self.image_index, self.n_eval - 1), "size": min(self.size, h, w)}
                 if self.brush is not None and np.shape(self.brush) != (h * w,):
                     fix["brush"] = None
+                if self.drawing is not None and np.shape(self.drawing) != (h * w,):
+                    fix["drawing"] = None
                 self.param.update(**fix)
                 key = self._fit_key()
                 if key not in self._fits:
@@ -313,7 +360,12 @@ class FAModel(Settings):
     def _rebuild(self):
         """Mask the evaluation images, run the direct encoders, prepare the NSA; keep l."""
         try:
-            X = self.truth
+            X = self._data["eval"]
+            if self.source == "draw":
+                X = X.copy()
+                X[self.image_index] = self.canvas
+                X.setflags(write=False)
+            self._truth = X
             self._missing = self._make_mask(self.mask, X)
             P, miss = self._params, self._missing
             Xn = np.where(miss, np.nan, X)
@@ -550,6 +602,35 @@ class FAModel(Settings):
             block = brush[r0:r0 + size, c0:c0 + size]
             block[...] = (not brush[row, col]) if value is None else bool(value)
             self.param.update(mask="brush", brush=brush.ravel())
+
+    def draw(self, row, col, size: int = 1, value: bool | None = None) -> None:
+        """Ink (``value`` True), erase (False) or toggle (None) a ``size`` x ``size`` block of the drawing.
+
+        ``row``, ``col``: one pixel, or equal-length sequences of pixels (a stroke: one block each,
+        one update; toggling follows the first pixel). Switches ``source`` to "draw": the drawing
+        replaces the selected test image and is masked and encoded like it. Ink is :data:`INK`
+        (1.0), erased pixels are 0.
+        """
+        h, w = self.shape
+        rows, cols = np.atleast_1d(row).astype(int), np.atleast_1d(col).astype(int)
+        if rows.shape != cols.shape or rows.ndim != 1 or rows.size == 0:
+            raise BadInputError(f"row and col must be two pixels indices or two equal-length sequences; got "
+                                f"shapes {rows.shape} and {cols.shape}.")
+        bad = (rows < 0) | (rows >= h) | (cols < 0) | (cols >= w)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise BadInputError(f"Pixel ({rows[i]}, {cols[i]}) is outside the {h} x {w} image.")
+        with self._lock:
+            canvas = self.canvas.reshape(h, w).copy()
+            ink = (canvas[rows[0], cols[0]] < INK / 2) if value is None else bool(value)
+            for r, c in zip(rows, cols):
+                r0, c0 = max(0, r - (size - 1) // 2), max(0, c - (size - 1) // 2)
+                canvas[r0:r0 + size, c0:c0 + size] = INK if ink else 0.0
+            self.param.update(source="draw", drawing=canvas.ravel())
+
+    def clear_drawing(self) -> None:
+        """A blank canvas (every pixel 0) as the selected image."""
+        self.param.update(source="draw", drawing=np.zeros(self.shape[0] * self.shape[1]))
 
     def clear_brush(self) -> None:
         """Nothing painted (every pixel observed)."""

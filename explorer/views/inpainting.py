@@ -7,7 +7,9 @@ pixels, a quarter, a half, a random square, or a mask **painted with the brush**
 exact | NSA(l), with the error on the missing pixels under each panel. l is dragged on a slider or
 stepped / played with :class:`~explorer.views.player.StepPlayer`. For mixtures: every component's
 reconstruction with its exact and NSA-M responsibilities. Grid mode: 16 images at once for one
-encoder.
+encoder. **Draw**: with the paint mode "ink", clicks on the original or the masked panel paint ink
+on a blank canvas of the image size (8x8, 28x28 or 16x16), which replaces the selected test image
+and is masked and inpainted like it ("Clear drawing" starts again).
 
 Every plot is one ``hv.DynamicMap`` on an ``hv.streams.Pipe`` built once (an image per panel, one
 mosaic image for the components and for each grid, one ``hv.Bars`` for the responsibilities).
@@ -57,15 +59,19 @@ from the visible pixels, and the image is reconstructed as μ + Wz:
 For a mixture, the exact and NSA encoders are applied in each component and weighted by the
 component's responsibility given the visible pixels (NSA-M, with the signs of the thesis corrected).
 The numbers under the panels are the mean squared errors on the missing pixels of this image.
-**Brush**: click the *masked* panel to hide or show a block of pixels (the brush applies to every test
-image).
+**Brush**: with the paint mode *mask*, click the *masked* panel to hide or show a block of pixels (the
+brush applies to every test image). **Draw a digit**: with the paint mode *ink*, click the *original*
+(or the *masked*) panel to ink or erase pixels of a blank canvas; your drawing replaces the selected
+test image, is masked like it and inpainted by every encoder (its errors compare with your drawing).
+The *photo patches* are 16 x 16 grey patches of two photographs: a larger inpainting problem (D = 256).
 """
 
 
 # ----------------------------------------------------------------------------- shared helpers
-def _image(data, x=None, y=None):
+def _image(data, x=None, y=None, dx=None, dy=None, stroke_count=None):
     """DynamicMap callback: a 2-D array as an ``hv.Image`` covering [0, w] x [0, h] (row 0 on top);
-    ``x``, ``y``: the Tap stream of the brush panel (handled by its subscriber)."""
+    ``x``, ``y``: a Tap stream, ``dx``, ``dy``, ``stroke_count``: a Draw stream (handled by their
+    subscribers)."""
     a = np.asarray(data, dtype=float)
     return hv.Image(a, bounds=(0, 0, a.shape[1], a.shape[0]), kdims=["col", "row"], vdims=["value"])
 
@@ -230,20 +236,30 @@ class InpaintingView(FAPage):
         One of :data:`~explorer.models.fa_model.METHODS`.
     """
 
+    _URL = URL + ("source",)  # the drawing itself stays in the session
     brush_size = param.Integer(default=1, bounds=(1, 8), doc="Side of the block a click toggles")
     grid = param.Boolean(default=False, doc="Grid mode: 16 images at once")
     grid_method = param.Selector(default="nsa", objects=list(METHODS), doc="Encoder shown in the grid")
+    paint_mode = param.Selector(default="mask", objects=["mask", "ink"],
+                                doc="What a click paints: the mask (masked panel) or ink on the drawing")
 
     def _build(self):
         m = self.model
         self.pipes = {p: hv.streams.Pipe(data=np.zeros(m.shape)) for p in PANELS}
         self.tap = hv.streams.Tap(x=None, y=None, transient=True)
         self.tap.add_subscriber(_weak(self._on_tap))
+        self.ink_tap = hv.streams.Tap(x=None, y=None, transient=True)  # the original panel: the drawing canvas
+        self.ink_tap.add_subscriber(_weak(self._on_ink_tap))
+        # drags on the original panel ink every pixel they cross (paint mode "ink")
+        self.drag = hv.streams.Draw(rename={"x": "dx", "y": "dy"}, transient=True)
+        self.drag.add_subscriber(_weak(self._on_drag))
+        self._last_drag = None  # (stroke, row, col) of the previous drag event
+        taps = {"masked": [self.tap], "original": [self.ink_tap, self.drag]}
         self._errors = {p: pn.pane.Markdown("", margin=(0, 5), styles={"font-size": "12px"}) for p in PANELS}
         panels = []
         for p in PANELS:
             dmap = image_dmap(self.pipes[p], 118, title=PANEL_TITLES[p],
-                              streams=[self.tap] if p == "masked" else (), tools=["tap"] if p == "masked" else ())
+                              streams=taps.get(p, ()), tools=["tap"] if p in taps else ())
             panels.append(pn.Column(pn.pane.HoloViews(dmap, linked_axes=False), self._errors[p], width=150))
         self.pipes["components"] = hv.streams.Pipe(data=np.zeros(m.shape))
         self.pipes["resp"] = hv.streams.Pipe(data=_resp_frame(np.ones(1), np.ones(1)))
@@ -266,14 +282,21 @@ class InpaintingView(FAPage):
         random_button.on_click(self._on_random)
         clear = pn.widgets.Button(label="Clear brush", color="light")
         clear.on_click(lambda event: self.model.clear_brush())
+        clear_drawing = pn.widgets.Button(label="Clear drawing", color="light")
+        clear_drawing.on_click(lambda event: self.model.clear_drawing())
         self._rng = np.random.default_rng()
         self.sidebar = pn.Column(
             "### Image", pn.widgets.IntSlider.from_param(m.param.image_index, label="Test image", start=0,
                                                          end=m.n_eval - 1),
             random_button,
-            "### Mask", mask_widgets(m),
+            pn.widgets.RadioButtonGroup.from_param(m.param.source, options={"test image": "test", "draw": "draw"},
+                                                   color="primary", variant="outline"),
+            "### Paint",
+            pn.widgets.RadioButtonGroup.from_param(self.param.paint_mode, options={"mask": "mask", "ink": "ink"},
+                                                   color="primary", variant="outline"),
             pn.widgets.IntSlider.from_param(self.param.brush_size, label="Brush size (pixels)", start=1, end=8),
-            clear,
+            pn.Row(clear, clear_drawing),
+            "### Mask", mask_widgets(m),
             *self._l_widgets(),
             "### Model", *model_widgets(m),
             "### Display",
@@ -290,13 +313,44 @@ class InpaintingView(FAPage):
     def _on_random(self, event=None):
         self.model.image_index = int(self._rng.integers(0, self.model.n_eval))
 
-    def _on_tap(self, x=None, y=None):
+    def _pixel(self, x, y):
+        """(row, col) under a tap at (x, y), or None outside the image."""
         if x is None or y is None:
-            return
+            return None
         h, w = self.model.shape
         row, col = int(np.floor(h - y)), int(np.floor(x))
-        if 0 <= row < h and 0 <= col < w:
-            self.model.paint(row, col, size=self.brush_size)
+        return (row, col) if 0 <= row < h and 0 <= col < w else None
+
+    def _on_tap(self, x=None, y=None):
+        """A click on the masked panel: toggles the mask, or (paint mode "ink") inks the drawing."""
+        px = self._pixel(x, y)
+        if px is None:
+            return
+        if self.paint_mode == "ink":
+            self.model.draw(*px, size=self.brush_size)
+        else:
+            self.model.paint(*px, size=self.brush_size)
+
+    def _on_drag(self, dx=None, dy=None, stroke_count=None):
+        """A drag over the original panel inks (never erases) the pixels under it in paint mode "ink",
+        joined by straight lines to the previous position of the same stroke (events are sparse)."""
+        px = self._pixel(dx, dy)
+        if px is None or self.paint_mode != "ink":
+            return
+        last, self._last_drag = self._last_drag, (stroke_count, *px)
+        if last is not None and last[0] == stroke_count:
+            n = max(abs(px[0] - last[1]), abs(px[1] - last[2])) + 1
+            rows = np.rint(np.linspace(last[1], px[0], n)).astype(int)
+            cols = np.rint(np.linspace(last[2], px[1], n)).astype(int)
+        else:
+            rows, cols = [px[0]], [px[1]]
+        self.model.draw(rows, cols, size=self.brush_size, value=True)
+
+    def _on_ink_tap(self, x=None, y=None):
+        """A click on the original panel inks (toggles) the drawing in paint mode "ink"."""
+        px = self._pixel(x, y)
+        if px is not None and self.paint_mode == "ink":
+            self.model.draw(*px, size=self.brush_size)
 
     # ------------------------------------------------------------------ drawing
     def refresh(self):
@@ -314,7 +368,9 @@ class InpaintingView(FAPage):
             for p, img in frames.items():
                 self.pipes[p].send(img.reshape(h, w))
             n_mis = int(miss[i].sum())
-            self._errors["original"].object = f"label {m.labels[i]}" if m.labels[i] >= 0 else ""
+            n_ink = int(np.count_nonzero(m.canvas))
+            self._errors["original"].object = (f"drawing, {n_ink} inked" if m.source == "draw" else
+                                               f"label {m.labels[i]}" if m.labels[i] >= 0 else "")
             self._errors["masked"].object = f"{n_mis} of {h * w} missing"
             best = min(METHODS, key=lambda k: errs[k][i] if np.isfinite(errs[k][i]) else np.inf)
             for k in METHODS:

@@ -30,7 +30,7 @@ def _select(page, option_text: str, label: str):
     page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
 
-def test_step_play_pause_mask_and_brush(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+def test_step_play_pause_mask_brush_and_drawing(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
     url = serve_app({"inpainting": APP})
     page = new_page(viewport={"width": 1500, "height": 1250})
     errors = watch_errors(page)
@@ -68,6 +68,33 @@ def test_step_play_pause_mask_and_brush(serve_app, new_page, watch_errors, wait_
             break
         page.wait_for_timeout(100)
     assert _missing_count(page) == before + 1
+
+    # draw: in ink mode a click on the original panel inks a blank canvas, which is then inpainted
+    page.get_by_role("button", name="Clear drawing").click()
+    page.get_by_text("drawing, 0 inked").first.wait_for()
+    page.wait_for_function("() => window.location.search.includes('source=draw')")
+    page.get_by_role("button", name="ink", exact=True).click()
+    brush_count = _missing_count(page)
+    mse = page.get_by_text(re.compile(r"^MSE")).all_inner_texts()
+    canvas = page.locator(".bk-Canvas").nth(0)
+    box = canvas.bounding_box()
+    canvas.click(position={"x": box["width"] / 2, "y": box["height"] * 0.75})
+    for _ in range(150):  # the inked pixel enters the errors of the encoders
+        if page.get_by_text(re.compile(r"^MSE")).all_inner_texts() != mse:
+            break
+        page.wait_for_timeout(100)
+    assert page.get_by_text(re.compile(r"^MSE")).all_inner_texts() != mse, "the ink click changed nothing"
+    assert _missing_count(page) == brush_count  # ink does not change the mask
+    page.get_by_text("drawing, 1 inked").first.wait_for()
+    # a drag down the canvas inks a stroke (the bottom half is visible: it is inpainted upwards)
+    x0, y0 = box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.52
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    for k in range(1, 9):
+        page.mouse.move(x0, y0 + k * box["height"] * 0.05)
+        page.wait_for_timeout(60)
+    page.mouse.up()
+    page.get_by_text(re.compile(r"drawing, ([3-9]|\d\d) inked")).first.wait_for(timeout=15000)
 
     # grid mode: 16 images for one encoder
     page.locator("input[type=checkbox]").nth(1).check()  # "Grid mode (16 images)" after "Paste ... back"
