@@ -16,7 +16,9 @@ __all__ = [
     "BadInputError",
     "as_float_matrix",
     "check_missing",
+    "check_draws",
     "check_incomplete",
+    "check_level",
     "check_missing_matches_nan",
     "check_no_empty_rows",
     "column_label",
@@ -25,6 +27,25 @@ __all__ = [
 
 class BadInputError(ValueError):
     """Raised when the data or a parameter cannot be used; the message gives the remedy."""
+
+
+def check_level(level) -> float:
+    """An interval level strictly between 0 and 1, as a float (else a readable :class:`BadInputError`)."""
+    try:
+        value = float(level)
+    except (TypeError, ValueError):
+        raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.") from None
+    if not 0.0 < value < 1.0:
+        raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.")
+    return value
+
+
+def check_draws(n_draws, rng) -> None:
+    """A positive integer number of draws and an injected :class:`numpy.random.Generator`."""
+    if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
+        raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
+    if not isinstance(rng, np.random.Generator):
+        raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng)}.")
 
 
 def column_label(j: int, columns: Sequence[str] | None = None) -> str:

@@ -54,7 +54,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
-from ._validation import BadInputError, as_float_matrix, check_missing_matches_nan, column_label
+from ._validation import (
+    BadInputError,
+    as_float_matrix,
+    check_draws,
+    check_level,
+    check_missing_matches_nan,
+    column_label,
+)
 from .gaussian import LOG_2PI, DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
 from .patterns import group_patterns
 
@@ -167,6 +174,17 @@ def _diag_blocks(var: np.ndarray) -> np.ndarray:
     idx = np.arange(m)
     out[..., idx, idx] = var
     return out
+
+
+def draw_components(weights: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """One component index per draw and row, ``k ~ Cat(weights[n])``; shape (n_draws, n_samples)."""
+    n, K = weights.shape
+    u = rng.random((n_draws, n))
+    cum = np.cumsum(weights, axis=1)
+    comp = np.zeros((n_draws, n), dtype=np.intp)
+    for k in range(K - 1):
+        comp += u >= cum[:, k]
+    return comp
 
 
 def _readonly(*arrays):
@@ -395,12 +413,7 @@ class ConditionalMixture:
             :math:`F^{-1}((1-\\text{level})/2)` and :math:`F^{-1}((1+\\text{level})/2)`;
             ``lower = upper = value`` at observed entries.
         """
-        try:
-            level = float(level)
-        except (TypeError, ValueError):
-            raise BadInputError(f"level must be a number in (0, 1), got {level!r}.") from None
-        if not 0.0 < level < 1.0:
-            raise BadInputError(f"level must be strictly between 0 and 1, got {level}.")
+        level = check_level(level)
         lower, upper = self.values.copy(), self.values.copy()
         ri, ci = np.nonzero(self.missing)
         if ri.size:
@@ -425,16 +438,9 @@ class ConditionalMixture:
         ndarray of shape (n_draws, n_samples, n_features)
             Observed entries equal the input values in every draw.
         """
-        if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-            raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
-        if not isinstance(rng, np.random.Generator):
-            raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng)}.")
+        check_draws(n_draws, rng)
         n, K = self.weights.shape
-        u = rng.random((n_draws, n))
-        cum = np.cumsum(self.weights, axis=1)
-        comp = np.zeros((n_draws, n), dtype=np.intp)
-        for k in range(K - 1):
-            comp += u >= cum[:, k]
+        comp = draw_components(self.weights, n_draws, rng)
         out = self.completions[comp, np.arange(n)[None, :]]
         for b, rows in enumerate(self.block_rows):
             m = self.block_mis[b].shape[1]

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp, stdtr, stdtrit
 
-from ._validation import BadInputError
-from .conditional import ConditionalMixture, _as_array
+from ._validation import BadInputError, check_draws, check_level
+from .conditional import ConditionalMixture, _as_array, draw_components
 from .gaussian import LOG_2PI, observed_gaussian, precision_and_logdet
 from .patterns import group_patterns
 
@@ -262,12 +262,7 @@ class StudentTConditionalMixture:
 
     def interval(self, level: float = 0.95):
         """Equal-tailed intervals of every missing entry's marginal t mixture; ``lower = upper = value`` if observed."""
-        try:
-            level = float(level)
-        except (TypeError, ValueError):
-            raise BadInputError(f"level must be a number in (0, 1), got {level!r}.") from None
-        if not 0.0 < level < 1.0:
-            raise BadInputError(f"level must be strictly between 0 and 1, got {level}.")
+        level = check_level(level)
         lower, upper = self.values.copy(), self.values.copy()
         ri, ci = np.nonzero(self.missing)
         if ri.size:
@@ -284,17 +279,10 @@ class StudentTConditionalMixture:
 
         ``k ~ Cat(w_n)``, ``g ~ chi2(dof_nk)``, ``x^m = xhat_k + sqrt(dof_nk c_nk / g) L_k z``, ``z ~ N(0, I)``.
         """
-        if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-            raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
-        if not isinstance(rng, np.random.Generator):
-            raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng)}.")
+        check_draws(n_draws, rng)
         b0 = self.base
         n, K = self.weights.shape
-        u = rng.random((n_draws, n))
-        cum = np.cumsum(self.weights, axis=1)
-        comp = np.zeros((n_draws, n), dtype=np.intp)
-        for k in range(K - 1):
-            comp += u >= cum[:, k]
+        comp = draw_components(self.weights, n_draws, rng)
         cols = np.arange(n)[None, :]
         out = self.completions[comp, cols]
         v = self.dof[cols, comp]

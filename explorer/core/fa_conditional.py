@@ -37,7 +37,7 @@ from scipy.linalg import solve_triangular
 from scipy.linalg.lapack import dtrtri as trtri
 from scipy.special import logsumexp, ndtri
 
-from ._validation import BadInputError, as_float_matrix, check_missing_matches_nan
+from ._validation import BadInputError, as_float_matrix, check_draws, check_level, check_missing_matches_nan
 from .gaussian import LOG_2PI, cholesky
 from .patterns import group_patterns
 
@@ -240,18 +240,6 @@ def log_likelihood(params, X, missing=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- conditional
-def _check_level(level) -> None:
-    if not isinstance(level, (int, float, np.floating)) or not 0.0 < float(level) < 1.0:
-        raise BadInputError(f"level must be a number strictly between 0 and 1, got {level!r}.")
-
-
-def _check_draws(n_draws, rng) -> None:
-    if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
-        raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError("rng must be a numpy.random.Generator (np.random.default_rng(seed)).")
-
-
 @dataclass(frozen=True, eq=False, slots=True)
 class FAConditional:
     """:math:`p(x_m \\mid x_o)` of every row under a factor model (seed003 §1.2 [NOTE], seed004 4.3.14).
@@ -286,7 +274,7 @@ class FAConditional:
 
     def interval(self, level: float = 0.95):
         """Equal-tailed Gaussian intervals ``(lower, upper)``, both (n, D); equal to the value if observed."""
-        _check_level(level)
+        level = check_level(level)
         half = ndtri(0.5 + 0.5 * float(level)) * np.sqrt(self.variance())
         m = self.mean()
         return np.where(self.missing, m - half, m), np.where(self.missing, m + half, m)
@@ -294,7 +282,7 @@ class FAConditional:
     def sample(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
         """Draws :math:`x_m = \\mu_m + W_m z + \\varepsilon_m`, :math:`z \\sim N(\\mu_{z|o}, A_o^{-1})`,
         :math:`\\varepsilon \\sim N(0, \\Psi)`; shape (n_draws, n, D), observed entries copied."""
-        _check_draws(n_draws, rng)
+        check_draws(n_draws, rng)
         P = self.params
         n, q = self.latent_mean.shape
         e = rng.standard_normal((n_draws, n, q))
@@ -423,7 +411,7 @@ class MFAConditional(_SharedRows):
         """Equal-tailed intervals of every missing entry's 1-D marginal mixture ``(lower, upper)``, (n, D)."""
         from .conditional import _mixture_quantile
 
-        _check_level(level)
+        level = check_level(level)
         lower, upper = self.values.copy(), self.values.copy()
         ri, ci = np.nonzero(self.missing)
         if ri.size:
@@ -437,7 +425,7 @@ class MFAConditional(_SharedRows):
     def sample(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
         """Draws: a component :math:`k \\sim \\mathrm{Cat}(h_n)` per draw and row, then that component's
         conditional Gaussian; shape (n_draws, n, D), observed entries copied."""
-        _check_draws(n_draws, rng)
+        check_draws(n_draws, rng)
         n = self.log_resp.shape[0]
         cum = np.cumsum(self.resp, axis=1)
         u = rng.random((n_draws, n))

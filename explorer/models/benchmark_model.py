@@ -21,7 +21,6 @@ process pool (spawned workers: forking a threaded server is unsafe).
 
 from __future__ import annotations
 
-import inspect
 import multiprocessing
 import threading
 import time
@@ -52,10 +51,6 @@ SUMMARY_COLUMNS = ("dataset", "mechanism", "rate", "method", "metric", "mean", "
                    "realised_rate", "seconds")
 _SETTINGS = ("datasets", "mechanism", "rates", "methods", "repetitions", "seed", "quick", "n_jobs", "variant")
 _SORT = ["dataset", "mechanism", "rate", "method", "repetition", "metric"]
-
-
-def _supports_cancel() -> bool:
-    return "cancel" in inspect.signature(bm.run_benchmark).parameters
 
 
 def _hms(seconds) -> str:
@@ -339,7 +334,6 @@ class BenchmarkModel(Settings):
 
     def _work_thread(self, plan: _Plan, cancel: threading.Event, frames: list, t0: float) -> None:
         base = 0
-        extra = {"cancel": cancel} if _supports_cancel() else {}
         for dataset, rate, method in plan.cells:
             if cancel.is_set():
                 return
@@ -353,7 +347,7 @@ class BenchmarkModel(Settings):
                                     f"rep {info['repetition']} · {info['method']}: {info['seconds']:.1f} s{err}")
 
             df = bm.run_benchmark([dataset], [plan.mechanism], [rate], [method], plan.repetitions, seed=plan.seed,
-                                  variant=plan.variant, quick=plan.quick, progress=progress, n_jobs=1, **extra)
+                                  variant=plan.variant, quick=plan.quick, progress=progress, n_jobs=1, cancel=cancel)
             if len(df):  # a cell cancelled before its first job is empty
                 frames.append(df)
                 base += len(df.drop_duplicates(["dataset", "rate", "method", "repetition"]))
