@@ -39,7 +39,42 @@ __all__ = ["MAX_KEPT_STATES", "SteppedModel"]
 MAX_KEPT_STATES = 400
 
 
-class SteppedModel(Settings):
+class LockedStepping:
+    """``step(run_id)`` / ``try_step()`` / ``run(n)`` around a subclass's ``_step()``, under ``self._lock``.
+
+    The protocol :class:`explorer.views.player.StepPlayer` drives; subclasses provide ``_lock`` (an
+    RLock), ``run_id`` and ``_step() -> bool``.
+    """
+
+    def step(self, run_id: int | None = None) -> bool:
+        """One iteration. Returns False when nothing was done (finished, or no data).
+
+        With ``run_id``, steps only if that run is still the current one (checked under the
+        model's lock, so a reset landing between a worker's check and its step cannot be stepped).
+        """
+        with self._lock:
+            if run_id is not None and run_id != self.run_id:
+                return False
+            return self._step()
+
+    def try_step(self) -> bool:
+        """Like :meth:`step`, but returns False at once if another step is running."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            return self._step()
+        finally:
+            self._lock.release()
+
+    def run(self, max_steps: int | None = None) -> int:
+        """Step until finished or ``max_steps``; returns the number of steps done."""
+        done = 0
+        while (max_steps is None or done < max_steps) and self.step():
+            done += 1
+        return done
+
+
+class SteppedModel(LockedStepping, Settings):
     """A fit of the data of a :class:`DataModel`, advanced one iteration per :meth:`step`."""
 
     __abstract = True
@@ -151,26 +186,6 @@ class SteppedModel(Settings):
             self._record(state)
             self._publish(**self._outputs(state), converged=False, stop_reason="", error="", run_id=self.run_id + 1)
 
-    def step(self, run_id: int | None = None) -> bool:
-        """One iteration. Returns False when nothing was done (finished, or no data).
-
-        With ``run_id``, steps only if that run is still the current one (checked under the
-        model's lock, so a reset landing between a worker's check and its step cannot be stepped).
-        """
-        with self._lock:
-            if run_id is not None and run_id != self.run_id:
-                return False
-            return self._step()
-
-    def try_step(self) -> bool:
-        """Like :meth:`step`, but returns False at once if another step is running."""
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            return self._step()
-        finally:
-            self._lock.release()
-
     def _step(self) -> bool:
         if self.finished:
             return False
@@ -184,13 +199,6 @@ class SteppedModel(Settings):
         stop = self._stop_reason(old, new)
         self._publish(**self._outputs(new), converged=stop == "tol", stop_reason=stop, error="")
         return True
-
-    def run(self, max_steps: int | None = None) -> int:
-        """Step until converged, ``max_iter`` or ``max_steps``; returns the number of steps done."""
-        done = 0
-        while (max_steps is None or done < max_steps) and self.step():
-            done += 1
-        return done
 
     def rewind(self, iteration: int) -> None:
         """Show a kept earlier state (the run continues from there on the next step)."""

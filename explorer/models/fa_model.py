@@ -43,6 +43,7 @@ from explorer.core import mechanisms, mfa, mfa_neumann, neumann
 from explorer.core._validation import BadInputError
 from explorer.datasets import image_shape, load_dataset
 from explorer.models._settings import Settings
+from explorer.models._stepped import LockedStepping
 
 __all__ = ["CHECKPOINT", "DATASETS", "MASKS", "METHODS", "FAModel", "load_images"]
 
@@ -137,7 +138,7 @@ def _nanmean(a) -> float:
 
 
 # ----------------------------------------------------------------------------- the model
-class FAModel(Settings):
+class FAModel(LockedStepping, Settings):
     """Factor model of images, masked evaluation images, encoders and the NSA stepped over l.
 
     Examples
@@ -456,32 +457,11 @@ class FAModel(Settings):
             finally:
                 self._quiet = False
 
-    def step(self, run_id: int | None = None) -> bool:
-        """One more Neumann term (False when finished, or when ``run_id`` is no longer current)."""
-        with self._lock:
-            return self._step(run_id)
-
-    def try_step(self) -> bool:
-        """Like :meth:`step`, but returns False at once if another step is running."""
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            return self._step(None)
-        finally:
-            self._lock.release()
-
-    def _step(self, run_id) -> bool:
-        if (run_id is not None and run_id != self.run_id) or self.finished:
+    def _step(self) -> bool:  # one more Neumann term (step / try_step / run: LockedStepping)
+        if self.finished:
             return False
         self.seek(self._state.n_terms + 1)
         return True
-
-    def run(self, max_steps: int | None = None) -> int:
-        """Step until finished or ``max_steps``; returns the number of steps."""
-        done = 0
-        while (max_steps is None or done < max_steps) and self.step():
-            done += 1
-        return done
 
     def reset(self) -> None:
         """Back to l = 0 (the first term)."""
