@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     nice -n 10 .venv/bin/python experiments/neumann_mnist.py            # ~10 min on 2 cores
     .venv/bin/python experiments/neumann_mnist.py --quick --out /tmp/x  # < 60 s smoke version
+    .venv/bin/python experiments/neumann_mnist.py --timing-only         # rerun only the timing study
 
 Writes ``results/neumann_mnist.{json,md}`` and ``docs/figures/neumann_mnist_*.png`` (``--quick``
 writes ``neumann_mnist_quick.*`` and no figures unless ``--figures`` is given).
@@ -34,7 +35,9 @@ Protocol (seed003 digest §2, §4, §5.1; the choices the document leaves open a
   for every l of the grid; it is cross-checked against the library's iterative NSA / NSA-M on a
   subset of rows (``checks`` in the JSON), and its l -> infinity limit against the exact encoders.
 * **Timing.** NSA (matrix-free, batched) against the batched exact solve (a Cholesky per pattern)
-  on synthetic factor models as D, K and l vary, for one-pattern (H) and all-distinct (R) masks.
+  on synthetic factor models as D, K and l vary, for one-pattern (H) and all-distinct (R) masks,
+  with one BLAS thread (set before NumPy is imported) and its own random stream, so that
+  ``--timing-only`` can rerun it alone on a quiet machine and merge it into the existing JSON.
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread: on a 2-core machine OpenBLAS's default threads make the small products of the
+# Neumann iteration 10-100x slower as soon as anything else runs, which ruins the timing study.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -422,8 +430,8 @@ def timing(cfg, rng) -> list[dict]:
 
 # ----------------------------------------------------------------------------- main
 FULL = {"a_images": 2000, "b_images": None, "b_q": 100, "em_iter": 60, "em_tol": 1e-6, "check_rows": 60,
-        "masks": tuple(MASKS), "timing_rows": 200, "timing_sides": (14, 28), "timing_K": (20, 50, 100),
-        "timing_l": (10, 100, 300, 1000)}
+        "masks": tuple(MASKS), "timing_rows": 500, "timing_sides": (14, 28), "timing_K": (20, 50, 100),
+        "timing_l": (10, 30, 100, 300, 1000)}
 QUICK = {"a_images": 300, "b_images": 400, "b_q": 20, "em_iter": 8, "em_tol": 1e-4, "check_rows": 20,
          "masks": tuple(MASKS), "timing_rows": 60, "timing_sides": (14,), "timing_K": (10, 30),
          "timing_l": (10, 100)}
@@ -450,16 +458,30 @@ def run(cfg: dict, seed: int) -> tuple[dict, dict]:
     t1 = time.perf_counter()
     b = experiment_b(cfg, rng, checks)
     t2 = time.perf_counter()
-    load_before = os.getloadavg()[0]
-    tim = timing(cfg, rng)
+    tim, load = run_timing(cfg, seed)
     t3 = time.perf_counter()
-    load = {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count()}
     examples = {"A": a.pop("examples"), "B": b.pop("examples")}
     result = {"config": {**cfg, "seed": seed, "l_grid": list(L_GRID), "masks": {m: MASKS[m] for m in cfg["masks"]},
                          "eps": EPS, "numpy": np.__version__},
               "seconds": {"A": t1 - t0, "B": t2 - t1, "timing": t3 - t2},
               "experiment_a": a, "experiment_b": b, "timing": tim, "timing_load_average": load, "checks": checks}
     return _jsonable(result), examples
+
+
+def _blas_threads() -> list[int]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return []
+    return [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
+
+
+def run_timing(cfg: dict, seed: int) -> tuple[list[dict], dict]:
+    """The timing study on its own random stream, with the machine's load and BLAS threads recorded."""
+    load_before = os.getloadavg()[0]
+    rows = timing(cfg, np.random.default_rng([seed, 7]))
+    return rows, {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count(),
+                  "blas_threads": _blas_threads()}
 
 
 def main(argv=None) -> int:
@@ -469,11 +491,29 @@ def main(argv=None) -> int:
     ap.add_argument("--figures", type=Path, default=None,
                     help="folder for the PNG figures (default docs/figures; --quick: none unless given)")
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--timing-only", action="store_true",
+                    help="rerun only the timing study and merge it into the existing JSON/markdown")
     args = ap.parse_args(argv)
     from neumann_mnist_report import write_figures, write_markdown
 
     cfg = QUICK if args.quick else FULL
     stem = "neumann_mnist_quick" if args.quick else "neumann_mnist"
+    if args.timing_only:
+        path = args.out / f"{stem}.json"
+        if not path.exists():
+            ap.error(f"--timing-only needs an existing {path}; run the full script first.")
+        result = json.loads(path.read_text())
+        t0 = time.perf_counter()
+        tim, load = run_timing(cfg, args.seed)
+        result["timing"], result["timing_load_average"] = _jsonable(tim), load
+        result["config"].update(_jsonable({k: v for k, v in cfg.items() if k.startswith("timing_")}))
+        result["seconds"]["timing"] = time.perf_counter() - t0
+        result["timing_command"] = "experiments/neumann_mnist.py" + (" --quick" if args.quick else "") + \
+            f" --timing-only --seed {args.seed}"
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / f"{stem}.md").write_text(write_markdown(result))
+        print(f"rewrote the timing of {path} in {result['seconds']['timing']:.0f} s")
+        return 0
     t0 = time.perf_counter()
     result, examples = run(cfg, args.seed)
     result["seconds"]["total"] = time.perf_counter() - t0

@@ -237,9 +237,14 @@ def _section_comparison(a, b) -> list[str]:
 
 
 def _section_timing(rows, load=None) -> list[str]:
-    where = "" if not load else (f" Load average {load['before']:.1f} before and {load['after']:.1f} after the "
-                                 f"timing on {load['cores']} cores: other jobs shared the machine, so treat small "
-                                 "differences as noise.")
+    where = ""
+    if load:
+        threads = load.get("blas_threads")
+        where = (f" Load average {load['before']:.1f} before and {load['after']:.1f} after the timing on "
+                 f"{load['cores']} cores; BLAS threads: "
+                 + (", ".join(map(str, threads)) if threads else "not recorded (library default)") + ".")
+        if max(load["before"], load["after"]) > 1.5:
+            where += " Other jobs shared the machine, so treat small differences as noise."
     L = ["## Timing — NSA (matrix-free, batched) against the batched exact solve", "",
          "Seconds to encode the rows (best of 2-3 runs)." + where + " Exact: one "
          "Cholesky of A per distinct pattern (H: one pattern; R: every row its own). NSA: l matrix-free "
