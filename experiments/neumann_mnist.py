@@ -469,19 +469,21 @@ def run(cfg: dict, seed: int) -> tuple[dict, dict]:
 
 
 def _blas_threads() -> list[int]:
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return []
+    from threadpoolctl import threadpool_info
+
     return [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
 
 
 def run_timing(cfg: dict, seed: int) -> tuple[list[dict], dict]:
     """The timing study on its own random stream, with the machine's load and BLAS threads recorded."""
+    from threadpoolctl import threadpool_limits
+
     load_before = os.getloadavg()[0]
-    rows = timing(cfg, np.random.default_rng([seed, 7]))
+    with threadpool_limits(limits=1):  # also when NumPy was imported before this module (tests, notebooks)
+        threads = _blas_threads()
+        rows = timing(cfg, np.random.default_rng([seed, 7]))
     return rows, {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count(),
-                  "blas_threads": _blas_threads()}
+                  "blas_threads": threads}
 
 
 def main(argv=None) -> int:

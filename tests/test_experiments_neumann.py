@@ -137,3 +137,17 @@ def test_mixture_outputs_are_consistent(quick):
                 o = _row(b["table"], m, split, "exact mixture (oracle)", pixels)["mean"]
                 assert o <= w + 1e-12
     assert b["label_counts"]["1"] + b["label_counts"]["7"] == b["n_images"]
+
+
+def test_timing_only_reruns_the_timing_and_keeps_the_experiments(quick):
+    out, res = quick
+    mod = _load("neumann_mnist")
+    assert mod.main(["--quick", "--out", str(out), "--timing-only"]) == 0
+    new = json.loads((out / "neumann_mnist_quick.json").read_text())
+    assert new["experiment_a"] == res["experiment_a"] and new["experiment_b"] == res["experiment_b"]
+    assert len(new["timing"]) == len(res["timing"]) and new["timing_command"].endswith("--timing-only --seed 3")
+    # the study pins one BLAS thread (set before NumPy is imported) and records it
+    assert new["timing_load_average"]["blas_threads"] and max(new["timing_load_average"]["blas_threads"]) == 1
+    assert "BLAS threads: 1" in (out / "neumann_mnist_quick.md").read_text()
+    with pytest.raises(SystemExit):
+        mod.main(["--quick", "--out", str(out / "empty"), "--timing-only"])
