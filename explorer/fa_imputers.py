@@ -136,6 +136,9 @@ class FactorAnalysisImputer(_FactorImputerBase):
     min_psi : float, default 1e-6
         Floor on the noise variances (squared data units).
     init : {"pca", "random"}, default "pca"
+    update : {"px", "em"}, default "px"
+        M-step: parameter-expanded EM (faster, same fixed points) or seed004's plain EM
+        (:data:`explorer.core.factor_analysis.UPDATES`).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
 
@@ -163,7 +166,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
     _core = fa
 
     def __init__(self, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6, max_iter=500,
-                 min_psi=1e-6, init="pca", empty_rows="raise", random_state=None):
+                 min_psi=1e-6, init="pca", update="px", empty_rows="raise", random_state=None):
         self.n_factors = n_factors
         self.kind = kind
         self.solver = solver
@@ -173,12 +176,13 @@ class FactorAnalysisImputer(_FactorImputerBase):
         self.max_iter = max_iter
         self.min_psi = min_psi
         self.init = init
+        self.update = update
         self.empty_rows = empty_rows
         self.random_state = random_state
 
     def _em_config(self) -> fa.FAConfig:
         return fa.FAConfig(self.n_factors, kind=self.kind, tol=self.tol, max_iter=self.max_iter,
-                           min_psi=self.min_psi, init=self.init)
+                           min_psi=self.min_psi, init=self.init, update=self.update)
 
     def _store(self, params: FAParams) -> None:
         self.mean_ = np.array(params.mean)
@@ -212,6 +216,8 @@ class MFAImputer(_FactorImputerBase):
     max_iter : int, default 500
     min_psi : float, default 1e-6
     init : {"kmeans", "random"}, default "kmeans"
+    update : {"px", "em"}, default "px"
+        Per-component M-step, as in :class:`FactorAnalysisImputer`.
     reg : float, default 1e-6
         Ridge on each component's :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]` (keeps a component
         that loses its rows solvable; 0 = exact maximum likelihood).
@@ -230,7 +236,8 @@ class MFAImputer(_FactorImputerBase):
     _core = mfa
 
     def __init__(self, n_components=2, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
-                 max_iter=500, min_psi=1e-6, init="kmeans", reg=1e-6, empty_rows="raise", random_state=None):
+                 max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, empty_rows="raise",
+                 random_state=None):
         self.n_components = n_components
         self.n_factors = n_factors
         self.kind = kind
@@ -241,13 +248,15 @@ class MFAImputer(_FactorImputerBase):
         self.max_iter = max_iter
         self.min_psi = min_psi
         self.init = init
+        self.update = update
         self.reg = reg
         self.empty_rows = empty_rows
         self.random_state = random_state
 
     def _em_config(self) -> mfa.MFAConfig:
         return mfa.MFAConfig(self.n_components, self.n_factors, kind=self.kind, tol=self.tol,
-                             max_iter=self.max_iter, min_psi=self.min_psi, init=self.init, reg=self.reg)
+                             max_iter=self.max_iter, min_psi=self.min_psi, init=self.init, reg=self.reg,
+                             update=self.update)
 
     def _store(self, params: MFAParams) -> None:
         self.weights_ = np.array(params.weights)

@@ -31,6 +31,8 @@ the missing entries**), :math:`\psi_{k,d}` the weighted residual over :math:`N_k
 exact maximiser of the expected complete-data log-likelihood, so the observed-data log-likelihood
 never decreases (with ``reg = 0``; ``reg > 0`` adds a ridge to :math:`\sum_n r_{nk}T_n`, i.e. a
 Gaussian prior on :math:`[W_k, \mu_k]`, which keeps a component that loses all its rows solvable).
+With ``update="px"`` (default) each component's M-step ends with the PX-EM reduction of
+:mod:`explorer.core.factor_analysis` (same fixed points, much faster along the means).
 
 **Initialisation** ``"kmeans"``: k-means with partial distances (:mod:`explorer.core.kmeans`, no
 value imputed), then per cluster the PPCA closed form of its partial covariance around the centre
@@ -207,6 +209,9 @@ class MFAConfig:
         k-means (partial distances) or a random partition, then per-cluster PPCA.
     reg : float
         Ridge (>= 0) on :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]`; 0 is exact maximum-likelihood EM.
+    update : {"px", "em"}
+        Per-component M-step: seed004's joint :math:`[W_k, \\mu_k]` (``"em"``) or with the PX-EM
+        reduction (``"px"``, default; :data:`explorer.core.factor_analysis.UPDATES`).
     """
 
     n_components: int = 2
@@ -217,6 +222,7 @@ class MFAConfig:
     min_psi: float = 1e-6
     init: str = "kmeans"
     reg: float = 0.0
+    update: str = "px"
 
     def __post_init__(self):
         k = self.n_components
@@ -330,7 +336,7 @@ def step(state: MFAState, data: FAData, config: MFAConfig) -> MFAState:
     nk = resp.sum(axis=0)
     comps = [
         _m_step(data, P, state.latent_mean[k], state.latent_cov[k], config.kind, config.min_psi,
-                resp=resp[:, k], ridge=config.reg)
+                resp=resp[:, k], ridge=config.reg, expand=config.update == "px")
         for k, P in enumerate(state.params.components)
     ]
     return _state(data, state.iteration + 1, MFAParams.from_components(nk / nk.sum(), comps))

@@ -190,14 +190,15 @@ def test_ppca_with_missing_data_keeps_an_isotropic_noise():
     p=st.sampled_from([0.0, 0.15, 0.35]),
     kind=st.sampled_from(["fa", "ppca"]),
     init=st.sampled_from(["pca", "random"]),
+    update=st.sampled_from(["px", "em"]),
 )
-def test_observed_log_likelihood_never_decreases(seed, n, D, q_frac, p, kind, init):
+def test_observed_log_likelihood_never_decreases(seed, n, D, q_frac, p, kind, init, update):
     rng = np.random.default_rng(seed)
     q = 1 + int(q_frac * (D - 1))
     X, _ = fa_sample(rng, n, D, max(1, q - 1))
     Xm, _ = mcar(rng, X, p)
     Xm[:, 0] = X[:, 0]  # no all-missing column
-    config = FAConfig(q, kind=kind, init=init)
+    config = FAConfig(q, kind=kind, init=init, update=update)
     data = fa.prepare(Xm)
     states = iterate(data, config, fa.init(data, config, rng), 12)
     lls = np.array([s.log_likelihood for s in states])
@@ -345,3 +346,35 @@ def test_bad_input():
         c.logpdf(c.values)
     with pytest.raises(BadInputError, match="two rows"):
         fa.prepare(np.vstack([X[:1], np.full((1, 4), np.nan)]))
+
+
+@pytest.mark.filterwarnings("ignore::explorer.core.factor_analysis.ConvergenceWarning")
+@pytest.mark.parametrize("kind", ["fa", "ppca"])
+def test_px_em_reaches_the_em_fixed_point_faster_and_centres_the_mean_in_one_step(kind):
+    rng = np.random.default_rng(11)
+    X, _ = fa_sample(rng, 300, 8, 2)
+    X = X * 3.0 + 5.0  # far from the random start's mean
+    data = fa.prepare(X)
+    W0 = np.random.default_rng(1).standard_normal((8, 2))
+    start = fa.init_from_parameters(data, FAParams.from_arrays(np.zeros(8), W0, np.full(8, 2.0)))
+    px, em = FAConfig(2, kind=kind, update="px"), FAConfig(2, kind=kind, update="em")
+    # complete data: after one PX-EM step mu is the sample mean (the regression passes through the centroid)
+    np.testing.assert_allclose(fa.step(start, data, px).params.mean, X.mean(axis=0), atol=1e-10)
+    assert np.abs(fa.step(start, data, em).params.mean - X.mean(axis=0)).max() > 1e-3
+    s_px, s_em = start, start
+    for _ in range(30):
+        s_px, s_em = fa.step(s_px, data, px), fa.step(s_em, data, em)
+    assert s_px.log_likelihood >= s_em.log_likelihood - 1e-9
+    # the same fixed point: both converge to the complete-data maximum (sklearn's FA / the PPCA closed form)
+    long_em = fa.fit(data, FAConfig(2, kind=kind, update="em", tol=0, max_iter=3000), np.random.default_rng(1),
+                     init_state=start)
+    long_px = fa.fit(data, FAConfig(2, kind=kind, update="px", tol=0, max_iter=300), np.random.default_rng(1),
+                     init_state=start)
+    assert long_px.state.log_likelihood == pytest.approx(long_em.state.log_likelihood, rel=1e-7)
+    cov = lambda P: P.loadings @ P.loadings.T + np.diag(P.psi)  # noqa: E731
+    np.testing.assert_allclose(cov(long_px.state.params), cov(long_em.state.params), atol=1e-4)
+
+
+def test_update_must_be_known():
+    with pytest.raises(BadInputError, match="update must be one of"):
+        FAConfig(1, update="fast")

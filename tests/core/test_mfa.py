@@ -174,15 +174,16 @@ def test_mixture_conditional_matches_the_dense_conditional_mixture():
     p=st.sampled_from([0.0, 0.2, 0.4]),
     kind=st.sampled_from(["fa", "ppca"]),
     init=st.sampled_from(["kmeans", "random"]),
+    update=st.sampled_from(["px", "em"]),
 )
-def test_observed_log_likelihood_never_decreases(seed, K, D, p, kind, init):
+def test_observed_log_likelihood_never_decreases(seed, K, D, p, kind, init, update):
     rng = np.random.default_rng(seed)
     q = int(rng.integers(1, D))
     P = random_params(rng, K, D, max(1, q - 1), spread=3.0)
     X, _ = sample(rng, P, 30 + 10 * K)
     Xm, _ = mcar(rng, X, p)
     data = mfa.prepare(Xm)
-    config = MFAConfig(K, q, kind=kind, init=init)
+    config = MFAConfig(K, q, kind=kind, init=init, update=update)
     states = iterate(data, config, mfa.init(data, config, rng), 10)
     lls = np.array([s.log_likelihood for s in states])
     assert np.all(np.isfinite(lls))
@@ -419,3 +420,23 @@ def test_ppca_params_accept_one_variance_per_component():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(P.covariances()[1], P.components[1].covariance())
+
+
+@pytest.mark.parametrize("kind", ["fa", "ppca"])
+def test_px_em_puts_each_mean_at_its_weighted_sample_mean_and_beats_plain_em(two_clusters, kind):
+    """Complete data: after a PX-EM step mu_k is the responsibility-weighted mean of the rows (the
+    fixed-point condition that plain EM only approaches at rate lambda / (lambda + sigma^2))."""
+    P, X, _, _, _ = two_clusters
+    data = mfa.prepare(X)
+    px, em = MFAConfig(2, 2, kind=kind, update="px"), MFAConfig(2, 2, kind=kind, update="em")
+    shifted = MFAParams.from_arrays(P.weights, P.means + 1.5, P.loadings, P.psi)  # every mean off by 1.5
+    start = mfa.init_from_parameters(data, shifted)
+    nxt = mfa.step(start, data, px)
+    resp = start.resp
+    for k in range(2):
+        np.testing.assert_allclose(nxt.params.means[k], resp[:, k] @ X / resp[:, k].sum(), atol=1e-9)
+        assert np.abs(mfa.step(start, data, em).params.means[k] - resp[:, k] @ X / resp[:, k].sum()).max() > 1e-2
+    s_px, s_em = start, start
+    for _ in range(15):
+        s_px, s_em = mfa.step(s_px, data, px), mfa.step(s_em, data, em)
+    assert s_px.log_likelihood >= s_em.log_likelihood - 1e-9
