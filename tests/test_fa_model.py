@@ -267,6 +267,20 @@ def test_photo_patches_fit_quickly_and_inpaint():
     assert m.residual.max() < 1 and m.iteration == 300
 
 
+def test_a_photo_patch_mixture_is_centred_on_the_training_mean():
+    """With PX-EM the page's short mixture fit (12 iterations on 256 pixels) puts the weighted mean of the
+    components on the training mean, so mean imputation is the same as for one PPCA (plain EM left it up to
+    0.2 away and doubled the MI error)."""
+    single = FAModel(dataset="photo_patches", n_eval=20, mask="quarter")
+    mix = FAModel(dataset="photo_patches", n_eval=20, mask="quarter", n_components=2)
+    assert "mixture of PPCA" in mix.fit_info and mix.error == ""
+    P = mix.params
+    weighted = np.einsum("k,kd->d", P.weights, P.means)
+    np.testing.assert_allclose(weighted, single.params.mean, atol=1e-6)
+    assert mix.errors["mean"] == pytest.approx(single.errors["mean"], rel=1e-4)  # reg = 1e-3 shrinks a hair
+    assert mix.errors["exact"] < mix.errors["sca"] < mix.errors["mean"]
+
+
 def test_changing_the_data_set_keeps_a_chosen_q_and_otherwise_takes_its_default():
     m = FAModel(n_eval=5)
     m.dataset = "photo_patches"
