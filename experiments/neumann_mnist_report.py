@@ -251,7 +251,7 @@ def _section_timing(rows, load=None) -> list[str]:
         if max(load["before"], load["after"]) > 1.5:
             where += " Other jobs shared the machine, so treat small differences as noise."
     L = ["## Timing — NSA (matrix-free, batched) against the batched exact solve", "",
-         "Seconds to encode the rows (best of 2-3 runs)." + where + " Exact: one "
+         "Seconds to encode the rows (best of at least 2-3 runs, repeated up to 50 times within 0.5 s)." + where + " Exact: one "
          "Cholesky of A per distinct pattern (H: one pattern; R: every row its own). NSA: l matrix-free "
          "updates, O(D K) per row and term, independent of the mask. break-even l = exact time / NSA time per term.", ""]
     L += _md_table(["D", "K", "mask", "patterns", "rows", "l", "exact s", "NSA s", "faster", "break-even l"],
@@ -408,15 +408,73 @@ def _save_curves(res, path: Path):
     sheet.save(path)
 
 
+def _hist_panel(title, hists: dict, edges: np.ndarray, size=(420, 260)):
+    """Step histograms of log10(1 - rho), one colour per mask type; returns a PIL image."""
+    from PIL import Image, ImageDraw
+
+    W, H = size
+    left, right, top, bottom = 40, 10, 18, 62
+    img = Image.new("RGB", size, "white")
+    d = ImageDraw.Draw(img)
+    used = [i for h in hists.values() for i, c in enumerate(h) if c]
+    lo, hi = edges[max(min(used) - 2, 0)], edges[min(max(used) + 3, len(edges) - 1)]
+    frac = {m: np.asarray(h, float) / max(sum(h), 1) for m, h in hists.items()}
+    top_frac = max(f.max() for f in frac.values())
+
+    def x_of(v):  # rho grows to the right: log10(1 - rho) decreases
+        return left + (hi - v) / (hi - lo) * (W - left - right)
+
+    def y_of(f):
+        return top + (1 - f / top_frac) * (H - top - bottom)
+
+    d.rectangle([left, top, W - right, H - bottom], outline=(0, 0, 0))
+    for e in np.arange(np.ceil(lo * 2) / 2, hi + 1e-9, 0.5):
+        x = x_of(e)
+        d.line([x, H - bottom, x, H - bottom + 4], fill=(0, 0, 0))
+        d.text((x - 14, H - bottom + 5), f"{1 - 10**e:.5f}".rstrip("0"), fill=(0, 0, 0))
+    d.text((left, 3), title + "   (rho(I - A/s) per training image)", fill=(0, 0, 0))
+    for i, (m, f) in enumerate(frac.items()):
+        col = COLOURS[i % len(COLOURS)]
+        pts = []
+        for j, c in enumerate(f):
+            if lo <= edges[j] and edges[j + 1] <= hi:
+                pts += [(x_of(edges[j]), y_of(c)), (x_of(edges[j + 1]), y_of(c))]
+        d.line(pts, fill=col, width=2)
+        d.text((left + 70 * i, H - bottom + 22), f"-- {m}", fill=col)
+    d.text((left, H - bottom + 36), "rho on a log(1 - rho) axis; further right = closer to 1 = slower", fill=(0, 0, 0))
+    return img
+
+
+def _save_rho(res, path: Path):
+    from PIL import Image
+
+    edges = np.linspace(-5.0, -1.0, 81)
+    a, b = res["experiment_a"], res["experiment_b"]
+    masks = list(a["rho"])
+    panels = [_hist_panel(f"A: PPCA q={a['q']}", {m: a["rho"][m]["hist_log10_gap"] for m in masks}, edges),
+              _hist_panel(f"B: single PPCA q={b['q']}", {m: b["rho"][m]["single"]["hist_log10_gap"] for m in masks},
+                          edges)]
+    for k in range(len(b["rho"][masks[0]]["components"])):
+        panels.append(_hist_panel(f"B: mixture component {k}",
+                                  {m: b["rho"][m]["components"][k]["hist_log10_gap"] for m in masks}, edges))
+    w, h = panels[0].size
+    sheet = Image.new("RGB", (2 * w, ((len(panels) + 1) // 2) * h), "white")
+    for i, p in enumerate(panels):
+        sheet.paste(p, ((i % 2) * w, (i // 2) * h))
+    sheet.save(path)
+
+
 def write_figures(res, examples, fig_dir: Path, stem: str) -> dict:
     fig_dir = Path(fig_dir)
     fig_dir.mkdir(parents=True, exist_ok=True)
     out = {"inpainting A (original | masked | MI | FCA | SCA | exact | NSA tuned)": fig_dir / f"{stem}_inpainting_a.png",
            "inpainting B (original | masked | MI | exact PPCA | exact mixture | NSA-M l=1 | NSA-M l=300)":
                fig_dir / f"{stem}_inpainting_b.png",
-           "error against l (test, missing pixels)": fig_dir / f"{stem}_error_vs_l.png"}
+           "error against l (test, missing pixels)": fig_dir / f"{stem}_error_vs_l.png",
+           "spectral radius per mask type (histograms)": fig_dir / f"{stem}_rho.png"}
     paths = list(out.values())
     _save_mosaic(examples["A"], paths[0])
     _save_mosaic(examples["B"], paths[1])
     _save_curves(res, paths[2])
+    _save_rho(res, paths[3])
     return out
