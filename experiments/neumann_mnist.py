@@ -216,7 +216,7 @@ def rho_summary(rho: np.ndarray, scale: float, ls) -> dict:
             "worst_case_power_l": [float((1.0 - 1.0 / scale) ** lv) for lv in ls],
             "terms_for_1e-6": dict(zip(["q5", "q50", "q95"], map(float, np.quantile(np.log(1e-6) / np.log(rho),
                                                                                       (0.05, 0.5, 0.95))))),
-            "all_below_one": bool(np.all(rho < 1.0)),
+            "all_below_one": bool(np.all(rho < 1.0)), "n_rows": int(rho.size),
             "hist_log10_gap": np.histogram(np.log10(np.maximum(1.0 - rho, 1e-12)), bins=RHO_BINS)[0].tolist()}
 
 
