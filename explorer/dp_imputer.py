@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from explorer._imputer_base import _MixtureImputerBase
 from explorer.core import vb_dpgmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
@@ -27,7 +28,6 @@ from explorer.core.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
-from explorer.imputers import _MixtureImputerBase
 
 __all__ = ["DPGMMImputer"]
 

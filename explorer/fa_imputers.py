@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer._imputer_base import _MixtureImputerBase
 from explorer.core import factor_analysis as fa
 from explorer.core import mfa, mfa_neumann, neumann
 from explorer.core._validation import BadInputError
@@ -30,7 +31,6 @@ from explorer.core.fa_conditional import FAParams
 from explorer.core.mfa import MFAParams
 from explorer.core.mfa_neumann import MixtureEncoding
 from explorer.core.neumann import NeumannConfig
-from explorer.imputers import _MixtureImputerBase
 
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 
@@ -58,7 +58,7 @@ def _history(trace, stop_reason: str, n_components: int):
 class _FactorImputerBase(_MixtureImputerBase):
     """Shared plumbing of the factor imputers; subclasses define ``_core``, ``_em_config``, ``_store`` and ``_model``.
 
-    ``fit`` / ``transform`` / ``score_samples`` come from :class:`~explorer.imputers._MixtureImputerBase`
+    ``fit`` / ``transform`` / ``score_samples`` come from :class:`~explorer._imputer_base._MixtureImputerBase`
     through its hooks; ``score_samples`` is the Woodbury observed-data log-likelihood.
     """
 
