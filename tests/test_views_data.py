@@ -12,6 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 from explorer.core.data import IncompleteData
 from explorer.models.data_model import DataModel
+from explorer.views.data_controls import DataControls
 from explorer.views.data_view import (
     MISSING_PIXEL,
     DataMechanismView,
@@ -245,3 +246,70 @@ def test_large_data_are_thinned_in_the_matrix():
                           max_rows=1000)
     sent = v.pipes["matrix"].data
     assert sent["image"].shape == (1000, 2) and sent["n_total"] == 5000
+
+
+@pytest.mark.parametrize("dataset", ["digits_8x8", "mnist", "photo_patches"])
+def test_image_masks_work_on_every_image_data_set(dataset):
+    """Every built-in image set takes the image masks (only digits_5x7 used to be known as an image)."""
+    m = DataModel(dataset=dataset, n_samples=60, mechanism="square", mechanism_params={"size": 4})
+    assert m.error == "" and m.image_shape is not None and m.mask.mechanism == "square"
+    h, w = m.image_shape
+    assert m.data.n_features == h * w and m.data.missing.sum(axis=1).max() == 16
+    v = DataMechanismView(data_model=m)
+    pn.panel(v).get_root(Document())
+    assert v._images_box.visible
+
+
+def test_a_data_set_that_cannot_take_the_mechanism_keeps_data_and_complete_together():
+    m = DataModel(dataset="iris", mechanism="mcar", rate=0.2)
+    before_complete, before_data = m.complete, m.data
+    m.param.update(mechanism="square")  # refused on iris: iris stays
+    m.dataset = "wine"  # still refused: the screen keeps iris, complete and data alike
+    assert "image mask" in m.error and m.complete is before_complete and m.data is before_data
+    m.dataset = "mnist"  # an image set: loads, with the square mask
+    assert m.error == "" and m.data.name != before_data.name and m.mask.mechanism == "square"
+    m.dataset = "iris"  # refused again, mnist stays ...
+    mnist = m.complete
+    assert m.complete is mnist and m.error
+    m.mechanism = "mcar"  # ... and a tabular mechanism now applies to the selected data set, iris
+    assert m.error == "" and m.complete.n_features == 4 and m.data.n_features == 4
+
+
+def test_uploads_empty_files_separators_and_page_advice():
+    m = DataModel(dataset="iris")
+    assert not m.load_csv(b"", "empty.csv") and "empty.csv: the file is empty" in m.error
+    assert not m.load_csv(b"a,b\n1,x\n2,3\n", "bad.csv")
+    assert "Delete those columns from the file" in m.error and "drop_non_numeric" not in m.error
+    assert m.load_csv(b"a;b;c\n1;2;3\n4;;6\n", "semicolons.csv")
+    assert m.data.columns == ("a", "b", "c") and m.data.missing.sum() == 1
+    assert m.load_csv(b"a\tb\n1\t2\n3\t4\n", "tabs.tsv") and m.data.n_features == 2
+    assert m.load_csv(b"x\n1\n2\n\n3\n", "one_column.csv") and m.data.n_features == 1
+
+
+def test_controls_offer_uploaded_only_once_there_is_something_uploaded():
+    m = DataModel(dataset="iris")
+    c = DataControls(model=m, allow_upload=False)
+    assert "uploaded" not in c._dataset.options
+    m.set_points(np.random.default_rng(0).normal(size=(20, 4)))
+    assert m.dataset == "uploaded" and "uploaded" in c._dataset.options
+    assert c._n.disabled  # "Rows (synthetic)" means nothing for uploaded data
+    m.dataset = "three_blobs"
+    assert not c._n.disabled and "uploaded" in c._dataset.options  # the points can still be chosen again
+
+
+def test_the_summary_names_the_mechanism_on_screen_not_the_one_that_failed():
+    m = DataModel(dataset="iris", mechanism="mar_rows", rate=0.3)
+    c = DataControls(model=m)
+    m.mechanism = "mar_threshold"  # 0.3 is above iris's feasible 0.25
+    assert m.error and "mar_rows" in c._summary.object and "still showing" in c._summary.object
+    assert "mar_threshold" not in c._summary.object
+
+
+def test_the_upload_widget_reports_an_empty_file():
+    """Panel decodes an empty upload to value None with a new filename: it must still get a message."""
+    m = DataModel(dataset="iris")
+    c = DataControls(model=m)
+    c._upload.param.update(value=b"a,b\n1,2\n3,4\n", filename="ok.csv")
+    assert m.dataset == "uploaded" and m.error == ""
+    c._upload.param.update(value=None, filename="empty.csv")
+    assert "empty.csv: the file is empty" in m.error and c._error.visible

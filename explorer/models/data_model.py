@@ -27,9 +27,23 @@ __all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
 
 NO_MECHANISM = "none"
 UPLOADED = "uploaded"
-#: Image shapes of the built-in image data sets (rows are flattened row-major).
-IMAGE_SHAPES = {"digits_5x7": ds.DIGIT_SHAPE}
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+#: Library advice in upload errors, said in terms of the page.
+_UPLOAD_ADVICE = {"Drop them (drop_non_numeric=True or select columns=...)": "Delete those columns from the file"}
+
+
+def _guess_separator(content: bytes) -> str:
+    """The field separator of an uploaded table: ',' unless the first line has ';' or a tab and no ','."""
+    head = bytes(content[:65536]).decode("utf-8", "replace")
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    for sep in (",", ";", "\t"):
+        if sep in first:
+            return sep
+    return ","
+
+
+def _image_datasets() -> list[str]:
+    return [info.name for info in ds.list_datasets() if ds.image_shape(info.name) is not None]
 _SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed", "standardize")
 
 
@@ -71,13 +85,26 @@ class DataModel(Settings):
     def __init__(self, **params):
         super().__init__(**params)
         self._uploaded: IncompleteData | None = None
+        self._loaded_key: tuple | None = None
         self._load()
 
     # ------------------------------------------------------------------ properties
     @property
     def image_shape(self) -> tuple[int, int] | None:
-        """(height, width) when rows are flattened images, else None."""
-        return IMAGE_SHAPES.get(self.dataset)
+        """(height, width) when rows are flattened images (a built-in image data set), else None."""
+        return None if self.dataset == UPLOADED else ds.image_shape(self.dataset)
+
+    @property
+    def takes_n_samples(self) -> bool:
+        """Whether the selected data set is synthetic (``n_samples`` and ``data_seed`` change it)."""
+        if self.dataset == UPLOADED:
+            return False
+        return "n_samples" in inspect.signature(ds._entry(self.dataset).load).parameters
+
+    @property
+    def has_uploaded(self) -> bool:
+        """Whether an uploaded file or user-given points exist (the ``uploaded`` data set)."""
+        return self._uploaded is not None
 
     @property
     def mechanism_info(self):
@@ -93,13 +120,19 @@ class DataModel(Settings):
 
     @param.depends("dataset", "n_samples", "data_seed", "standardize", watch=True)
     def _load(self):
+        """Read the data set and apply the mechanism; on failure keep the previous data *and* its
+        complete version (never a new ``complete`` next to an old ``data``) and say why."""
         try:
             complete = self._read_dataset()
+            data, mask = self._amputated(complete)
         except BadInputError as exc:
             self._fail(exc)
             return
-        self._publish(complete=complete)
-        self._amputate()
+        self._loaded_key = self._load_key()
+        self._publish(complete=complete, data=data, mask=mask, error="", revision=self.revision + 1)
+
+    def _load_key(self) -> tuple:
+        return (self.dataset, self.n_samples, self.data_seed, self.standardize, id(self._uploaded))
 
     def _read_dataset(self) -> IncompleteData:
         if self.dataset == UPLOADED:
@@ -117,16 +150,21 @@ class DataModel(Settings):
     @param.depends("mechanism", "rate", "mechanism_params", "mask_seed", watch=True)
     def _amputate(self):
         complete = self.complete
-        if complete is None:
+        if complete is None or self._loaded_key != self._load_key():
+            self._load()  # the selected data set is not the one on screen (its load had failed): load it now
             return
         try:
-            data, mask = self._apply(complete)
-            if self.standardize:
-                data, _ = standardize(data)
+            data, mask = self._amputated(complete)
         except BadInputError as exc:
             self._fail(exc)
             return
         self._publish(data=data, mask=mask, error="", revision=self.revision + 1)
+
+    def _amputated(self, complete: IncompleteData):
+        data, mask = self._apply(complete)
+        if self.standardize:
+            data, _ = standardize(data)
+        return data, mask
 
     def _apply(self, complete: IncompleteData):
         if self.mechanism == NO_MECHANISM or complete.truth is None:
@@ -139,7 +177,7 @@ class DataModel(Settings):
             if self.image_shape is None:
                 raise BadInputError(
                     f"Mechanism {mech.name!r} is an image mask; choose an image data set "
-                    f"({', '.join(IMAGE_SHAPES)}) or a tabular mechanism."
+                    f"({', '.join(_image_datasets())}) or a tabular mechanism."
                 )
             params.setdefault("image_shape", self.image_shape)
         if "binary" in mech.param_names:
@@ -156,9 +194,16 @@ class DataModel(Settings):
         is applied on top unless one is chosen afterwards.
         """
         try:
-            data = eio.from_csv(content, max_bytes=MAX_UPLOAD_BYTES)
+            if not bytes(content or b"").strip():
+                raise BadInputError("the file is empty.")
+            if len(content) > MAX_UPLOAD_BYTES:  # before decoding anything
+                raise BadInputError(f"the file has {len(content):,} bytes; the limit is {MAX_UPLOAD_BYTES:,}.")
+            data = eio.from_csv(content, max_bytes=MAX_UPLOAD_BYTES, sep=_guess_separator(content))
         except BadInputError as exc:
-            self._fail(BadInputError(f"{filename}: {exc}"))
+            message = str(exc)
+            for library, page in _UPLOAD_ADVICE.items():
+                message = message.replace(library, page)
+            self._fail(BadInputError(f"{filename}: {message}"))
             return False
         self._uploaded = IncompleteData.from_array(
             data.values, missing=data.missing, columns=data.columns, name=filename,

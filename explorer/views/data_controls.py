@@ -12,7 +12,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.core.mechanisms import MECHANISMS
-from explorer.models.data_model import NO_MECHANISM, DataModel
+from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
 
 __all__ = ["DataControls"]
 
@@ -42,7 +42,9 @@ class DataControls(Viewer):
         if m.dataset not in ds_options:
             ds_options = [m.dataset] + ds_options
         mech_names = self.mechanisms or list(m.param.mechanism.objects)
-        self._dataset = pn.widgets.Select.from_param(m.param.dataset, options=ds_options, label="Data set")
+        self._ds_options = ds_options
+        self._dataset = pn.widgets.Select.from_param(m.param.dataset, options=self._dataset_options(),
+                                                     label="Data set")
         self._mechanism = pn.widgets.Select.from_param(
             m.param.mechanism, options={_mechanism_label(n): n for n in mech_names}, label="Mechanism"
         )
@@ -54,7 +56,7 @@ class DataControls(Viewer):
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._params_box = pn.Column(sizing_mode="stretch_width")
         self._upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, visible=self.allow_upload)
-        self._upload.param.watch(self._on_upload, "value")
+        self._upload.param.watch(self._on_upload, ["value", "filename"])
         m.param.watch(self._refresh, ["revision", "error", "mechanism", "dataset"])
         self._refresh()
         self._layout = pn.Column(
@@ -68,9 +70,19 @@ class DataControls(Viewer):
         return self._layout
 
     # ------------------------------------------------------------------ callbacks
-    def _on_upload(self, event):
-        if event.new:
-            self.model.load_csv(event.new, self._upload.filename or "upload.csv")
+    def _dataset_options(self) -> list[str]:
+        """The data sets offered; ``uploaded`` only once there is an uploaded file or clicked points."""
+        m = self.model
+        return [d for d in self._ds_options if d != UPLOADED or m.has_uploaded or m.dataset == UPLOADED]
+
+    def _on_upload(self, *events):
+        # the browser sends value and filename together; an empty file arrives as value None (Panel
+        # decodes "" to None), so a new filename with no value is an empty file, not "nothing happened"
+        names = {e.name for e in events}
+        value = self._upload.value
+        if value is None and "filename" not in names:
+            return
+        self.model.load_csv(value if value is not None else b"", self._upload.filename or "upload.csv")
 
     def _set_param(self, name, value):
         params = dict(self.model.mechanism_params)
@@ -122,13 +134,21 @@ class DataControls(Viewer):
             self._params_box.objects = self._param_widgets()
             info = m.mechanism_info
             self._rate.disabled = info is None or not info.has_rate
+        if not events or names & {"dataset", "revision"}:
+            options = self._dataset_options()
+            if options != list(self._dataset.options):
+                self._dataset.options = options
+            self._n.disabled = not m.takes_n_samples
         self._error.object = m.error
         self._error.visible = bool(m.error)
         if m.data is not None and m.mask is not None:
-            info = m.mechanism_info
-            summary = info.summary if info is not None else "the data's own missing values"
+            # what is on screen: the mechanism that was applied, which differs from the selected one
+            # when the selection could not be applied (the error says why)
+            applied = m.mask.mechanism
+            summary = (MECHANISMS[applied].summary if applied in MECHANISMS else "the data's own missing values")
+            shown = "" if not m.error else " (still showing the last data that worked)"
             self._summary.object = (
-                f"**{m.data.name or m.dataset}**: {m.data.n_samples} rows x {m.data.n_features} columns. "
+                f"**{m.data.name or m.dataset}**: {m.data.n_samples} rows x {m.data.n_features} columns{shown}. "
                 f"Missing: **{m.mask.realised_rate:.1%}** of entries "
-                f"({len(m.data.pattern_counts()[1])} patterns). *{summary}*"
+                f"({len(m.data.pattern_counts()[1])} patterns), by **{applied}**: *{summary}*"
             )

@@ -51,4 +51,21 @@ def test_data_mechanism_page(serve_app, new_page, watch_errors, wait_for_bokeh, 
     wait_for_title(page, "of 100 values missing")
     page.get_by_text("is an image mask").wait_for(state="hidden")
     wait_for_bokeh(page)
+
+    # every built-in image set takes the image masks (the 8x8 digits: 64 pixels per image)
+    select(page, "digits_8x8")
+    page.get_by_text("x 64 columns").first.wait_for()
+    page.get_by_text("is an image mask").wait_for(state="hidden")
+    # "uploaded" is offered only once something was uploaded
+    assert page.locator("option", has_text="uploaded").count() == 0
+    # an empty file gets its own message
+    page.locator("input[type=file]").set_input_files(
+        files=[{"name": "empty.csv", "mimeType": "text/csv", "buffer": b""}])
+    page.get_by_text("empty.csv: the file is empty").wait_for()
+    # a ;-separated file is read with its own separator
+    page.locator("input[type=file]").set_input_files(
+        files=[{"name": "semi.csv", "mimeType": "text/csv", "buffer": b"a;b;c\n1;2;3\n4;;6\n5;1;2\n"}])
+    page.get_by_text("semi.csv: 3 rows x 3 columns").first.wait_for()
+    assert page.locator("option", has_text="uploaded").count() == 1
+    wait_for_bokeh(page)
     errors.assert_none()
