@@ -26,8 +26,12 @@ def create_view(**data_settings) -> DataMechanismView:
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served page: the view in a template, its data controls in the sidebar."""
-    return page_template(TITLE, create_view, stretch_width=False, sidebar_width=320,
-                         url=lambda view: [(view.data_model, {p: p for p in URL_PARAMS})])
+    return page_template(TITLE, create_view, stretch_width=False, sidebar_width=320, url=url_bindings)
+
+
+def url_bindings(view: DataMechanismView) -> list:
+    """The data settings mirrored in the URL."""
+    return [(view.data_model, {p: p for p in URL_PARAMS})]
 
 
 if __name__.startswith("bokeh"):

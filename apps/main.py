@@ -6,7 +6,8 @@ are the sibling modules of this file (``apps/<page>.py``), loaded by path with :
 (so this works whatever ``sys.path`` is) and each built only when first opened, from the module's
 ``create_view()`` (the page's Viewer without a template). A page that cannot be loaded shows a
 "page unavailable" message instead of breaking the gallery. The open page is kept in the URL
-(``?page=em_playground``).
+(``?page=em_playground``), and so are the settings of every page opened, prefixed with its name
+(``&em_playground.dataset=three_blobs``): a link reproduces the screen.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.datasets import list_datasets
-from explorer.views._page import page_template
+from explorer.views._page import page_template, prefixed, sync_with_url, url_bindings_of
 
 log = logging.getLogger(__name__)
 APPS_DIR = Path(__file__).resolve().parent
@@ -95,7 +96,8 @@ def load_page_module(slug: str):
 
 
 def build_page(slug: str):
-    """``(sidebar, main)`` of a page (``sidebar`` is None when the view has no separate controls).
+    """``(sidebar, main, bindings)`` of a page (``sidebar`` is None when the view has no separate
+    controls; ``bindings`` are the page's URL bindings, see :func:`~explorer.views._page.url_bindings_of`).
 
     Raises whatever the page raises; :class:`Gallery` turns that into a readable placeholder.
     """
@@ -104,10 +106,11 @@ def build_page(slug: str):
     if factory is None:
         raise AttributeError(f"apps/{slug}.py defines no create_view() returning the page's Viewer")
     view = factory()
+    bindings = url_bindings_of(module, view)
     sidebar, main = getattr(view, "sidebar", None), getattr(view, "main", None)
     if sidebar is None or main is None:
-        return None, view
-    return sidebar, main
+        return None, view, bindings
+    return sidebar, main, bindings
 
 
 def _datasets_table() -> pd.DataFrame:
@@ -161,7 +164,11 @@ class Gallery(Viewer):
     def _page(self, slug: str):
         if slug not in self._built:
             try:
-                self._built[slug] = build_page(slug)
+                sidebar, main, bindings = build_page(slug)
+                # the page's settings live in the gallery's URL too, prefixed with the page's name, so a
+                # link reproduces the screen (and pages that share parameter names do not collide)
+                sync_with_url(*prefixed(bindings, f"{slug}."))
+                self._built[slug] = (sidebar, main)
             except Exception as exc:  # the gallery stays usable whatever a page does
                 log.exception("page %s could not be built", slug)
                 alert = pn.pane.Alert(f"**Page unavailable:** {type(exc).__name__}: {exc}", alert_type="warning",

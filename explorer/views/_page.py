@@ -14,7 +14,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "sync_with_url"]
+__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "prefixed", "sync_with_url", "url_bindings_of"]
 
 HEADER_BACKGROUND = "#2f6fb3"
 
@@ -41,6 +41,20 @@ def sync_with_url(*bindings: UrlBinding) -> bool:
     for obj, names in bindings:
         loc.sync(obj, dict(names))
     return True
+
+
+def prefixed(bindings: Iterable[UrlBinding], prefix: str) -> list[UrlBinding]:
+    """The same bindings with ``prefix`` before every query name (pages sharing one URL: the gallery)."""
+    return [(obj, {name: prefix + query for name, query in dict(names).items()}) for obj, names in bindings]
+
+
+def url_bindings_of(module, view) -> list[UrlBinding]:
+    """The URL bindings of a page: ``module.url_bindings(view)``, else ``view.url_bindings()``, else none."""
+    if hasattr(module, "url_bindings"):
+        return list(module.url_bindings(view))
+    if hasattr(view, "url_bindings"):
+        return list(view.url_bindings())
+    return []
 
 
 def page_template(title: str, create_view: Callable, *, extensions: tuple = (), stretch_width: bool = True,
@@ -123,7 +137,11 @@ class ModelPage(Viewer):
         lead = getattr(self, self._LEAD).settings()
         return {"data": self.data_model.settings(), self._LEAD: {k: lead[k] for k in self._LEAD_URL}}
 
+    def url_bindings(self) -> list[UrlBinding]:
+        """The data and lead-model settings that are the state of the screen, as URL bindings."""
+        return [(self.data_model, {k: k for k in self._DATA_URL}),
+                (getattr(self, self._LEAD), {k: k for k in self._LEAD_URL})]
+
     def sync_url(self, prefix: str = "") -> bool:
         """Keep the data and model settings in the page URL (when served). Returns True if synced."""
-        return sync_with_url((self.data_model, {k: prefix + k for k in self._DATA_URL}),
-                             (getattr(self, self._LEAD), {k: prefix + k for k in self._LEAD_URL}))
+        return sync_with_url(*prefixed(self.url_bindings(), prefix))

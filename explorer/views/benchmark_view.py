@@ -337,10 +337,13 @@ class BenchmarkPage(Viewer):
         return self._layout
 
     # ------------------------------------------------------------------ settings / URL / session
+    def url_bindings(self) -> list:
+        """The benchmark settings kept in the URL, as ``[(object, {parameter: query name})]``."""
+        return [(self.model, {k: k for k in self.model._SETTINGS}), (self, {"show_reference": "reference"})]
+
     def sync_url(self) -> bool:
         """Keep the benchmark settings in the page URL (when served). Returns True if synced."""
-        return sync_with_url((self.model, {k: k for k in self.model._SETTINGS}),
-                             (self, {"show_reference": "reference"}))
+        return sync_with_url(*self.url_bindings())
 
     def _register_cleanup(self):
         doc = pn.state.curdoc

@@ -31,7 +31,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.models.fa_model import CLASSES, METHOD_LABELS, METHODS, FAModel
-from explorer.views._page import sync_with_url
+from explorer.views._page import prefixed, sync_with_url
 from explorer.views.player import StepPlayer
 
 __all__ = ["FAPage", "InpaintingView", "image_dmap", "mask_widgets", "model_widgets", "mosaic"]
@@ -203,7 +203,11 @@ class FAPage(Viewer):
 
     def sync_url(self, prefix: str = "") -> bool:
         """Keep the settings in the page URL (when served)."""
-        return sync_with_url((self.model, {k: prefix + k for k in self._URL}))
+        return sync_with_url(*prefixed(self.url_bindings(), prefix))
+
+    def url_bindings(self) -> list:
+        """The model settings kept in the URL, as ``[(model, {parameter: query name})]``."""
+        return [(self.model, {k: k for k in self._URL})]
 
 
 def _weak_watch(method):

@@ -56,3 +56,25 @@ def test_directory_app_opens_a_page_from_the_url(slug, serve_app, page, page_err
     page.get_by_text("Exact EM · iteration 0", exact=False).wait_for()
     assert page.get_by_role("button", name=PAGES[slug], exact=True).is_visible()
     page_errors.assert_none()
+
+
+def test_the_gallery_url_keeps_the_settings_of_the_open_page(serve_app, new_page, watch_errors, wait_for_bokeh):
+    """A page's settings go into the gallery's URL (prefixed with the page) and a link restores them."""
+    url = serve_app({"main": str(REPO_ROOT / "apps" / "main.py")})
+    page = new_page(viewport={"width": 1400, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/main?page=data_mechanism&data_mechanism.dataset=wine&data_mechanism.mechanism=mcar")
+    wait_for_bokeh(page)
+    page.get_by_text("178 rows x 13 columns", exact=False).first.wait_for()  # wine, from the link
+    page.get_by_text("by mcar", exact=False).first.wait_for()
+    box = page.locator("select", has=page.locator("option", has_text="mar_rows (MAR)"))
+    box.select_option(label="mar_rows (MAR)")
+    page.wait_for_function("() => window.location.search.includes('data_mechanism.mechanism=mar_rows')")
+    assert "page=data_mechanism" in page.evaluate("window.location.search")
+    link = page.evaluate("window.location.href")
+    fresh = new_page(viewport={"width": 1400, "height": 1000})
+    fresh.goto(link)
+    wait_for_bokeh(fresh)
+    fresh.get_by_text("by mar_rows", exact=False).first.wait_for()
+    fresh.get_by_text("178 rows x 13 columns", exact=False).first.wait_for()
+    errors.assert_none()
