@@ -23,7 +23,7 @@ _EDITABLE = ("float", "int", "choice", "column", "columns")
 
 def _mechanism_label(name: str) -> str:
     if name == NO_MECHANISM:
-        return "none (keep the data's own missing values)"
+        return "none (the data's own gaps)"
     return f"{name} ({_KIND_OF[name]})"
 
 
