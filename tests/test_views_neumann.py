@@ -10,6 +10,8 @@ import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
+from bokeh.models import Legend
+from bokeh.plotting import figure
 
 from explorer.models.fa_model import MASK_TYPES
 from explorer.views.neumann_view import (
@@ -90,6 +92,61 @@ def test_mask_select_and_mixture_oracle(view):
     data = view.pipes["error"].data
     assert len(data["oracle"]) == 6 and np.all(np.asarray(data["oracle"]) <= np.asarray(data["nsa"]) + 1e-12)
     assert "s = " in view._info.object and view._info.object.count(",") >= 1  # one scale per component
+
+
+def _figures(view) -> dict:
+    """The page's Bokeh figures by the start of their title (rendered into a server-less document)."""
+    root = pn.panel(view).get_root(Document())
+    return {f.title.text.split(" ")[0].rstrip(":"): f for f in root.select({"type": figure})}
+
+
+def _legend_labels(fig) -> list[str]:
+    return [item.label.value for legend in fig.select({"type": Legend}) for item in legend.items]
+
+
+def _inside(fig, values) -> bool:
+    return fig.y_range.start <= float(np.min(values)) and float(np.max(values)) <= fig.y_range.end
+
+
+def test_error_plot_y_range_follows_the_curve_and_the_model():
+    # the page's default evaluation set: at l = 0 the frame ends above the minimum NSA reaches at l = 9
+    view = NeumannView(model=create_model())
+    fig = _figures(view)["Error"]
+    for l in (1, 5, 9, 20, 40):
+        view._l_slider.value = l
+        data = view.pipes["error"].data
+        assert _inside(fig, [*data["nsa"], *data["levels"].values()]), (l, fig.y_range.start, min(data["nsa"]))
+    view.model.n_components = 2  # a mixture: lower errors, and the oracle curve below NSA
+    data = view.pipes["error"].data
+    assert len(data["oracle"]) == 41
+    assert _inside(fig, [*data["nsa"], *data["oracle"], *data["levels"].values()])
+
+
+def test_decay_and_rho_ranges_follow_the_data(view):
+    figs = _figures(view)
+    view._l_slider.value = 30
+    data = view.pipes["decay"].data
+    assert _inside(figs["Convergence"], [*data["bound"], *data["residual"], *data["worst"]])
+    view.model.n_factors = 20  # a new fit: new rho histograms
+    counts = view.pipes["rho"].data["counts"]
+    assert figs["ρ(I"].y_range.end >= max(int(c.max()) for c in counts.values())
+
+
+def test_oracle_legend_entry_only_for_mixtures(view):
+    figs = _figures(view)
+    fig = figs["Error"]
+    oracle = "NSA-M oracle (min over components)"
+    assert "NSA(l)" in _legend_labels(fig) and oracle not in _legend_labels(fig)  # K = 1: nothing drawn, no entry
+    view._l_slider.value = 5
+    assert oracle not in _legend_labels(fig)
+    view.model.n_components = 2
+    assert oracle in _legend_labels(fig)
+    view.model.n_components = 1
+    assert oracle not in _legend_labels(fig)
+    # the convergence legend sits outside the frame, where it cannot cover the residual curve
+    decay = figs["Convergence"]
+    assert any(isinstance(m, Legend) for m in decay.right)
+    assert not any(isinstance(m, Legend) for m in decay.center)
 
 
 def test_errors_are_shown(view):

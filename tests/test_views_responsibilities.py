@@ -9,6 +9,7 @@ import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
+from bokeh.models import GlyphRenderer
 
 from explorer.views.responsibilities_view import (
     ResponsibilitiesView,
@@ -51,6 +52,29 @@ def test_shift_and_accuracy_over_the_test_images(view):
     assert np.isclose(acc.accuracy[1], expected)
     flips = np.mean(comp != resp["exact"].argmax(axis=1))
     assert f"**{flips:.0%}**" in view._info.object
+
+
+def _missing_fields(root) -> list[str]:
+    """Glyph properties mapped to a column their data source does not have (BokehJS warns "nonexistent field")."""
+    found = []
+    for r in root.select({"type": GlyphRenderer}):
+        columns = r.data_source.data
+        for glyph in (r.glyph, r.selection_glyph, r.nonselection_glyph, r.hover_glyph, r.muted_glyph):
+            if glyph is None or isinstance(glyph, str):
+                continue
+            for name, value in glyph.properties_with_values(include_defaults=True).items():
+                field = value.get("field") if isinstance(value, dict) else getattr(value, "field", None)
+                if isinstance(field, str) and field not in columns:
+                    found.append(f"{type(glyph).__name__}.{name} -> {field!r}")
+    return found
+
+
+def test_no_glyph_maps_a_nonexistent_field(view):
+    root = pn.panel(view).get_root(Document())
+    assert _missing_fields(root) == []
+    view.model.image_index = 3
+    view.player._step_button.clicks += 1
+    assert _missing_fields(root) == []
 
 
 def test_frames_on_a_hand_made_case():

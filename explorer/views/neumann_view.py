@@ -89,8 +89,11 @@ def error_overlay(data: dict) -> hv.Overlay:
                                                                                line_width=1.5)
             for k, v in data["levels"].items()]
     nsa = hv.Curve((ls, data["nsa"]), "l", "MSE", label="NSA(l)").opts(color="#e4572e", line_width=2.5)
+    # the oracle exists for mixtures only: for K = 1 its (empty) curve stays in the overlay, so that the DynamicMap
+    # keeps the same renderers, but is invisible, and HoloViews leaves renderers that are all invisible out of the
+    # legend (no "NSA-M oracle" entry with nothing drawn)
     oracle = hv.Curve((data["oracle_l"], data["oracle"]), "l", "MSE", label="NSA-M oracle (min over components)").opts(
-        color="#e4572e", line_dash="dotted", line_width=1.5)
+        color="#e4572e", line_dash="dotted", line_width=1.5, visible=len(data["oracle"]) > 0)
     return hv.Overlay([spans, *refs, nsa, oracle, hv.VLine(data["current"]).opts(color="#444444", line_width=1)])
 
 
@@ -119,18 +122,23 @@ class NeumannView(FAPage):
         m = self.model
         self.pipes = {"rho": hv.streams.Pipe(data=_empty_rho()), "decay": hv.streams.Pipe(data=_empty_decay()),
                       "error": hv.streams.Pipe(data=_empty_error())}
-        common = {"height": 330, "responsive": True, "show_grid": True, "toolbar": "above", "framewise": True,
-                      "legend_opts": {"label_text_font_size": "8pt"}}
+        common = {"height": 330, "responsive": True, "show_grid": True, "toolbar": "above",
+                  "legend_opts": {"label_text_font_size": "8pt"}}
+        # framewise is a norm option that HoloViews reads on the *elements* (an Overlay's own framewise is ignored
+        # when the axis ranges are updated): set on the overlay only, the ranges stayed those of the first frame
+        framewise = {"Curve": {"framewise": True}, "Histogram": {"framewise": True}}
         rho = hv.DynamicMap(rho_overlay, streams=[self.pipes["rho"]]).opts(
-            {"Overlay": dict(title="ρ(I − A/s) per test image", legend_position="top_left", **common)},
+            {**framewise, "Overlay": dict(title="ρ(I − A/s) per test image", legend_position="top_left", **common)},
             backend="bokeh")
+        # the legend sits outside, right of the frame: inside it covered the steep residual curve (bottom left)
+        # or the slowly decaying bound and worst case (top right)
         decay = hv.DynamicMap(decay_overlay, streams=[self.pipes["decay"]]).opts(
-            {"Curve": {"logy": True}, "Overlay": dict(title="Convergence: [ρ]^l on a log scale", logy=True,
-                                                       ylabel="factor / bound", legend_position="bottom_left",
-                                                       **common)}, backend="bokeh")
-        error = hv.DynamicMap(error_overlay, streams=[self.pipes["error"]]).opts(
-            {"Overlay": dict(title="Error on the missing pixels against l", ylabel="MSE (missing pixels)",
+            {"Curve": {"logy": True, "framewise": True},
+             "Overlay": dict(title="Convergence: [ρ]^l on a log scale", logy=True, ylabel="factor / bound",
                              legend_position="right", **common)}, backend="bokeh")
+        error = hv.DynamicMap(error_overlay, streams=[self.pipes["error"]]).opts(
+            {**framewise, "Overlay": dict(title="Error on the missing pixels against l", ylabel="MSE (missing pixels)",
+                                          legend_position="right", **common)}, backend="bokeh")
         self._window = pn.pane.Alert("", alert_type="success", sizing_mode="stretch_width", margin=(0, 10))
         self.sidebar = pn.Column(
             "### Mask of the error curve", mask_widgets(m, masks=MASK_TYPES),

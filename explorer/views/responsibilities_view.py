@@ -88,8 +88,10 @@ def _shift(data: dict) -> hv.Overlay:
     half = hv.HLine(0.5).opts(color="#bbbbbb", line_width=1)
     pts = hv.Scatter(data["points"], "before", ["after", "digit"]).opts(
         color="digit", cmap="Category10", size=6, alpha=0.7, show_legend=True)
+    # a hollow ring: fill_alpha=0 (color="none" is not a Bokeh colour, HoloViews sent it as the column 'none',
+    # and BokehJS warned "nonexistent field 'none'" on every update)
     sel = hv.Scatter(data["selected"], "before", ["after", "digit"]).opts(
-        color="none", line_color="black", size=14, line_width=2)
+        fill_alpha=0, line_color="black", size=14, line_width=2)
     return hv.Overlay([diag, half, pts, sel])
 
 

@@ -21,6 +21,34 @@ def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
     raise AssertionError(f"l stayed at {_l(page)}")
 
 
+# The error plot as BokehJS has it: its y range, the MSE values of every line (NSA, oracle, reference levels)
+# and the legend labels.
+_ERROR_PLOT = """() => {
+    const fig = [...Bokeh.documents[0].all_models].find(
+        (m) => m.title != null && typeof m.title.text === "string" && m.title.text.startsWith("Error on the missing"));
+    const values = [];
+    for (const r of fig.renderers) {
+        const mse = r.data_source != null ? r.data_source.data.MSE : undefined;
+        if (mse !== undefined && r.visible) values.push(...Array.from(mse).filter((v) => Number.isFinite(v)));
+    }
+    const labels = [];
+    for (const legend of [...fig.center, ...fig.left, ...fig.right, ...fig.above, ...fig.below]) {
+        if (legend.items === undefined) continue;
+        for (const item of legend.items) labels.push(typeof item.label === "string" ? item.label : item.label.value);
+    }
+    return {start: fig.y_range.start, end: fig.y_range.end, min: Math.min(...values), max: Math.max(...values),
+            n: values.length, labels};
+}"""
+
+
+def _console_messages(page) -> list[str]:
+    """Console warnings and errors of ``page`` (attach before ``goto``)."""
+    messages = []
+    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}") if msg.type in ("warning", "error")
+            else None)
+    return messages
+
+
 def _select(page, option_text: str, label: str):
     page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
@@ -29,11 +57,15 @@ def test_step_play_pause_window_and_mask(serve_app, new_page, watch_errors, wait
     url = serve_app({"neumann": APP})
     page = new_page(viewport={"width": 1500, "height": 1150})
     errors = watch_errors(page)
+    console = _console_messages(page)
     page.goto(f"{url}/neumann")
     wait_for_bokeh(page)
     page.get_by_text("NSA never beats the exact solution", exact=False).first.wait_for()  # l = 0: nothing yet
     assert page.locator(".bk-Canvas").count() >= 3
     assert _l(page) == 0
+    plot = page.evaluate(_ERROR_PLOT)
+    assert "NSA(l)" in plot["labels"]
+    assert not any("oracle" in label for label in plot["labels"]), plot["labels"]  # PPCA (K = 1): no oracle
 
     page.get_by_role("button", name="Step").click()
     _wait_l(page, lambda v: v == 1)
@@ -48,6 +80,14 @@ def test_step_play_pause_window_and_mask(serve_app, new_page, watch_errors, wait
     assert _l(page) == paused_at, "l kept growing after Pause"
     # on quarters of the 8x8 digits early-stopped NSA is better than the exact solution
     page.get_by_text("NSA beats the exact solution", exact=False).first.wait_for()
+    wait_for_bokeh(page)
+    # the y range followed the curve: its minimum (the best l of the banner) is inside the frame
+    banner = page.get_by_text(re.compile(r"best l = \d+ with MSE [\d.]+")).first.inner_text()
+    best = float(re.search(r"best l = \d+ with MSE (\d+\.\d+)", banner).group(1))
+    plot = page.evaluate(_ERROR_PLOT)
+    assert plot["n"] > paused_at, plot  # the NSA curve has every visited l
+    assert plot["start"] <= plot["min"] <= best + 1e-4 and plot["max"] <= plot["end"], plot
+    assert not [m for m in console if "nonexistent field" in m], console
 
     _select(page, "random pixels", "half")
     page.get_by_text("mask half", exact=False).first.wait_for()
@@ -56,4 +96,6 @@ def test_step_play_pause_window_and_mask(serve_app, new_page, watch_errors, wait
     wait_for_bokeh(page)
     page.wait_for_timeout(400)
     screenshot(page, "neumann")
+    plot = page.evaluate(_ERROR_PLOT)
+    assert plot["start"] <= plot["min"] and plot["max"] <= plot["end"], plot  # and after the mask changed
     errors.assert_none()

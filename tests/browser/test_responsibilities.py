@@ -21,6 +21,14 @@ def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
     raise AssertionError(f"l stayed at {_l(page)}")
 
 
+def _console_messages(page) -> list[str]:
+    """Console warnings and errors of ``page`` (attach before ``goto``)."""
+    messages = []
+    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}") if msg.type in ("warning", "error")
+            else None)
+    return messages
+
+
 def _select(page, option_text: str, label: str):
     page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
@@ -29,6 +37,7 @@ def test_step_play_pause_and_mask(serve_app, new_page, watch_errors, wait_for_bo
     url = serve_app({"responsibilities": APP})
     page = new_page(viewport={"width": 1500, "height": 1150})
     errors = watch_errors(page)
+    console = _console_messages(page)
     page.goto(f"{url}/responsibilities")
     wait_for_bokeh(page)
     page.get_by_text("component 1 ≈ digit", exact=False).first.wait_for()
@@ -48,10 +57,13 @@ def test_step_play_pause_and_mask(serve_app, new_page, watch_errors, wait_for_bo
     assert _l(page) == paused_at, "l kept growing after Pause"
     wait_for_bokeh(page)
     page.wait_for_timeout(400)
+    # BokehJS warned "attempted to retrieve property array for nonexistent field 'none'" twice per update
+    assert not [m for m in console if "nonexistent field" in m], console
     screenshot(page, "responsibilities")  # the default mask: the left half of the 3s and 8s
 
     _select(page, "random pixels", "quarter")
     page.wait_for_function("() => window.location.search.includes('mask=quarter')")
     page.get_by_text(re.compile(r"Image \d+ \(digit \d\)")).first.wait_for()
     wait_for_bokeh(page)
+    assert not [m for m in console if "nonexistent field" in m], console
     errors.assert_none()
