@@ -191,6 +191,29 @@ def _save_screenshot(target, name: str, *, directory: Path | str | None = None, 
     return path
 
 
+def _assert_stays_paused(page, read: Callable[[], int], *, settle_s: float = 8.0, hold_ms: int = 1500) -> int:
+    """After Pause: wait until ``read()`` stops changing (a tick already running may still land, later
+    under load), then check it stays put for ``hold_ms``. Fails if it never settles (Play kept going)."""
+    last, deadline = read(), time.monotonic() + settle_s
+    while True:
+        page.wait_for_timeout(600)
+        now = read()
+        if now == last:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still advancing {settle_s} s after Pause ({last} -> {now})")
+        last = now
+    page.wait_for_timeout(hold_ms)
+    assert read() == last, "kept advancing after Pause"
+    return last
+
+
+@pytest.fixture
+def assert_stays_paused() -> Callable[..., int]:
+    """``assert_stays_paused(page, read)``: the counter read by ``read()`` stops after Pause (see above)."""
+    return _assert_stays_paused
+
+
 @pytest.fixture
 def screenshot() -> Callable[..., Path]:
     """``screenshot(page_or_locator, name, directory=None, **kw) -> Path``.
