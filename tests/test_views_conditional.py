@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import holoviews as hv
 import numpy as np
 import panel as pn
 import pytest
@@ -10,7 +14,14 @@ from bokeh.document import Document
 from explorer.core._validation import BadInputError
 from explorer.models.data_model import DataModel
 from explorer.models.em_model import EMModel
-from explorer.views.conditional_view import NONE, ConditionalView, mass_levels, parse_row
+from explorer.models.vb_model import VBModel
+from explorer.views._conditional_frames import _slice1d_element, _weights_element
+from explorer.views.conditional_view import (
+    NONE,
+    ConditionalView,
+    mass_levels,
+    parse_row,
+)
 
 COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 
@@ -283,3 +294,127 @@ def test_variational_settings_refit_and_errors_are_readable():
     v.wait(timeout=60)
     assert not v._em_error.visible and vb.state.n_components == 4 and vb.elbo is None
     assert "ELBO undefined" in v._status.object and len(v.pipes["weights"].data["prior"]) == 4
+
+
+# ----------------------------------------------------------------------------- review fixes
+def test_variational_model_fits_data_with_constant_columns_with_the_identity_prior():
+    # digits_8x8 has always-blank border pixels: the page's data-scaled prior is undefined there
+    em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
+    v = ConditionalView(em_model=em, model_kind="vb")
+    v.fit(wait=True)
+    vb = v.vb_model
+    assert vb.covariance_prior == "observed_variance" and "W₀ = I" not in v._status.object
+    em.data_model.dataset = "digits_8x8"
+    v.wait(timeout=60)
+    assert vb.covariance_prior == "identity" and not vb.error and not v._em_error.visible
+    assert vb.stop_reason in ("tol", "max_iter") and "effective components" in v._status.object
+    assert "prior scale W₀ = I: 9 constant column(s) (r0c0" in v._status.object
+    s = v.pipes["slice1d"].data
+    assert s["title"].startswith("row 0: p(r") and np.isfinite(s["slice"]["density"]).all()
+    assert s["slice"]["density"].max() > 0
+    assert len(v.pipes["weights"].data["prior"]) == vb.n_components
+    assert_no_nan(v)
+    # wide data: a table of at most 20 features that says so, the plotted feature included
+    table = v._table.object
+    assert len(table) == 20 and v.feature in set(table["feature"])
+    assert v._table_note.visible and "The table shows 20 of the 64 features" in v._table_note.object
+    # back to data without constant columns: the data-scaled prior again
+    em.data_model.dataset = "iris"
+    v.wait(timeout=60)
+    assert vb.covariance_prior == "observed_variance" and "W₀ = I" not in v._status.object
+    assert vb.stop_reason in ("tol", "max_iter") and not v._table_note.visible and len(v._table.object) == 4
+
+
+def test_choosing_the_variational_model_on_constant_columns_fits_it():
+    em = EMModel(data_model=DataModel(dataset="digits_8x8", mechanism="mcar", rate=0.3), n_components=3)
+    v = ConditionalView(em_model=em)  # EM shown, not fitted (the app fits on load)
+    assert v.vb_model.error  # reset by the data with the data-scaled prior, not shown yet
+    v.model_kind = "vb"
+    v.wait(timeout=60)
+    assert v.vb_model.covariance_prior == "identity" and v.vb_model.stop_reason in ("tol", "max_iter")
+    assert not v._em_error.visible and "W₀ = I" in v._status.object
+    assert_no_nan(v)
+
+
+def test_a_vb_model_passed_in_keeps_its_prior():
+    data = DataModel(dataset="digits_8x8", mechanism="mcar", rate=0.3)
+    vb = VBModel(data_model=data, covariance_prior="observed_variance")
+    v = ConditionalView(em_model=EMModel(data_model=data), vb_model=vb, model_kind="vb")
+    v.fit(wait=True)
+    assert vb.covariance_prior == "observed_variance" and "constant" in v._em_error.object
+
+
+def test_a_failed_fit_clears_the_weights_and_shows_the_full_error():
+    v = _vb_view()
+    assert len(v.pipes["weights"].data["prior"]) == v.vb_model.n_components
+    v.vb_model.nu0 = 2.5  # invalid: no model
+    v.wait(timeout=30)
+    message = "nu0 must be > n_features - 1 = 3, got 2.5."
+    assert v._em_error.visible and v._em_error.object == message
+    assert message in v._row_info.object  # the full text, next to the plots too
+    assert v.pipes["weights"].data["prior"].size == 0 and v.pipes["weights"].data["posterior"].size == 0
+    assert "no model" in v.pipes["weights"].data["title"]
+    title = v.pipes["slice1d"].data["title"]
+    assert "nu0" not in title and title == "No fitted model: see the message"
+    assert v._table.object is None and not v._table_note.visible
+    # the placeholder slice is drawn on a unit axis, not a 1e-12 one
+    fig = hv.render(_slice1d_element(v.pipes["slice1d"].data))
+    assert fig.y_range.end == pytest.approx(1.1)
+    hv.render(_weights_element(v.pipes["weights"].data))  # the empty weights render
+    # a custom row with no model: the model's error, not a parse error under the text box
+    v.source = "custom row"
+    assert not v._custom_error.visible and message in v._row_info.object
+
+
+def test_the_weights_legend_is_outside_the_bars():
+    fig = hv.render(_weights_element({"prior": np.array([0.9, 0.05, 0.05]), "posterior": np.array([1.0, 0, 0])}))
+    assert [type(m).__name__ for m in fig.above] == ["Legend"]
+    assert not [m for m in fig.center if type(m).__name__ == "Legend"]
+
+
+def test_the_row_slider_counts_like_the_row_read_out(view):
+    n = len(view._rows)
+    assert view._row.name == f"Incomplete row (of {n})" and "(tick + 1)" in view._row.format.code
+    view.row_position = n - 1
+    assert f"({n} of {n} incomplete rows)" in view._row_info.object
+    assert not view._table_note.visible and len(view._table.object) == 4  # narrow data: every feature
+
+
+class FakeDoc:
+    """A served document as the worker sees it: records the UI updates handed to it."""
+
+    def __init__(self):
+        self.session_context = object()
+        self.calls = []
+        self.destroyed = False
+
+    def add_next_tick_callback(self, fn):
+        if self.destroyed:  # what Bokeh raises once the document is destroyed
+            raise AttributeError("'DocumentCallbackManager' object has no attribute '_change_callbacks'")
+        self.calls.append(fn)
+
+
+@pytest.mark.parametrize("order", ["hook first", "document destroyed first"])
+def test_after_the_session_is_destroyed_the_worker_stops_quietly(order, monkeypatch):
+    crashes = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashes.append(args.exc_value))
+    data = DataModel(dataset="wine", mechanism="mcar", rate=0.3)
+    vb = VBModel(data_model=data, n_components=10, tol=0.0, max_iter=5000)  # a long fit
+    v = ConditionalView(em_model=EMModel(data_model=data), vb_model=vb, model_kind="vb", auto_fit=False)
+    doc = FakeDoc()
+    v._session_doc = lambda: doc
+    worker = v.fit()
+    deadline = time.monotonic() + 30
+    while not doc.calls and time.monotonic() < deadline:  # the first progress update (after 0.3 s)
+        time.sleep(0.05)
+    assert doc.calls and worker.is_alive()
+    if order == "hook first":
+        v._on_destroyed(None)
+    else:  # Bokeh destroys the document before it runs the session-destroyed hooks
+        doc.destroyed = True
+    n_calls = len(doc.calls)
+    worker.join(timeout=30)
+    assert not worker.is_alive() and not crashes
+    assert len(doc.calls) == n_calls  # nothing handed to the dead document
+    assert vb.iteration < 1000 and v._closed.is_set()
+    assert v.fit() is None  # no new fit for a closed session

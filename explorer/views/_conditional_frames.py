@@ -158,7 +158,8 @@ def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 8
 def _slice1d_element(data):
     x, y = hv.Dimension("sx", label=data["xlabel"]), hv.Dimension("sdens", label="density")
     s = data["slice"]
-    top = max(float(s["density"].max()), 1e-12)
+    # a placeholder (no model, or no slice) has a zero density: a unit axis, not a 1e-12 one
+    top = float(s["density"].max()) if float(s["density"].max()) > 0 else 1.0
     comps = [{"sx": s["grid"], "sdens": c, "component": k + 1} for k, c in enumerate(s["components"])]
     truth = [] if s["truth"] is None else [(s["truth"], s["truth_density"])]
     return (
@@ -205,10 +206,17 @@ def _weights_element(data):
     prior_bars = hv.Rectangles((x - 0.38, z, x, prior), kdims=dims, label=PRIOR).opts(color="#b8c4d3")
     post_bars = hv.Rectangles((x, z, x + 0.38, post), kdims=dims, label=POSTERIOR).opts(color=MEAN)
     return (prior_bars * post_bars).opts(
-        {"Rectangles": dict(ylim=(0, 1.1), xlim=(0.4, prior.size + 0.6), framewise=True, line_color="black",
-                            xticks=[(k, str(int(k))) for k in x], title="Component weights for this row",
+        {"Rectangles": dict(ylim=(0, 1.1), xlim=(0.4, max(prior.size, 1) + 0.6), framewise=True,
+                            line_color="black", xticks=[(k, str(int(k))) for k in x] or [(1.0, "")],
+                            title=data.get("title", "Component weights for this row"),
                             ylabel="weight", xlabel="component"),
-         "Overlay": dict(legend_position="top_left")})
+         # the legend goes above the frame, in one row: inside it covered the first bars
+         "Overlay": dict(legend_position="top", legend_cols=2)})
+
+
+def _placeholder_weights(title: str = "Component weights (no model)") -> dict:
+    """No bars (no fitted model): the previous data set's weights must not stay on screen."""
+    return {"prior": np.zeros(0), "posterior": np.zeros(0), "title": title}
 
 
 def _placeholder_2d() -> dict:

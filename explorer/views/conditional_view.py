@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import CustomJSTickFormatter
 from panel.viewable import Viewer
 
 from explorer.core._validation import BadInputError
@@ -43,11 +44,13 @@ from explorer.models.em_model import EMModel
 from explorer.models.vb_model import VBModel
 from explorer.views.data_controls import DataControls
 
-__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "mass_levels", "parse_row", "slice_1d", "slice_2d"]
+__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "parse_row", "slice_1d",
+           "slice_2d"]
 from explorer.views._conditional_frames import (
     NONE,
     _placeholder_1d,
     _placeholder_2d,
+    _placeholder_weights,
     _slice1d_element,
     _slice2d_element,
     _weights_element,
@@ -59,6 +62,20 @@ from explorer.views._conditional_frames import (
 
 DENSITIES = {"plug-in Gaussian mixture": "plugin", "Student-t predictive": "student_t"}
 MODEL_KINDS = {"EM mixture": "em", "Variational DP mixture": "vb"}
+#: The incomplete-row slider shows its (0-based) position 1-based, like the row read-out.
+ROW_FORMAT_JS = "return (tick + 1).toFixed(0)"
+#: Rows of the per-row feature table at most (wide data: the chosen and the missing features first).
+MAX_TABLE_ROWS = 20
+
+
+def constant_columns(values) -> np.ndarray:
+    """Indices of the columns of ``values`` (NaN = missing) without a positive observed variance."""
+    values = np.asarray(values, dtype=float)
+    observed = ~np.isnan(values)
+    n = observed.sum(axis=0)
+    mean = np.where(observed, values, 0.0).sum(axis=0) / np.maximum(n, 1)
+    var = np.where(observed, (values - mean) ** 2, 0.0).sum(axis=0) / np.maximum(n, 1)
+    return np.flatnonzero(~(var > 0) | (n == 0))
 
 
 # ----------------------------------------------------------------------------- the view
@@ -71,6 +88,10 @@ class ConditionalView(Viewer):
         Default: iris with MCAR 30 %, K = 3. Its ``data_model`` drives the data controls.
     vb_model : VBModel
         Default: a variational DP mixture (truncation 10, priors at the data's scale) on the same data.
+        The page has no prior control, so this default model follows the data: the data-scaled
+        ``covariance_prior="observed_variance"`` needs a positive variance in every column, and on
+        data with constant columns (the border pixels of the digits) it uses ``"identity"`` (and
+        says so in the status line). A ``vb_model`` passed in keeps its own prior.
     model_kind : {"em", "vb"}
         Which of the two models is fitted and shown.
     density : {"plugin", "student_t"}
@@ -103,12 +124,16 @@ class ConditionalView(Viewer):
         if params.get("em_model") is None:
             params["em_model"] = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
                                          n_components=3)
-        if params.get("vb_model") is None:
+        auto_prior = params.get("vb_model") is None
+        if auto_prior:
             params["vb_model"] = VBModel(data_model=params["em_model"].data_model, n_components=10,
                                          mean_prior="observed_mean", covariance_prior="observed_variance")
         super().__init__(**params)
         self._lock = threading.RLock()
         self._token = 0
+        self._auto_prior = auto_prior  # the default VB model's covariance prior follows the data
+        self._prior_note = ""
+        self._closed = threading.Event()  # set when the browser session is destroyed
         self._worker: threading.Thread | None = None
         self._doc = None  # the session document while served (worker -> UI hand-over)
         self._rng = np.random.default_rng(self.seed)
@@ -121,6 +146,8 @@ class ConditionalView(Viewer):
                       "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
         self._make_widgets()
         self.main = self._build()
+        if self.model_kind == "vb":
+            self._adapt_prior()  # before the run_id watchers: no fit is started here
         self._on_run()
         em.param.watch(self._on_run, ["run_id"])
         self.vb_model.param.watch(self._on_run, ["run_id"])
@@ -163,8 +190,12 @@ class ConditionalView(Viewer):
                                     self._status, self._em_error, sizing_mode="stretch_width")
         self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
                                                               variant="outline", width=240)
+        # "Incomplete row (of n): k", 1-based like the row read-out next to the plots (the label carries
+        # n: BokehJS does not redraw the slider title when only its formatter changes)
         self._row = pn.widgets.IntSlider.from_param(self.param.row_position, start=0, end=1,
-                                                    label="Incomplete row", width=260)
+                                                    label="Incomplete row", width=260,
+                                                    # one formatter per view: a Bokeh model lives in one document
+                                                    format=CustomJSTickFormatter(code=ROW_FORMAT_JS))
         self._random = pn.widgets.Button(label="Random row", width=120, margin=(22, 10, 5, 10))
         self._random.on_click(self._on_random)
         self._custom = pn.widgets.TextInput.from_param(
@@ -176,7 +207,10 @@ class ConditionalView(Viewer):
         self._feature2 = pn.widgets.Select.from_param(self.param.feature2, options=[NONE],
                                                       label="Second missing feature (y)", width=220)
         self._row_info = pn.pane.Markdown(margin=(28, 10, 0, 10), sizing_mode="stretch_width")
-        self._table = pn.pane.DataFrame(index=False, width=880, margin=(0, 10), max_height=320)
+        # at most MAX_TABLE_ROWS rows, all shown (a max_height used to cut wide tables silently)
+        self._table = pn.pane.DataFrame(index=False, width=880, margin=(0, 10))
+        self._table_note = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width", visible=False,
+                                            css_classes=["table-note"])
 
     def _build(self):
         s1 = hv.DynamicMap(_slice1d_element, streams=[self.pipes["slice1d"]]).opts(
@@ -212,6 +246,7 @@ class ConditionalView(Viewer):
             self._custom_box,
             pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
             pn.Row(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), sizing_mode="stretch_width"),
+            self._table_note,
             self._table,
             sizing_mode="stretch_width",
         )
@@ -235,6 +270,8 @@ class ConditionalView(Viewer):
         (tests, scripts). Returns the thread, or None when there is nothing to fit.
         """
         em = self.model
+        if self._closed.is_set():  # the browser session is gone
+            return None
         with self._lock:
             self._token += 1
             token = self._token
@@ -245,7 +282,7 @@ class ConditionalView(Viewer):
             self._fit_button.disabled = True
             self._status.object = f"Fitting… iteration {em.iteration}"
             # the worker hands its UI updates to this session's event loop (see _on_ui)
-            self._doc = pn.state.curdoc if pn.state.curdoc is not None and pn.state.curdoc.session_context else None
+            self._doc = self._session_doc()
             self._worker = threading.Thread(target=self._work, args=(token, em), daemon=True,
                                             name="conditional-fit")
             worker = self._worker
@@ -260,6 +297,12 @@ class ConditionalView(Viewer):
         if worker is not None:
             worker.join(timeout)
 
+    @staticmethod
+    def _session_doc():
+        """The served session's document (the worker hands its UI updates to it), or None."""
+        doc = pn.state.curdoc
+        return doc if doc is not None and doc.session_context is not None else None
+
     def _on_ui(self, fn) -> None:
         """Run ``fn`` where it may touch widgets and plots.
 
@@ -267,12 +310,24 @@ class ConditionalView(Viewer):
         thread-safe entry point of a Bokeh document), so the worker's updates are applied in
         order, with the document lock, and never while Panel is building the page. Elsewhere
         (Jupyter, scripts, tests) ``fn`` runs at once.
+
+        Once the session is destroyed the update is dropped and the worker told to stop: Bokeh
+        destroys the document (its callback manager loses its state) *before* it runs the
+        session-destroyed hooks, so the document is checked here as well as :attr:`_closed`.
         """
+        if self._closed.is_set():
+            return
         doc = self._doc
-        if doc is not None:
-            doc.add_next_tick_callback(fn)
-        else:
+        if doc is None:
             fn()
+            return
+        if doc.session_context is None:  # destroyed, the hook has not run yet
+            self._closed.set()
+            return
+        try:
+            doc.add_next_tick_callback(fn)
+        except (AttributeError, KeyError, RuntimeError):  # destroyed between the check and the call
+            self._closed.set()
 
     def _work(self, token: int, em) -> None:
         """The fit loop (worker thread): steps of ``em`` until converged, superseded or failed."""
@@ -282,7 +337,7 @@ class ConditionalView(Viewer):
             while True:
                 # step(run_id) checks and steps under the model's lock, so a reset (new data or settings)
                 # cannot make this worker step the new run
-                if token != self._token or not em.step(run_id=run_id):
+                if self._closed.is_set() or token != self._token or not em.step(run_id=run_id):
                     break
                 now = time.monotonic()
                 if now - last > 0.3:  # throttle: progress every 0.3 s
@@ -324,6 +379,8 @@ class ConditionalView(Viewer):
         if self.model_kind == "vb":
             elbo = "undefined" if em.elbo is None else f"{em.elbo:.2f}"
             ll += f" · ELBO {elbo} · {em.n_effective} effective components"
+            if self._prior_note:
+                ll += f" · {self._prior_note}"
         self._status.object = f"{head} · {ll}"
 
     def _on_fit_click(self, event=None) -> None:
@@ -337,7 +394,34 @@ class ConditionalView(Viewer):
         self.fit()
 
     def _on_destroyed(self, session_context) -> None:
-        self._token += 1  # any running worker stops after its current step
+        """The browser session is gone: a running worker stops after its current step, no UI update follows."""
+        self._closed.set()
+        self._token += 1
+
+    def _adapt_prior(self) -> bool:
+        """Give the default VB model the covariance prior the data allow; True when it changed (new run).
+
+        ``observed_variance`` (the page's default, at the scale of the data) needs a positive
+        variance in every column; with constant columns (e.g. the always-blank border pixels of
+        the digits) the model uses the identity prior instead. The page has no prior control.
+        """
+        data = self.em_model.data_model.data
+        if not self._auto_prior or data is None:
+            return False
+        bad = constant_columns(data.values)
+        wanted = "identity" if len(bad) else "observed_variance"
+        if len(bad):
+            cols = [str(data.columns[j]) for j in bad]
+            shown = ", ".join(cols[:5]) + (f" and {len(cols) - 5} more" if len(cols) > 5 else "")
+            self._prior_note = (f"prior scale W₀ = I: {len(cols)} constant column(s) ({shown}) leave the "
+                                "data-scaled prior undefined")
+        else:
+            self._prior_note = ""
+        vb = self.vb_model
+        if vb.covariance_prior == wanted:
+            return False
+        vb.covariance_prior = wanted  # resets the model: its run_id event refreshes (and refits) the page
+        return True
 
     # ------------------------------------------------------------------ data / selection updates
     def _on_kind(self, *events) -> None:
@@ -348,6 +432,8 @@ class ConditionalView(Viewer):
             self._token += 1  # a fit of the other model stops after its current step
             self._progress.visible = False
             self._fit_button.disabled = False
+            if vb and self._adapt_prior():
+                return  # a new VB run on these data: its run_id event refreshed the page and started the fit
             if self.auto_fit and self.model.state is not None and not self.model.finished:
                 self.fit()
                 return
@@ -358,12 +444,15 @@ class ConditionalView(Viewer):
         """A new run (data or model settings changed): new rows / features, then refit."""
         if event is not None and event.obj is not self.model:
             return  # the other model (reset by the same data change): fitted when it is chosen
+        if event is not None and self.model_kind == "vb" and self._adapt_prior():
+            return  # the prior changed: a new run, whose run_id event does the rest
         data = self.em_model.data_model.data
         with self._lock:
             self._rows = np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1))
             self._updating = True
             try:
                 self._row.end = max(1, len(self._rows) - 1)
+                self._row.name = f"Incomplete row (of {len(self._rows)})" if len(self._rows) else "Incomplete row"
                 self._row.disabled = len(self._rows) == 0
                 if self.row_position >= len(self._rows):
                     self.row_position = 0
@@ -411,16 +500,26 @@ class ConditionalView(Viewer):
         with self._lock:
             try:
                 self._refresh_locked()
+            except _NoModel as exc:
+                self._show_message(str(exc), title="No fitted model: see the message", model=True)
             except BadInputError as exc:
-                self._show_message(str(exc))
+                self._show_message(str(exc), title="No slice: see the message above")
 
-    def _show_message(self, message: str) -> None:
-        self._custom_error.object = message if self.source == "custom row" else ""
-        self._custom_error.visible = self.source == "custom row"
-        self._row_info.object = "" if self.source == "custom row" else f"*{message}*"
-        self.pipes["slice1d"].send(_placeholder_1d(message.split(".")[0][:60]))
+    def _show_message(self, message: str, title: str, model: bool = False) -> None:
+        """Placeholders in the plots (a short title), the full ``message`` as text.
+
+        ``model=True``: the model could not be fitted. Its error is in the alert under the model
+        controls (:meth:`_show_error`) and in the row read-out, whatever the source of the row.
+        """
+        custom = self.source == "custom row" and not model
+        self._custom_error.object = message if custom else ""
+        self._custom_error.visible = custom
+        self._row_info.object = "" if custom else f"*{message}*"
+        self.pipes["slice1d"].send(_placeholder_1d(title))
+        self.pipes["weights"].send(_placeholder_weights())
         self._pane1d.visible, self._pane2d.visible = True, False
         self._table.object = None
+        self._table_note.visible = False
 
     def _refresh_locked(self) -> None:
         em, data = self.model, self.em_model.data_model.data
@@ -440,7 +539,7 @@ class ConditionalView(Viewer):
             self._updating = False
         cm = self.conditional(values[None, :])
         if cm is None:
-            raise BadInputError(em.error or "No fitted model yet.")
+            raise _NoModel(em.error or "No fitted model yet: press Fit.")
         f1 = columns.index(self.feature)
         rng = np.random.default_rng(self.seed)
         it = f"iteration {em.iteration}"
@@ -458,18 +557,32 @@ class ConditionalView(Viewer):
             self.pipes["slice2d"].send({"slice": s, "xlabel": self.feature, "ylabel": self.feature2, "title": title})
         self._pane1d.visible, self._pane2d.visible = self.feature2 == NONE, self.feature2 != NONE
         self.pipes["weights"].send({"prior": np.asarray(em.state.weights), "posterior": cm.weights[0]})
-        self._table.object = self._row_table(cm, values, truth, columns)
+        self._table.object = table = self._row_table(cm, values, truth, columns,
+                                                     first=[f1] + ([] if self.feature2 == NONE else [f2]))
+        self._table_note.object = _table_note(table, values)
+        self._table_note.visible = bool(self._table_note.object)
         n_obs = int((~np.isnan(values)).sum())
         where = f" ({self.row_position + 1} of {len(self._rows)} incomplete rows)" if self.source == "data row" else ""
         self._row_info.object = (f"**{label}**{where}: {n_obs} observed, {len(mis)} missing · model at {it}"
                                  + (" · values in standardised units" if em.data_model.standardize else ""))
 
     @staticmethod
-    def _row_table(cm, values, truth, columns) -> pd.DataFrame:
+    def _row_table(cm, values, truth, columns, first=(), max_rows: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+        """Observed values and conditional read-outs, one row per feature, indexed by feature number.
+
+        More than ``max_rows`` features: the ``first`` ones (the plotted features), then the
+        missing ones, then the observed ones, up to ``max_rows``, in column order.
+        """
         mean, sd = cm.mean()[0], np.sqrt(cm.variance()[0])
         lower, upper = cm.interval(0.95)
+        shown = range(len(columns))
+        if len(columns) > max_rows:
+            miss = np.isnan(values)
+            order = [*first, *np.flatnonzero(miss), *np.flatnonzero(~miss)]
+            shown = sorted(list(dict.fromkeys(int(j) for j in order))[:max_rows])
         rows = []
-        for j, c in enumerate(columns):
+        for j in shown:
+            c = columns[j]
             missing = np.isnan(values[j])
             rows.append({
                 "feature": c, "observed": "" if missing else f"{values[j]:.4g}",
@@ -477,4 +590,21 @@ class ConditionalView(Viewer):
                 "95% interval": f"[{lower[0, j]:.3g}, {upper[0, j]:.3g}]" if missing else "",
                 "truth": f"{truth[j]:.4g}" if (missing and truth is not None) else "",
             })
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, index=list(shown))
+
+
+class _NoModel(BadInputError):
+    """No conditional to show: the model has no state (its error says why)."""
+
+
+def _table_note(table: pd.DataFrame, values) -> str:
+    """A line saying which features a shortened table shows ('' when it shows them all)."""
+    n_features = len(values)
+    if len(table) >= n_features:
+        return ""
+    miss = np.isnan(np.asarray(values, dtype=float))
+    n_mis = int(miss.sum())
+    shown_mis = int(miss[table.index.to_numpy()].sum())
+    return (f"*The table shows {len(table)} of the {n_features} features: the plotted one(s) and the missing "
+            f"ones first ({shown_mis} of {n_mis} missing, {len(table) - shown_mis} of {n_features - n_mis} "
+            "observed).*")

@@ -131,3 +131,32 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
     wait_until(lambda: STATUS.search(status_text(page)) and "effective" not in status_text(page), page)
     wait_for_bokeh(page)
     errors.assert_none()
+
+
+def test_conditional_page_variational_on_digits(serve_app, new_page, watch_errors, wait_for_bokeh):
+    """digits_8x8 has constant (always blank) border pixels: the variational model still fits."""
+    url = serve_app({"conditional": "apps/conditional.py"})
+    page = new_page(viewport={"width": 1280, "height": 1000})
+    errors = watch_errors(page)
+    page.goto(f"{url}/conditional")
+    wait_for_bokeh(page)
+    page.get_by_text(STATUS).wait_for()
+    select(page, "Variational DP mixture")
+    page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
+    # the weights legend sits above the bars, not over them
+    legends_inside = page.evaluate("""() => [...Bokeh.documents[0].all_models]
+        .filter(m => m.type == 'Figure' && m.title && m.title.text && m.title.text.startsWith('Component weights'))
+        .map(f => f.center.filter(r => r.type == 'Legend').length + ':' + f.above.filter(r => r.type == 'Legend').length)""")
+    assert legends_inside == ["0:1"]
+
+    select(page, "digits_8x8")
+    page.get_by_text("prior scale W₀ = I", exact=False).wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
+    assert "observed_variance" not in page.inner_text("body")
+    wait_for_title(page, "row 0: p(r")
+    page.get_by_text("The table shows 20 of the 64 features", exact=False).wait_for()
+    # the slider counts incomplete rows like the read-out next to the plots (1-based)
+    page.get_by_text("Incomplete row (of 300): 1", exact=True).wait_for()
+    page.get_by_text("row 0 (1 of 300 incomplete rows)", exact=False).wait_for()
+    wait_for_bokeh(page)
+    errors.assert_none()
