@@ -418,3 +418,14 @@ def test_after_the_session_is_destroyed_the_worker_stops_quietly(order, monkeypa
     assert len(doc.calls) == n_calls  # nothing handed to the dead document
     assert vb.iteration < 1000 and v._closed.is_set()
     assert v.fit() is None  # no new fit for a closed session
+
+
+def test_the_page_offers_only_data_sets_it_can_fit_interactively():
+    from explorer.views.conditional_view import MAX_FEATURES, conditional_datasets
+
+    names = conditional_datasets()
+    assert "iris" in names and "digits_8x8" in names and "uploaded" in names
+    assert "mnist" not in names and "photo_patches" not in names  # 784 / 256 pixels: minutes per fit
+    view = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="iris"), n_components=2))
+    offered = set(view.controls._ds_options)
+    assert offered == set(names) and MAX_FEATURES >= 64

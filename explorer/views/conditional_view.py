@@ -39,7 +39,8 @@ from bokeh.models import CustomJSTickFormatter
 from panel.viewable import Viewer
 
 from explorer.core._validation import BadInputError
-from explorer.models.data_model import DataModel
+from explorer.datasets import list_datasets
+from explorer.models.data_model import UPLOADED, DataModel
 from explorer.models.em_model import EMModel
 from explorer.models.vb_model import VBModel
 from explorer.views.data_controls import DataControls
@@ -76,6 +77,16 @@ def constant_columns(values) -> np.ndarray:
     mean = np.where(observed, values, 0.0).sum(axis=0) / np.maximum(n, 1)
     var = np.where(observed, (values - mean) ** 2, 0.0).sum(axis=0) / np.maximum(n, 1)
     return np.flatnonzero(~(var > 0) | (n == 0))
+
+
+#: Widest built-in data set offered: a full-covariance mixture of 784 pixels (MNIST) takes minutes
+#: to fit, not seconds (one m x m factorisation per row and component).
+MAX_FEATURES = 64
+
+
+def conditional_datasets() -> list[str]:
+    """Built-in data sets the page can fit interactively (<= MAX_FEATURES columns), and ``uploaded``."""
+    return [d.name for d in list_datasets() if d.n_features <= MAX_FEATURES] + [UPLOADED]
 
 
 # ----------------------------------------------------------------------------- the view
@@ -140,7 +151,7 @@ class ConditionalView(Viewer):
         self._rows = np.zeros(0, dtype=int)
         self._updating = False
         em = self.em_model
-        self.controls = DataControls(model=em.data_model)
+        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets())
         self.pipes = {"slice1d": hv.streams.Pipe(data=_placeholder_1d("No model yet")),
                       "slice2d": hv.streams.Pipe(data=_placeholder_2d()),
                       "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
