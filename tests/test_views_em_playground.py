@@ -200,6 +200,72 @@ def test_tap_adds_a_complete_point_and_clear_starts_an_empty_canvas(view):
     assert view._clicked is None and dm.complete.n_samples == dm.n_samples
 
 
+def _scatter_plots(root):
+    """The three Bokeh figures of the panels (the trace figures have a title)."""
+    from bokeh.models import Plot
+
+    plots = [p for p in root.select({"type": Plot}) if not p.title.text]
+    assert len(plots) == 3
+    return plots
+
+
+def _assert_ranges_cover(plot, values):
+    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    assert plot.x_range.start <= lo[0] and plot.x_range.end >= hi[0], (plot.x_range.start, plot.x_range.end, lo, hi)
+    assert plot.y_range.start <= lo[1] and plot.y_range.end >= hi[1], (plot.y_range.start, plot.y_range.end, lo, hi)
+    # and not still the old, far larger range: the data fill most of the axes
+    assert hi[0] - lo[0] > 0.7 * (plot.x_range.end - plot.x_range.start)
+    assert hi[1] - lo[1] > 0.7 * (plot.y_range.end - plot.y_range.start)
+
+
+@pytest.mark.parametrize("dataset", ["three_blobs", "ring", "two_moons", "anisotropic"])
+def test_axes_follow_a_new_data_set_and_keep_a_zoom_while_stepping(view, dataset):
+    """Review item 2: the panels kept the first data set's ranges, the new data were off-screen."""
+    plots = _scatter_plots(pn.panel(view).get_root(Document()))
+    first = view.data_model.data.truth  # the axes cover the true values (hidden ones too)
+    for p in plots:
+        _assert_ranges_cover(p, first)
+    view.data_model.dataset = dataset
+    values = view.data_model.data.truth
+    for p in plots:
+        _assert_ranges_cover(p, values)
+        # Bokeh's Reset tool goes back to the new data's range too
+        assert (p.x_range.reset_start, p.x_range.reset_end) == (p.x_range.start, p.x_range.end)
+    # a zoom (the browser sets the range) survives the steps of the same data ...
+    plots[0].x_range.update(start=-0.5, end=0.5)
+    plots[0].y_range.update(start=-0.25, end=0.25)
+    view.player.step()
+    view.player.step()
+    assert (plots[0].x_range.start, plots[0].x_range.end, plots[0].y_range.start, plots[0].y_range.end) == (
+        -0.5, 0.5, -0.25, 0.25)
+    # ... and the player's Reset; a new data set fits the axes again
+    view.player.reset()
+    assert (plots[0].x_range.start, plots[0].x_range.end) == (-0.5, 0.5)
+    view.data_model.dataset = "ghahramani_bivariate"
+    for p in plots:
+        _assert_ranges_cover(p, first)
+
+
+def test_fit_axes_moves_the_ranges_only_when_the_frame_limits_change():
+    """The hook reads the limits from the rendered frame, so coalesced frames cannot lose a change."""
+    from bokeh.models import Range1d
+
+    from explorer.views.em_playground import _overlay, empty_frame, fit_axes
+
+    class Plot:  # what the hook uses of a HoloViews plot
+        state = type("Fig", (), {"x_range": Range1d(start=0, end=1), "y_range": Range1d(start=0, end=1)})()
+
+    plot = Plot()
+    fit_axes(plot, _overlay(empty_frame((2.0, 5.0), (-1.0, 1.0))))
+    assert (plot.state.x_range.start, plot.state.x_range.end, plot.state.y_range.start) == (2.0, 5.0, -1.0)
+    assert (plot.state.x_range.reset_start, plot.state.y_range.reset_end) == (2.0, 1.0)
+    plot.state.x_range.update(start=3.0, end=4.0)  # a zoom
+    fit_axes(plot, _overlay(empty_frame((2.0, 5.0), (-1.0, 1.0))))  # same limits: kept
+    assert (plot.state.x_range.start, plot.state.x_range.end) == (3.0, 4.0)
+    fit_axes(plot, _overlay(empty_frame((-8.0, 6.0), (-1.0, 1.0))))  # new limits: moved
+    assert (plot.state.x_range.start, plot.state.x_range.end) == (-8.0, 6.0)
+
+
 def test_model_errors_are_shown_in_the_alert(view):
     view.clear_points()
     for xy in [(0.0, 0.0), (1.0, 1.2), (2.0, 1.9), (3.0, 3.1), (4.0, 4.2)]:

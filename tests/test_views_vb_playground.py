@@ -87,6 +87,87 @@ def test_rewind_slider_rewinds_both_runs_and_the_traces(view):
     assert a.iteration == 3 and list(view._traces["thesis"]["ll"].data["iteration"]) == [0, 1, 2, 3]
 
 
+def test_rewind_to_any_iteration_including_0_through_the_bokeh_slider(view):
+    """Review item 4: releasing the slider on 0 (its first value) after 6 steps did nothing.
+
+    The browser reports ``value_throttled`` only when it changes; this drives the Bokeh model as a
+    browser session does (``set_from_json``), so a stale value on either side shows up here.
+    """
+    root = pn.panel(view).get_root(Document())
+    slider = root.select_one({"title": "Rewind to iteration"})
+    a, b = view.models
+    for target, steps in ((0, 6), (3, 5), (3, 4), (0, 2)):  # 3 twice: the same release value again
+        for _ in range(steps):
+            view.player.step()
+        top = a.iteration
+        assert (slider.value, slider.value_throttled) == (top, top)
+        slider.set_from_json("value", target)
+        slider.set_from_json("value_throttled", target)  # the handle is released on ``target``
+        assert a.iteration == b.iteration == target
+        assert f"iteration {target} ·" in view._titles[0].object and f"iteration {target} ·" in view._titles[1].object
+        assert list(view._traces["principled"]["ll"].data["iteration"]) == list(range(target + 1))
+        assert (view._rewind.value, view._rewind.value_throttled, slider.value) == (target, target, target)
+
+
+def _mixture_plots(root):
+    from bokeh.models import Plot
+
+    plots = [p for p in root.select({"type": Plot}) if not p.title.text]  # the other figures have a title
+    assert len(plots) == 2
+    return plots
+
+
+def _assert_ranges_cover(plot, values):
+    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    assert plot.x_range.start <= lo[0] and plot.x_range.end >= hi[0], (plot.x_range.start, plot.x_range.end, lo, hi)
+    assert plot.y_range.start <= lo[1] and plot.y_range.end >= hi[1], (plot.y_range.start, plot.y_range.end, lo, hi)
+    assert hi[0] - lo[0] > 0.8 * (plot.x_range.end - plot.x_range.start)  # not a stale, larger range
+    assert hi[1] - lo[1] > 0.8 * (plot.y_range.end - plot.y_range.start)
+
+
+def test_axes_follow_the_data_set_and_the_columns_and_keep_a_zoom_while_stepping(view):
+    """Review item 3: after a new data set (iris, wine) the panels kept the first data set's ranges."""
+    plots = _mixture_plots(pn.panel(view).get_root(Document()))
+
+    def shown():
+        d = view.data_model.data
+        cols = list(d.columns)
+        v = d.truth if d.truth is not None else d.values
+        return v[:, [cols.index(view.x_feature), cols.index(view.y_feature)]]
+
+    for p in plots:
+        _assert_ranges_cover(p, shown())
+    for dataset in ("iris", "wine", "two_moons"):
+        view.data_model.dataset = dataset
+        for p in plots:
+            _assert_ranges_cover(p, shown())
+            assert (p.x_range.reset_start, p.x_range.reset_end) == (p.x_range.start, p.x_range.end)
+    view.data_model.dataset = "wine"
+    view.param.update(x_feature="proline", y_feature="magnesium")
+    for p in plots:
+        _assert_ranges_cover(p, shown())
+        assert p.xaxis[0].axis_label == "proline"
+    # a zoom survives the steps and a rewind of the same data
+    plots[1].x_range.update(start=600.0, end=700.0)
+    view.player.step()
+    view.player.step()
+    view.rewind(1)
+    assert (plots[1].x_range.start, plots[1].x_range.end) == (600.0, 700.0)
+
+
+def test_the_axes_follow_the_first_frames_of_a_new_data_set_even_when_coalesced(view):
+    """A served page may render only the last of several frames: that one still moves the axes."""
+    plots = _mixture_plots(pn.panel(view).get_root(Document()))
+    pipe = view._pipes[0]
+    sends = []
+    pipe.send = sends.append  # hold the frames back, as a busy session does
+    view.data_model.dataset = "wine"
+    assert len(sends) > 1
+    del pipe.send
+    pipe.send(sends[-1])
+    _assert_ranges_cover(plots[0], view.data_model.data.values[:, :2])
+
+
 def test_mixture_frame_draws_points_imputations_and_heavy_components_only(view):
     a = view.vb
     a.run(10)

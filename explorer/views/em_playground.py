@@ -36,7 +36,7 @@ from explorer.views._page import ModelPage
 from explorer.views.data_controls import DataControls
 from explorer.views.player import StepPlayer
 
-__all__ = ["EMPlayground", "ellipse_paths", "panel_frame", "DATASETS_2D", "MECHANISMS_2D", "VARIANTS"]
+__all__ = ["EMPlayground", "ellipse_paths", "fit_axes", "panel_frame", "DATASETS_2D", "MECHANISMS_2D", "VARIANTS"]
 
 DATASETS_2D = ["ghahramani_bivariate", "three_blobs", "anisotropic", "two_moons", "ring"]
 MECHANISMS_2D = [NO_MECHANISM, "mcar", "mcar_rows", "mar_threshold", "mar_logistic", "mar_rows",
@@ -249,6 +249,35 @@ def _overlay(data: dict, x=None, y=None) -> hv.Overlay:
 
 
 
+def fit_axes(plot, element) -> None:
+    """Plot hook of the scatter panels: fit the axes to the frame's limits when they change.
+
+    The limits are the ``range`` of the frame's ``x`` and ``y`` dimensions (the data's, with margins).
+    They are set on the figure's ranges (and on what Bokeh's Reset tool goes back to) only when they
+    differ from the ones this hook last set on this plot: a new data set, other columns or a larger
+    clicked canvas move the axes, while a zoom survives the steps of the same data. HoloViews itself
+    applies a DynamicMap frame's ranges only with ``framewise=True`` on the elements, which would
+    undo a zoom on every step (and ``framewise`` on the overlay is ignored: the axes never moved).
+    Running at render time, the hook also works when a served page coalesces several frames.
+    """
+    try:
+        xlim, ylim = element.get_dimension("x").range, element.get_dimension("y").range
+    except AttributeError:  # no such dimension
+        return
+    limits = (tuple(xlim), tuple(ylim))
+    if not all(isinstance(v, (int, float)) and np.isfinite(v) for v in limits[0] + limits[1]):
+        return
+    if getattr(plot, "_explorer_fitted_limits", None) == limits:
+        return
+    plot._explorer_fitted_limits = limits
+    fig = plot.state
+    for rng, (lo, hi) in ((fig.x_range, xlim), (fig.y_range, ylim)):
+        values = {"start": lo, "end": hi}
+        if hasattr(rng, "reset_start"):  # Range1d: Bokeh's Reset tool returns here
+            values |= {"reset_start": lo, "reset_end": hi}
+        rng.update(**values)
+
+
 def _weak(method):
     """A plain function calling ``method`` while its object lives (stream subscribers: no cycle)."""
     ref = weakref.WeakMethod(method)
@@ -323,7 +352,8 @@ class EMPlayground(ModelPage):
         em = self.em
         self._titles = [pn.pane.Markdown(f"**{t}**", margin=(0, 10)) for _, t in VARIANTS]
         self._dmaps, self._taps = [], []
-        opts = dict(responsive=True, height=360, framewise=True, active_tools=["wheel_zoom"],
+        # the axes follow the data through the fit_axes hook (framewise would undo a zoom on every step)
+        opts = dict(responsive=True, height=360, active_tools=["wheel_zoom"], hooks=[fit_axes],
                     show_legend=False, toolbar="above", backend="bokeh")
         for pipe in self._pipes:
             # a Tap with source=dmap is not wired to an overlay's plot: it must be one of its streams

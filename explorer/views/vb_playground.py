@@ -41,7 +41,7 @@ from explorer.views._vb_frames import (
     weights_overlay,
 )
 from explorer.views.data_controls import DataControls
-from explorer.views.em_playground import DATASETS_2D, MECHANISMS_2D
+from explorer.views.em_playground import DATASETS_2D, MECHANISMS_2D, fit_axes
 from explorer.views.player import StepPlayer
 
 __all__ = ["DATASETS", "VariationalPlayground", "other_update"]
@@ -87,6 +87,34 @@ def other_update(update: str) -> str:
 
 def _overlay_all(items):
     return functools.reduce(operator.mul, items)
+
+
+class _RewindSlider(pn.widgets.IntSlider):
+    """An IntSlider whose release value (``value_throttled``) follows the value the server sets.
+
+    The browser reports ``value_throttled`` only when it differs from its own last value, and Panel
+    never sends it to the browser: after the page moved the slider to the latest iteration,
+    releasing it on the value of the previous release (or on 0, its value at creation) was not
+    reported, so "rewind to 0" did nothing. Here every server-side move of ``value`` also sets
+    ``value_throttled`` on the Bokeh model (and so in the browser), so every release on another
+    value is reported.
+    """
+
+    def _update_model(self, events, msg, root, model, doc, comm):
+        super()._update_model(events, msg, root, model, doc, comm)
+        value = msg.get("value")  # absent when it was the browser's own value coming back
+        if value is None:
+            return
+        ref = root.ref["id"]
+        self._changing.setdefault(ref, []).append("value_throttled")  # not an event from the browser
+        try:
+            model.set_from_json("value_throttled", value)
+        finally:
+            changing = self._changing.get(ref, [])
+            if "value_throttled" in changing:
+                changing.remove("value_throttled")
+            if not changing:
+                self._changing.pop(ref, None)
 
 
 class VariationalPlayground(ModelPage):
@@ -135,6 +163,7 @@ class VariationalPlayground(ModelPage):
         self._traces = {u: {"elbo": trace_buffer("elbo"), "ll": trace_buffer("ll"), "neff": trace_buffer("neff")}
                         for u in UPDATE_COLORS}
         self._syncing = False
+        self._last_limits = ((0.0, 1.0), (0.0, 1.0))  # axis limits of the last frames sent
         self.player = StepPlayer(models=self.models, labels=["A", "B"], steps_per_tick=1)
         self._update_columns()
         self._build()
@@ -150,7 +179,8 @@ class VariationalPlayground(ModelPage):
     def _build(self):
         vb = self.vb
         self._titles = [pn.pane.Markdown("", margin=(0, 10)) for _ in self.models]
-        opts = dict(responsive=True, height=380, framewise=True, active_tools=["wheel_zoom"], show_legend=False,
+        # the axes follow the data through the fit_axes hook (framewise would undo a zoom on every step)
+        opts = dict(responsive=True, height=380, active_tools=["wheel_zoom"], hooks=[fit_axes], show_legend=False,
                     toolbar="above", backend="bokeh")
         dmaps = [hv.DynamicMap(mixture_overlay, streams=[p]).opts(**opts) for p in self._pipes]
         panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width", linked_axes=False),
@@ -175,8 +205,8 @@ class VariationalPlayground(ModelPage):
             title="Effective components", ylabel="E[π_k] > threshold", **small)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
                                            allow_upload=False)
-        self._rewind = pn.widgets.IntSlider(label="Rewind to iteration", start=0, end=1, value=0,
-                                            sizing_mode="stretch_width")
+        self._rewind = _RewindSlider(label="Rewind to iteration", start=0, end=1, value=0,
+                                     sizing_mode="stretch_width")
         self._rewind.param.watch(self._on_rewind, "value_throttled")
         self._x = pn.widgets.Select.from_param(self.param.x_feature, label="x axis")
         self._y = pn.widgets.Select.from_param(self.param.y_feature, label="y axis")
@@ -265,18 +295,25 @@ class VariationalPlayground(ModelPage):
         """Redraw the two panels, the weights, the traces, the read-outs and the messages."""
         with self._lock, pn.io.hold():
             data = self.data_model.data
+            if data is not None:  # same ranges in both panels: those of the (true) data on the shown pair
+                pair = self._pair(data)
+                limits = axis_limits(data.truth if data.truth is not None else data.values, pair)
+            else:
+                limits = self._last_limits
+            # every frame carries the limits (also an empty one: no jump to 0..1); the fit_axes hook
+            # moves the axes only when they change, so a zoom survives the steps of the same data
+            self._last_limits = xlim, ylim = limits
             for idx, m in enumerate(self.models):
                 # a reset on another thread may land between these reads: check that the pair fits together
                 state, em_data = m.state, m.em_data
                 if (state is None or em_data is None or data is None or em_data.X.shape != data.values.shape
                         or state.resp.shape[0] != em_data.X.shape[0] or state.means.shape[1] != em_data.X.shape[1]):
-                    frame = empty_mixture_frame()
+                    frame = empty_mixture_frame(xlim, ylim)
                 else:
-                    pair = self._pair(data)  # same ranges in both panels: those of the (true) data
-                    xlim, ylim = axis_limits(data.truth if data.truth is not None else data.values, pair)
                     imputed = vb_dpgmm.conditional(state, em_data).mean()
                     frame = mixture_frame(state, em_data.X, em_data.missing, imputed, pair, xlim, ylim,
                                           self.threshold)
+                if data is not None:
                     frame["xlabel"], frame["ylabel"] = data.columns[pair[0]], data.columns[pair[1]]
                 self._pipes[idx].send(frame)
                 self._send_traces(idx, m)
@@ -321,7 +358,10 @@ class VariationalPlayground(ModelPage):
         top = max(m.iteration for m in self.models)
         self._syncing = True
         try:
-            self._rewind.param.update(end=max(1, top), value=top)
+            # value_throttled too (the Bokeh side is _RewindSlider's): a release is reported only when it
+            # differs from the last one, so a stale 0 made "rewind to 0" do nothing
+            with param.edit_constant(self._rewind):
+                self._rewind.param.update(end=max(1, top), value=top, value_throttled=top)
         finally:
             self._syncing = False
 

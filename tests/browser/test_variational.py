@@ -6,6 +6,41 @@ import re
 
 APP = "apps/variational.py"
 
+#: For every scatter panel (the figures without a title): its x/y range in the browser and the
+#: circles it draws (the observed points), read from the page's Bokeh models.
+PANELS_JS = """() => {
+  const out = [];
+  for (const m of Bokeh.documents[0].all_models) {
+    if (m.type !== 'Figure' || (m.title && m.title.text)) continue;
+    const xs = [], ys = [];
+    for (const r of m.renderers) {
+      if (!r.glyph || r.glyph.type !== 'Scatter') continue;
+      const d = r.data_source.data, get = k => Array.from((d instanceof Map ? d.get(k) : d[k]) || []);
+      const x = get('x'), y = get('y'), marker = get('marker');
+      x.forEach((v, i) => { if (marker[i] === 'circle') { xs.push(v); ys.push(y[i]); } });
+    }
+    out.push({id: m.id, x: [m.x_range.start, m.x_range.end], y: [m.y_range.start, m.y_range.end], xs, ys});
+  }
+  return out;
+}"""
+
+
+def panels_showing_their_data(page, n_panels: int, previous: list[dict] | None = None,
+                              timeout_s: float = 20.0) -> list[dict]:
+    """Wait until every scatter panel draws points (other ones than in ``previous``) inside its axes."""
+    panels = []
+    for _ in range(int(timeout_s / 0.2)):
+        panels = page.evaluate(PANELS_JS)
+        if len(panels) == n_panels and all(
+                p["xs"] and p["x"][0] <= min(p["xs"]) and max(p["xs"]) <= p["x"][1]
+                and p["y"][0] <= min(p["ys"]) and max(p["ys"]) <= p["y"][1] for p in panels) and (
+                previous is None or all(p["xs"] != q["xs"] for p, q in zip(panels, previous))):
+            return panels
+        page.wait_for_timeout(200)
+    summary = [(p["x"], p["y"], (min(p["xs"], default=None), max(p["xs"], default=None)),
+                (min(p["ys"], default=None), max(p["ys"], default=None))) for p in panels]
+    raise AssertionError(f"the axes do not contain the drawn points (x range, y range, x data, y data): {summary}")
+
 
 def _iteration(page, run: str = "A") -> int:
     text = page.get_by_text(re.compile(rf"^{run}: \w+ update · iteration \d+")).first.inner_text()
@@ -58,15 +93,49 @@ def test_step_play_pause_update_and_dataset(serve_app, new_page, watch_errors, w
     page.get_by_text("B: principled update · iteration 0", exact=False).wait_for()
     page.wait_for_function("() => window.location.search.includes('update=thesis')")
 
-    # a 4-D data set through the data controls: shown on a pair of columns
+    # a 4-D data set through the data controls: shown on a pair of columns, inside the axes
+    before = panels_showing_their_data(page, 2)
     _select(page, "three_blobs", "iris")
     page.get_by_text("Shown: sepal_length vs sepal_width", exact=False).wait_for()
+    after = panels_showing_their_data(page, 2, previous=before)
     _wait_iteration(page, lambda i: i == 0)
     page.get_by_role("button", name="Step").click()
     _wait_iteration(page, lambda i: i == 1)
     _select(page, "petal_width", "petal_length")  # the x-axis select (first one offering petal_width)
     page.get_by_text("Shown: petal_length vs sepal_width", exact=False).wait_for()
+    after = panels_showing_their_data(page, 2, previous=after)
+    _select(page, "iris", "wine")  # review item 3: wine was entirely off-screen
+    page.get_by_text("Shown: alcohol vs malic_acid", exact=False).wait_for()
+    panels_showing_their_data(page, 2, previous=after)
     wait_for_bokeh(page)
+    page_errors.assert_none()
+
+
+def test_rewind_slider_goes_back_to_any_iteration_including_0(serve_app, new_page, watch_errors,
+                                                              wait_for_bokeh):
+    """Review item 4: after 6 steps, moving the rewind slider to 0 did nothing."""
+    url = serve_app({"variational": APP})
+    page = new_page(viewport={"width": 1400, "height": 1100})
+    page_errors = watch_errors(page)
+    page.goto(f"{url}/variational")
+    wait_for_bokeh(page)
+    page.get_by_text("B: thesis update · iteration 0", exact=False).wait_for()
+    handle = page.locator(".bk-input-group", has_text="Rewind to iteration").locator(".noUi-handle").first
+    # to 0 (the slider's value at creation), to 3, then to 3 again (the previous release value)
+    for top, keys, target in ((6, ["Home"], 0), (4, ["ArrowLeft"], 3), (5, ["ArrowLeft", "ArrowLeft"], 3)):
+        while _iteration(page) < top:
+            it = _iteration(page)
+            page.get_by_role("button", name="Step").click()
+            _wait_iteration(page, lambda i, it=it: i == it + 1)
+        _wait_iteration(page, lambda i, top=top: i == top, "B")
+        page.get_by_text(f"Rewind to iteration: {top}", exact=False).wait_for()
+        wait_for_bokeh(page)
+        handle.focus()
+        for key in keys:
+            page.keyboard.press(key)
+            page.wait_for_timeout(300)
+        _wait_iteration(page, lambda i, t=target: i == t, "A")
+        _wait_iteration(page, lambda i, t=target: i == t, "B")
     page_errors.assert_none()
 
 
