@@ -214,6 +214,55 @@ def assert_stays_paused() -> Callable[..., int]:
     return _assert_stays_paused
 
 
+SCATTER_PANELS_JS = """() => {
+  const out = [];
+  for (const m of Bokeh.documents[0].all_models) {
+    if (m.type !== 'Figure' || (m.title && m.title.text)) continue;
+    const xs = [], ys = [];
+    for (const r of m.renderers) {
+      if (!r.glyph || r.glyph.type !== 'Scatter') continue;
+      const d = r.data_source.data, get = k => Array.from((d instanceof Map ? d.get(k) : d[k]) || []);
+      const x = get('x'), y = get('y'), marker = get('marker');
+      x.forEach((v, i) => { if (marker[i] === 'circle') { xs.push(v); ys.push(y[i]); } });
+    }
+    out.push({id: m.id, x: [m.x_range.start, m.x_range.end], y: [m.y_range.start, m.y_range.end], xs, ys});
+  }
+  return out;
+}"""
+
+
+def _panels_showing_their_data(page, n_panels: int, previous: list[dict] | None = None,
+                              timeout_s: float = 20.0) -> list[dict]:
+    """Wait until every scatter panel draws points (other ones than in ``previous``) inside its axes."""
+    panels = []
+    for _ in range(int(timeout_s / 0.2)):
+        panels = page.evaluate(SCATTER_PANELS_JS)
+        if len(panels) == n_panels and all(
+                p["xs"] and p["x"][0] <= min(p["xs"]) and max(p["xs"]) <= p["x"][1]
+                and p["y"][0] <= min(p["ys"]) and max(p["ys"]) <= p["y"][1] for p in panels) and (
+                previous is None or all(p["xs"] != q["xs"] for p, q in zip(panels, previous))):
+            return panels
+        page.wait_for_timeout(200)
+    summary = [(p["x"], p["y"], (min(p["xs"], default=None), max(p["xs"], default=None)),
+                (min(p["ys"], default=None), max(p["ys"], default=None))) for p in panels]
+    raise AssertionError(f"the axes do not contain the drawn points (x range, y range, x data, y data): {summary}")
+
+
+@pytest.fixture
+def panels_showing_their_data() -> Callable[..., list]:
+    """``panels_showing_their_data(page, n_panels, previous=None)``: wait until every scatter panel draws
+    points inside its axes (and other points than ``previous``); returns the panels' ranges and points.
+    ``panels_showing_their_data.read(page)`` returns them at once, without waiting."""
+    return _panels_showing_their_data
+
+
+def _read_scatter_panels(page) -> list[dict]:
+    return page.evaluate(SCATTER_PANELS_JS)
+
+
+_panels_showing_their_data.read = _read_scatter_panels  # the panels now, whatever they show
+
+
 @pytest.fixture
 def screenshot() -> Callable[..., Path]:
     """``screenshot(page_or_locator, name, directory=None, **kw) -> Path``.

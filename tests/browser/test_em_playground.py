@@ -8,43 +8,10 @@ APP = "apps/em_playground.py"
 
 #: For every scatter panel (the figures without a title): its x/y range in the browser and the
 #: circles it draws (the observed points), read from the page's Bokeh models.
-PANELS_JS = """() => {
-  const out = [];
-  for (const m of Bokeh.documents[0].all_models) {
-    if (m.type !== 'Figure' || (m.title && m.title.text)) continue;
-    const xs = [], ys = [];
-    for (const r of m.renderers) {
-      if (!r.glyph || r.glyph.type !== 'Scatter') continue;
-      const d = r.data_source.data, get = k => Array.from((d instanceof Map ? d.get(k) : d[k]) || []);
-      const x = get('x'), y = get('y'), marker = get('marker');
-      x.forEach((v, i) => { if (marker[i] === 'circle') { xs.push(v); ys.push(y[i]); } });
-    }
-    out.push({id: m.id, x: [m.x_range.start, m.x_range.end], y: [m.y_range.start, m.y_range.end], xs, ys});
-  }
-  return out;
-}"""
-
 ZOOM_JS = """([id, x0, x1]) => {
   const m = [...Bokeh.documents[0].all_models].find(m => m.id === id);
   m.x_range.setv({start: x0, end: x1});  // as a wheel zoom does: synced to the server
 }"""
-
-
-def panels_showing_their_data(page, n_panels: int, previous: list[dict] | None = None,
-                              timeout_s: float = 20.0) -> list[dict]:
-    """Wait until every scatter panel draws points (other ones than in ``previous``) inside its axes."""
-    panels = []
-    for _ in range(int(timeout_s / 0.2)):
-        panels = page.evaluate(PANELS_JS)
-        if len(panels) == n_panels and all(
-                p["xs"] and p["x"][0] <= min(p["xs"]) and max(p["xs"]) <= p["x"][1]
-                and p["y"][0] <= min(p["ys"]) and max(p["ys"]) <= p["y"][1] for p in panels) and (
-                previous is None or all(p["xs"] != q["xs"] for p, q in zip(panels, previous))):
-            return panels
-        page.wait_for_timeout(200)
-    summary = [(p["x"], p["y"], (min(p["xs"], default=None), max(p["xs"], default=None)),
-                (min(p["ys"], default=None), max(p["ys"], default=None))) for p in panels]
-    raise AssertionError(f"the axes do not contain the drawn points (x range, y range, x data, y data): {summary}")
 
 
 def _iteration(page, title: str = "Exact EM") -> int:
@@ -102,7 +69,7 @@ def test_step_play_pause_mechanism_and_tap(serve_app, new_page, watch_errors, wa
 
 
 def test_axes_follow_the_data_set_and_keep_a_zoom_while_stepping(serve_app, new_page, watch_errors,
-                                                                   wait_for_bokeh):
+                                                                   wait_for_bokeh, panels_showing_their_data):
     """Review item 2: after a new data set the panels kept the old ranges (data off-screen)."""
     url = serve_app({"em": APP})
     page = new_page(viewport={"width": 1400, "height": 1100})
@@ -125,6 +92,6 @@ def test_axes_follow_the_data_set_and_keep_a_zoom_while_stepping(serve_app, new_
     _wait_iteration(page, lambda i: i == 1)
     wait_for_bokeh(page)
     page.wait_for_timeout(500)
-    zoomed = next(p for p in page.evaluate(PANELS_JS) if p["id"] == panel["id"])
+    zoomed = next(p for p in panels_showing_their_data.read(page) if p["id"] == panel["id"])
     assert zoomed["x"] == [-1.0, 1.0]
     page_errors.assert_none()

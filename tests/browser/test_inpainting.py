@@ -49,7 +49,7 @@ def test_step_play_pause_mask_brush_and_drawing(
     _wait_l(page, lambda v: v >= 8, timeout_s=30)
     page.get_by_role("button", name="Pause").click()
     page.get_by_role("button", name="Play").wait_for()
-    paused_at = assert_stays_paused(page, lambda: _l(page))
+    assert_stays_paused(page, lambda: _l(page))
 
     # the mask type through its Select: the top half of every digit goes
     _select(page, "random pixels", "half")

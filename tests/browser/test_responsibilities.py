@@ -53,7 +53,7 @@ def test_step_play_pause_and_mask(
     _wait_l(page, lambda v: v >= 6, timeout_s=30)
     page.get_by_role("button", name="Pause").click()
     page.get_by_role("button", name="Play").wait_for()
-    paused_at = assert_stays_paused(page, lambda: _l(page))
+    assert_stays_paused(page, lambda: _l(page))
     wait_for_bokeh(page)
     page.wait_for_timeout(400)
     # BokehJS warned "attempted to retrieve property array for nonexistent field 'none'" twice per update

@@ -8,40 +8,6 @@ APP = "apps/variational.py"
 
 #: For every scatter panel (the figures without a title): its x/y range in the browser and the
 #: circles it draws (the observed points), read from the page's Bokeh models.
-PANELS_JS = """() => {
-  const out = [];
-  for (const m of Bokeh.documents[0].all_models) {
-    if (m.type !== 'Figure' || (m.title && m.title.text)) continue;
-    const xs = [], ys = [];
-    for (const r of m.renderers) {
-      if (!r.glyph || r.glyph.type !== 'Scatter') continue;
-      const d = r.data_source.data, get = k => Array.from((d instanceof Map ? d.get(k) : d[k]) || []);
-      const x = get('x'), y = get('y'), marker = get('marker');
-      x.forEach((v, i) => { if (marker[i] === 'circle') { xs.push(v); ys.push(y[i]); } });
-    }
-    out.push({id: m.id, x: [m.x_range.start, m.x_range.end], y: [m.y_range.start, m.y_range.end], xs, ys});
-  }
-  return out;
-}"""
-
-
-def panels_showing_their_data(page, n_panels: int, previous: list[dict] | None = None,
-                              timeout_s: float = 20.0) -> list[dict]:
-    """Wait until every scatter panel draws points (other ones than in ``previous``) inside its axes."""
-    panels = []
-    for _ in range(int(timeout_s / 0.2)):
-        panels = page.evaluate(PANELS_JS)
-        if len(panels) == n_panels and all(
-                p["xs"] and p["x"][0] <= min(p["xs"]) and max(p["xs"]) <= p["x"][1]
-                and p["y"][0] <= min(p["ys"]) and max(p["ys"]) <= p["y"][1] for p in panels) and (
-                previous is None or all(p["xs"] != q["xs"] for p, q in zip(panels, previous))):
-            return panels
-        page.wait_for_timeout(200)
-    summary = [(p["x"], p["y"], (min(p["xs"], default=None), max(p["xs"], default=None)),
-                (min(p["ys"], default=None), max(p["ys"], default=None))) for p in panels]
-    raise AssertionError(f"the axes do not contain the drawn points (x range, y range, x data, y data): {summary}")
-
-
 def _iteration(page, run: str = "A") -> int:
     text = page.get_by_text(re.compile(rf"^{run}: \w+ update · iteration \d+")).first.inner_text()
     return int(re.search(r"iteration (\d+)", text).group(1))
@@ -60,7 +26,9 @@ def _select(page, option_text: str, label: str):
     page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
 
-def test_step_play_pause_update_and_dataset(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+def test_step_play_pause_update_and_dataset(
+    serve_app, new_page, watch_errors, wait_for_bokeh, screenshot, panels_showing_their_data,
+):
     url = serve_app({"variational": APP})
     page = new_page(viewport={"width": 1400, "height": 1300})
     page_errors = watch_errors(page)
