@@ -15,6 +15,7 @@ from bokeh.document import Document
 from explorer.models.em_model import EMModel
 from explorer.views.em_playground import EMPlayground, ellipse_paths, panel_frame
 from explorer.views.player import StepPlayer
+from tests._plot_checks import assert_ranges_cover, untitled_plots
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
@@ -200,35 +201,17 @@ def test_tap_adds_a_complete_point_and_clear_starts_an_empty_canvas(view):
     assert view._clicked is None and dm.complete.n_samples == dm.n_samples
 
 
-def _scatter_plots(root):
-    """The three Bokeh figures of the panels (the trace figures have a title)."""
-    from bokeh.models import Plot
-
-    plots = [p for p in root.select({"type": Plot}) if not p.title.text]
-    assert len(plots) == 3
-    return plots
-
-
-def _assert_ranges_cover(plot, values):
-    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
-    assert plot.x_range.start <= lo[0] and plot.x_range.end >= hi[0], (plot.x_range.start, plot.x_range.end, lo, hi)
-    assert plot.y_range.start <= lo[1] and plot.y_range.end >= hi[1], (plot.y_range.start, plot.y_range.end, lo, hi)
-    # and not still the old, far larger range: the data fill most of the axes
-    assert hi[0] - lo[0] > 0.7 * (plot.x_range.end - plot.x_range.start)
-    assert hi[1] - lo[1] > 0.7 * (plot.y_range.end - plot.y_range.start)
-
-
 @pytest.mark.parametrize("dataset", ["three_blobs", "ring", "two_moons", "anisotropic"])
 def test_axes_follow_a_new_data_set_and_keep_a_zoom_while_stepping(view, dataset):
     """Review item 2: the panels kept the first data set's ranges, the new data were off-screen."""
-    plots = _scatter_plots(pn.panel(view).get_root(Document()))
+    plots = untitled_plots(pn.panel(view).get_root(Document()), 3)
     first = view.data_model.data.truth  # the axes cover the true values (hidden ones too)
     for p in plots:
-        _assert_ranges_cover(p, first)
+        assert_ranges_cover(p, first)
     view.data_model.dataset = dataset
     values = view.data_model.data.truth
     for p in plots:
-        _assert_ranges_cover(p, values)
+        assert_ranges_cover(p, values)
         # Bokeh's Reset tool goes back to the new data's range too
         assert (p.x_range.reset_start, p.x_range.reset_end) == (p.x_range.start, p.x_range.end)
     # a zoom (the browser sets the range) survives the steps of the same data ...
@@ -243,7 +226,7 @@ def test_axes_follow_a_new_data_set_and_keep_a_zoom_while_stepping(view, dataset
     assert (plots[0].x_range.start, plots[0].x_range.end) == (-0.5, 0.5)
     view.data_model.dataset = "ghahramani_bivariate"
     for p in plots:
-        _assert_ranges_cover(p, first)
+        assert_ranges_cover(p, first)
 
 
 def test_fit_axes_moves_the_ranges_only_when_the_frame_limits_change():

@@ -18,6 +18,7 @@ from explorer.views._vb_frames import (
     weights_overlay,
 )
 from explorer.views.vb_playground import SHARED, VariationalPlayground, other_update
+from tests._plot_checks import assert_ranges_cover, untitled_plots
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
@@ -109,25 +110,9 @@ def test_rewind_to_any_iteration_including_0_through_the_bokeh_slider(view):
         assert (view._rewind.value, view._rewind.value_throttled, slider.value) == (target, target, target)
 
 
-def _mixture_plots(root):
-    from bokeh.models import Plot
-
-    plots = [p for p in root.select({"type": Plot}) if not p.title.text]  # the other figures have a title
-    assert len(plots) == 2
-    return plots
-
-
-def _assert_ranges_cover(plot, values):
-    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
-    assert plot.x_range.start <= lo[0] and plot.x_range.end >= hi[0], (plot.x_range.start, plot.x_range.end, lo, hi)
-    assert plot.y_range.start <= lo[1] and plot.y_range.end >= hi[1], (plot.y_range.start, plot.y_range.end, lo, hi)
-    assert hi[0] - lo[0] > 0.8 * (plot.x_range.end - plot.x_range.start)  # not a stale, larger range
-    assert hi[1] - lo[1] > 0.8 * (plot.y_range.end - plot.y_range.start)
-
-
 def test_axes_follow_the_data_set_and_the_columns_and_keep_a_zoom_while_stepping(view):
     """Review item 3: after a new data set (iris, wine) the panels kept the first data set's ranges."""
-    plots = _mixture_plots(pn.panel(view).get_root(Document()))
+    plots = untitled_plots(pn.panel(view).get_root(Document()), 2)
 
     def shown():
         d = view.data_model.data
@@ -136,16 +121,16 @@ def test_axes_follow_the_data_set_and_the_columns_and_keep_a_zoom_while_stepping
         return v[:, [cols.index(view.x_feature), cols.index(view.y_feature)]]
 
     for p in plots:
-        _assert_ranges_cover(p, shown())
+        assert_ranges_cover(p, shown(), fill=0.8)
     for dataset in ("iris", "wine", "two_moons"):
         view.data_model.dataset = dataset
         for p in plots:
-            _assert_ranges_cover(p, shown())
+            assert_ranges_cover(p, shown(), fill=0.8)
             assert (p.x_range.reset_start, p.x_range.reset_end) == (p.x_range.start, p.x_range.end)
     view.data_model.dataset = "wine"
     view.param.update(x_feature="proline", y_feature="magnesium")
     for p in plots:
-        _assert_ranges_cover(p, shown())
+        assert_ranges_cover(p, shown(), fill=0.8)
         assert p.xaxis[0].axis_label == "proline"
     # a zoom survives the steps and a rewind of the same data
     plots[1].x_range.update(start=600.0, end=700.0)
@@ -157,7 +142,7 @@ def test_axes_follow_the_data_set_and_the_columns_and_keep_a_zoom_while_stepping
 
 def test_the_axes_follow_the_first_frames_of_a_new_data_set_even_when_coalesced(view):
     """A served page may render only the last of several frames: that one still moves the axes."""
-    plots = _mixture_plots(pn.panel(view).get_root(Document()))
+    plots = untitled_plots(pn.panel(view).get_root(Document()), 2)
     pipe = view._pipes[0]
     sends = []
     pipe.send = sends.append  # hold the frames back, as a busy session does
@@ -165,7 +150,7 @@ def test_the_axes_follow_the_first_frames_of_a_new_data_set_even_when_coalesced(
     assert len(sends) > 1
     del pipe.send
     pipe.send(sends[-1])
-    _assert_ranges_cover(plots[0], view.data_model.data.values[:, :2])
+    assert_ranges_cover(plots[0], view.data_model.data.values[:, :2], fill=0.8)
 
 
 def test_mixture_frame_draws_points_imputations_and_heavy_components_only(view):
