@@ -243,3 +243,17 @@ def test_app_factory_gives_a_fresh_view_per_call():
     assert v1.data_model.dataset == "three_blobs" and v1.vb.n_components == 10
     assert set(v1.settings()) == {"data", "vb"} and v1.settings()["vb"]["update"] == "principled"
     assert not v1.sync_url()  # not served: nothing to sync
+
+
+def test_choosing_the_other_axis_column_swaps_the_pair(view):
+    """x = y would show a diagonal line of nothing: choosing the other axis's column swaps the two."""
+    view.data_model.dataset = "iris"
+    x, y = view.x_feature, view.y_feature
+    assert x != y
+    view.x_feature = y
+    assert (view.x_feature, view.y_feature) == (y, x)
+    view.y_feature = y
+    assert (view.x_feature, view.y_feature) == (x, y)
+    cols = list(view.data_model.data.columns)
+    view.y_feature = cols[3]  # another column: no swap
+    assert (view.x_feature, view.y_feature) == (x, cols[3])

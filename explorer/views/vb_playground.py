@@ -252,8 +252,17 @@ class VariationalPlayground(ModelPage):
         self.refresh()
 
     def _on_view_setting(self, *events):
-        if not self._syncing:
-            self.refresh()
+        if self._syncing:
+            return
+        for e in events:  # the same column on both axes shows nothing: swap the pair instead
+            other = {"x_feature": "y_feature", "y_feature": "x_feature"}.get(e.name)
+            if other and e.new is not None and getattr(self, other) == e.new and e.old is not None:
+                self._syncing = True
+                try:
+                    setattr(self, other, e.old)
+                finally:
+                    self._syncing = False
+        self.refresh()
 
     def _on_rewind(self, event):
         if not self._syncing and event.new is not None:

@@ -72,6 +72,10 @@ def test_step_play_pause_update_and_dataset(
     _select(page, "petal_width", "petal_length")  # the x-axis select (first one offering petal_width)
     page.get_by_text("Shown: petal_length vs sepal_width", exact=False).wait_for()
     after = panels_showing_their_data(page, 2, previous=after)
+    # the y axis set to the x column swaps the pair (x = y would show nothing)
+    page.locator("select").filter(has=page.locator("option", has_text="petal_width")).nth(1).select_option(
+        label="petal_length")
+    page.get_by_text("Shown: sepal_width vs petal_length", exact=False).wait_for()
     _select(page, "iris", "wine")  # review item 3: wine was entirely off-screen
     page.get_by_text("Shown: alcohol vs malic_acid", exact=False).wait_for()
     panels_showing_their_data(page, 2, previous=after)
