@@ -8,13 +8,15 @@ base of the playgrounds: a ``data_model`` plus a lead model whose settings are t
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 
 import panel as pn
 import param
 from panel.viewable import Viewer
 
-__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "prefixed", "sync_with_url", "url_bindings_of"]
+__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "prefixed", "sync_with_url", "url_bindings_of",
+           "weak_callback"]
 
 HEADER_BACKGROUND = "#2f6fb3"
 
@@ -41,6 +43,22 @@ def sync_with_url(*bindings: UrlBinding) -> bool:
     for obj, names in bindings:
         loc.sync(obj, dict(names))
     return True
+
+
+def weak_callback(method):
+    """A plain function calling the bound ``method`` while its object lives, else doing nothing.
+
+    For stream subscribers and param watchers on objects that outlive the view (a model shared
+    with other views, a stream): they must not keep a closed session's view alive.
+    """
+    ref = weakref.WeakMethod(method)
+
+    def call(*args, **kwargs):
+        m = ref()
+        if m is not None:
+            m(*args, **kwargs)
+
+    return call
 
 
 def prefixed(bindings: Iterable[UrlBinding], prefix: str) -> list[UrlBinding]:

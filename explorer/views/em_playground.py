@@ -17,22 +17,21 @@ from __future__ import annotations
 import functools
 import operator
 import threading
-import weakref
 
 import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import pandas as pd
 import panel as pn
 import param
 from bokeh.palettes import Category10_10
 
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 from explorer import datasets as ds
 from explorer.core import em_gmm
 from explorer.core.conditional import ConditionalMixture
 from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
 from explorer.models.em_model import EMModel
-from explorer.views._page import ModelPage
+from explorer.views._page import ModelPage, weak_callback
 from explorer.views.data_controls import DataControls
 from explorer.views.player import StepPlayer
 
@@ -278,18 +277,6 @@ def fit_axes(plot, element) -> None:
         rng.update(**values)
 
 
-def _weak(method):
-    """A plain function calling ``method`` while its object lives (stream subscribers: no cycle)."""
-    ref = weakref.WeakMethod(method)
-
-    def call(**kwargs):
-        m = ref()
-        if m is not None:
-            m(**kwargs)
-
-    return call
-
-
 def _overlay_all(items):
     return functools.reduce(operator.mul, items)
 
@@ -358,7 +345,7 @@ class EMPlayground(ModelPage):
         for pipe in self._pipes:
             # a Tap with source=dmap is not wired to an overlay's plot: it must be one of its streams
             tap = hv.streams.Tap(x=None, y=None, transient=True)
-            tap.add_subscriber(_weak(self._on_tap))
+            tap.add_subscriber(weak_callback(self._on_tap))
             dmap = hv.DynamicMap(_overlay, streams=[pipe, tap]).opts(**opts)
             self._dmaps.append(dmap)
             self._taps.append(tap)

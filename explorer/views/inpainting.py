@@ -20,8 +20,6 @@ The module also holds what the three factor-analysis pages share: :func:`image_d
 
 from __future__ import annotations
 
-import weakref
-
 import holoviews as hv
 import holoviews.plotting.bokeh
 import numpy as np
@@ -31,7 +29,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.models.fa_model import CLASSES, METHOD_LABELS, METHODS, FAModel
-from explorer.views._page import prefixed, sync_with_url
+from explorer.views._page import prefixed, sync_with_url, weak_callback
 from explorer.views.player import StepPlayer
 
 __all__ = ["FAPage", "InpaintingView", "image_dmap", "mask_widgets", "model_widgets", "mosaic"]
@@ -133,18 +131,6 @@ def mask_widgets(model: FAModel, masks=None) -> pn.Column:
     return pn.Column(kind, rate, quarter, side, size, seed, sizing_mode="stretch_width")
 
 
-def _weak(method):
-    """A plain function calling ``method`` while its object lives (stream subscribers: no cycle)."""
-    ref = weakref.WeakMethod(method)
-
-    def call(**kwargs):
-        m = ref()
-        if m is not None:
-            m(**kwargs)
-
-    return call
-
-
 class FAPage(Viewer):
     """Base of the factor-analysis pages: a model, a player over l, an alert, ``sidebar`` / ``main``.
 
@@ -169,7 +155,7 @@ class FAPage(Viewer):
         self.model.param.watch(self._on_max_terms, "max_terms")
         self._build()
         self._layout = pn.Row(pn.Column(self.sidebar, width=330), self.main, sizing_mode="stretch_width")
-        self.model.param.watch(_weak_watch(self._on_revision), ["revision"])
+        self.model.param.watch(weak_callback(self._on_revision), ["revision"])
         self.refresh()
 
     def __panel__(self):
@@ -210,17 +196,6 @@ class FAPage(Viewer):
         return [(self.model, {k: k for k in self._URL})]
 
 
-def _weak_watch(method):
-    ref = weakref.WeakMethod(method)
-
-    def call(event):
-        m = ref()
-        if m is not None:
-            m(event)
-
-    return call
-
-
 def _fmt(x: float) -> str:
     return "–" if not np.isfinite(x) else f"{x:.4f}"
 
@@ -251,12 +226,12 @@ class InpaintingView(FAPage):
         m = self.model
         self.pipes = {p: hv.streams.Pipe(data=np.zeros(m.shape)) for p in PANELS}
         self.tap = hv.streams.Tap(x=None, y=None, transient=True)
-        self.tap.add_subscriber(_weak(self._on_tap))
+        self.tap.add_subscriber(weak_callback(self._on_tap))
         self.ink_tap = hv.streams.Tap(x=None, y=None, transient=True)  # the original panel: the drawing canvas
-        self.ink_tap.add_subscriber(_weak(self._on_ink_tap))
+        self.ink_tap.add_subscriber(weak_callback(self._on_ink_tap))
         # drags on the original panel ink every pixel they cross (paint mode "ink")
         self.drag = hv.streams.Draw(rename={"x": "dx", "y": "dy"}, transient=True)
-        self.drag.add_subscriber(_weak(self._on_drag))
+        self.drag.add_subscriber(weak_callback(self._on_drag))
         self._last_drag = None  # (stroke, row, col) of the previous drag event
         taps = {"masked": [self.tap], "original": [self.ink_tap, self.drag]}
         self._errors = {p: pn.pane.Markdown("", margin=(0, 5), styles={"font-size": "12px"}) for p in PANELS}
