@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "constant_columns",
     "BadInputError",
     "as_float_matrix",
     "check_missing",
@@ -46,6 +47,17 @@ def check_draws(n_draws, rng) -> None:
         raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
     if not isinstance(rng, np.random.Generator):
         raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng)}.")
+
+
+def constant_columns(values) -> np.ndarray:
+    """Indices of the columns of ``values`` (NaN = missing) with no positive observed variance
+    (constant, or never observed)."""
+    values = np.asarray(values, dtype=float)
+    observed = ~np.isnan(values)
+    n = observed.sum(axis=0)
+    mean = np.where(observed, values, 0.0).sum(axis=0) / np.maximum(n, 1)
+    var = np.where(observed, (values - mean) ** 2, 0.0).sum(axis=0) / np.maximum(n, 1)
+    return np.flatnonzero(~(var > 0) | (n == 0))
 
 
 def column_label(j: int, columns: Sequence[str] | None = None) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 import param
 
 from explorer.core import vb_dpgmm
-from explorer.core._validation import BadInputError
+from explorer.core._validation import BadInputError, constant_columns
 from explorer.core.conditional import ConditionalMixture
 from explorer.core.conditional_t import (
     StudentTConditionalMixture,
@@ -94,12 +94,12 @@ class VBModel(SteppedModel):
         if data is not None and self.mean_prior == "observed_mean":
             mean_prior = np.asarray(data.col_mean, dtype=float)
         if data is not None and self.covariance_prior == "observed_variance":
-            var = np.nanvar(data.X, axis=0)
-            if np.any(~(var > 0)):
-                bad = ", ".join(str(j) for j in np.flatnonzero(~(var > 0))[:5])
+            constant = constant_columns(data.X)
+            if constant.size:
+                bad = ", ".join(str(j) for j in constant[:5])
                 raise BadInputError(f"covariance_prior='observed_variance' needs a positive observed variance in "
                                     f"every column; column(s) {bad} are constant. Use 'identity' or drop them.")
-            w0 = np.diag(1.0 / var)
+            w0 = np.diag(1.0 / np.nanvar(data.X, axis=0))
         return vb_dpgmm.VBConfig(
             n_components=self.n_components, alpha=self.alpha or None, mean_prior=mean_prior, beta0=self.beta0,
             W0=w0, nu0=self.nu0 or None, update=self.update, responsibilities=self.responsibilities,

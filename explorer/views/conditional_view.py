@@ -38,7 +38,7 @@ import param
 from bokeh.models import CustomJSTickFormatter
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
+from explorer.core._validation import BadInputError, constant_columns
 from explorer.datasets import list_datasets
 from explorer.models.data_model import UPLOADED, DataModel
 from explorer.models.em_model import EMModel
@@ -67,16 +67,6 @@ MODEL_KINDS = {"EM mixture": "em", "Variational DP mixture": "vb"}
 ROW_FORMAT_JS = "return (tick + 1).toFixed(0)"
 #: Rows of the per-row feature table at most (wide data: the chosen and the missing features first).
 MAX_TABLE_ROWS = 20
-
-
-def constant_columns(values) -> np.ndarray:
-    """Indices of the columns of ``values`` (NaN = missing) without a positive observed variance."""
-    values = np.asarray(values, dtype=float)
-    observed = ~np.isnan(values)
-    n = observed.sum(axis=0)
-    mean = np.where(observed, values, 0.0).sum(axis=0) / np.maximum(n, 1)
-    var = np.where(observed, (values - mean) ** 2, 0.0).sum(axis=0) / np.maximum(n, 1)
-    return np.flatnonzero(~(var > 0) | (n == 0))
 
 
 #: Widest built-in data set offered: a full-covariance mixture of 784 pixels (MNIST) takes minutes
