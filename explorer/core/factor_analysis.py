@@ -343,6 +343,21 @@ def _missing_moments(mis, zt, row_pattern, pattern_mis, latent_cov, resp=None):
     return S
 
 
+def _px_expansion(T: np.ndarray, q: int, N: float):
+    """PX-EM: the M-step of the expanded model's factor distribution z ~ N(b, S), from
+    :math:`\\sum_n r_n E[\\tilde z\\tilde z^\\top]` (``T``, (q+1, q+1)) and :math:`N = \\sum_n r_n`:
+    ``(b, chol(S))``, the weighted mean and the Cholesky factor of the weighted covariance of the
+    factors; None when S is not positive definite (a component without rows keeps the plain M-step)."""
+    if not N > 0:
+        return None
+    b = T[:q, q] / N
+    try:
+        L = np.linalg.cholesky(T[:q, :q] / N - np.outer(b, b))
+    except np.linalg.LinAlgError:
+        return None
+    return (b, L) if np.all(np.isfinite(L)) else None
+
+
 def _m_step(data: FAData, P: FAParams, latent_mean, latent_cov, kind: str, min_psi: float,
             resp: np.ndarray | None = None, ridge: float = 0.0, expand: bool = False) -> FAParams:
     """The exact M-step (module docstring) from the E-step at ``P``: new :class:`FAParams`.
@@ -362,7 +377,7 @@ def _m_step(data: FAData, P: FAParams, latent_mean, latent_cov, kind: str, min_p
     T = wz.T @ zt
     counts = np.bincount(rp, weights=resp, minlength=latent_cov.shape[0])
     T[:q, :q] += np.tensordot(counts, latent_cov, 1)
-    T_plain = T.copy() if expand else T
+    expansion = _px_expansion(T, q, N) if expand else None  # before the ridge: the factors' own moments
     if ridge:
         T.flat[:: q + 2] += ridge
     Xf = data.Xf[rows]
@@ -383,18 +398,9 @@ def _m_step(data: FAData, P: FAParams, latent_mean, latent_cov, kind: str, min_p
     N = max(N, np.finfo(float).tiny)
     psi = np.full(P.n_features, resid.sum() / (N * P.n_features)) if kind == "ppca" else resid / N
     W, mu = Wt[:, :q], Wt[:, q]
-    if expand:
-        # PX-EM reduction: in the expanded model z ~ N(b, S) the M-step for (b, S) is the weighted
-        # mean and covariance of the factors; x = mu* + W* z + e is then the same model as
-        # mu = mu* + W* b, W = W* chol(S), z ~ N(0, I).
-        b = T_plain[:q, q] / N
-        S = T_plain[:q, :q] / N - np.outer(b, b)
-        try:
-            L = np.linalg.cholesky(S)
-        except np.linalg.LinAlgError:  # a component without rows: keep the plain M-step
-            L = None
-        if L is not None and np.all(np.isfinite(L)):
-            W, mu = W @ L, mu + W @ b
+    if expansion is not None:  # x = mu* + W* z + e with z ~ N(b, L L^T) is mu = mu* + W* b, W = W* L, z ~ N(0, I)
+        b, L = expansion
+        W, mu = W @ L, mu + W @ b
     return FAParams.from_arrays(mu, W, np.maximum(psi, min_psi))
 
 
