@@ -97,9 +97,15 @@ class DataModel(Settings):
     @property
     def takes_n_samples(self) -> bool:
         """Whether the selected data set is synthetic (``n_samples`` and ``data_seed`` change it)."""
+        return "n_samples" in self._loader_options()
+
+    def _loader_options(self) -> dict:
+        """The options of the selected built-in data set's loader this model sets (none for uploads)."""
         if self.dataset == UPLOADED:
-            return False
-        return "n_samples" in inspect.signature(ds._entry(self.dataset).load).parameters
+            return {}
+        accepted = inspect.signature(ds._entry(self.dataset).load).parameters
+        options = {"n_samples": self.n_samples, "random_state": self.data_seed}
+        return {k: v for k, v in options.items() if k in accepted}
 
     @property
     def has_uploaded(self) -> bool:
@@ -139,13 +145,7 @@ class DataModel(Settings):
             if self._uploaded is None:
                 raise BadInputError("No file has been uploaded yet.")
             return self._uploaded
-        accepted = inspect.signature(ds._entry(self.dataset).load).parameters
-        kwargs = {}
-        if "n_samples" in accepted:
-            kwargs["n_samples"] = self.n_samples
-        if "random_state" in accepted:
-            kwargs["random_state"] = self.data_seed
-        return ds.load_dataset(self.dataset, **kwargs)
+        return ds.load_dataset(self.dataset, **self._loader_options())
 
     @param.depends("mechanism", "rate", "mechanism_params", "mask_seed", watch=True)
     def _amputate(self):
