@@ -133,10 +133,13 @@ class PageErrors(list):
 
     def __init__(self, page):
         super().__init__()
+        self.console: list[str] = []  # every console warning and error, "type: text" (errors are also in self)
         page.on("console", self._on_console)
         page.on("pageerror", self._on_pageerror)
 
     def _on_console(self, msg):
+        if msg.type in ("warning", "error"):
+            self.console.append(f"{msg.type}: {msg.text}")
         if msg.type == "error":
             loc = msg.location or {}
             where = f" ({loc.get('url', '')}:{loc.get('lineNumber', '')})" if loc.get("url") else ""

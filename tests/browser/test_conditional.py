@@ -4,20 +4,9 @@ from __future__ import annotations
 
 import re
 
-HAS_TITLE = """(text) => [...Bokeh.documents[0].all_models].some(
-    m => m.type == 'Title' && typeof m.text == 'string' && m.text.includes(text))"""
+from tests.browser._helpers import select_option, wait_for_title
+
 STATUS = re.compile(r"(Converged after|Stopped at max_iter) \d+ iterations?")
-
-
-def wait_for_title(page, text: str) -> None:
-    """Wait until a Bokeh plot title containing ``text`` is in the document."""
-    page.wait_for_function(HAS_TITLE, arg=text)
-
-
-def select(page, option_label: str, value: str | None = None):
-    """Choose ``value`` (default: ``option_label``) in the <select> that offers ``option_label``."""
-    page.locator("select", has=page.locator("option", has_text=option_label)).select_option(
-        label=value or option_label)
 
 
 def status_text(page) -> str:
@@ -60,12 +49,12 @@ def test_conditional_page(serve_app, new_page, watch_errors, wait_for_bokeh, scr
     screenshot(page, "conditional")
 
     # two missing features: the joint 2-D slice
-    select(page, "(none: 1-D slice)", "petal_width")
+    select_option(page, "(none: 1-D slice)", "petal_width")
     wait_for_title(page, "custom row: p(petal_length, petal_width | observed)")
 
     # the Fit button: with auto-refit off a settings change resets the model, Fit runs EM again
     page.get_by_role("checkbox").uncheck()  # "Refit when settings change" off
-    select(page, "diag")
+    select_option(page, "diag")
     page.get_by_text("not fitted yet: press Fit").wait_for()
     page.get_by_role("button", name="Fit", exact=True).click()
     page.get_by_text(STATUS).wait_for()
@@ -74,7 +63,7 @@ def test_conditional_page(serve_app, new_page, watch_errors, wait_for_bokeh, scr
     # a new mechanism through the Select (auto-refit on again): new data, refitted model
     page.get_by_role("checkbox").check()  # on again
     before = status_text(page)
-    select(page, "mcar_rows (MCAR)")
+    select_option(page, "mcar_rows (MCAR)")
     page.get_by_text("Rows marked w.p. sqrt(rate) lose about sqrt(rate) of their entries").first.wait_for()
     wait_until(lambda: STATUS.search(status_text(page)) and status_text(page) != before, page)
 
@@ -98,7 +87,7 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
     wait_for_title(page, "row 0: p(")
 
     # the variational DP mixture is fitted in the background when chosen
-    select(page, "Variational DP mixture")
+    select_option(page, "Variational DP mixture")
     page.get_by_text("Truncation K").wait_for()
     page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
     wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
@@ -106,7 +95,7 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
     page.wait_for_function("() => window.location.search.includes('model_kind=vb')")
 
     # its Student-t posterior predictive, on a 2-D slice too
-    select(page, "Student-t predictive")
+    select_option(page, "Student-t predictive")
     page.get_by_text("(Student-t predictive)", exact=False).first.wait_for()
     page.get_by_role("button", name="custom row").click()
     box = page.get_by_placeholder("e.g. 6.8")
@@ -117,16 +106,16 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
     wait_for_bokeh(page)
     page.wait_for_timeout(300)
     screenshot(page, "conditional_variational")
-    select(page, "(none: 1-D slice)", "petal_width")
+    select_option(page, "(none: 1-D slice)", "petal_width")
     wait_for_title(page, "custom row: p(petal_length, petal_width | observed)")
 
     # a variational setting: the thesis update (its ELBO is undefined) refits
-    select(page, "principled", "thesis")
+    select_option(page, "principled", "thesis")
     page.get_by_text("ELBO undefined", exact=False).wait_for()
     wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
 
     # back to EM: its fit is still there
-    select(page, "EM mixture")
+    select_option(page, "EM mixture")
     page.get_by_text("Components K").wait_for()
     wait_until(lambda: STATUS.search(status_text(page)) and "effective" not in status_text(page), page)
     wait_for_bokeh(page)
@@ -141,7 +130,7 @@ def test_conditional_page_variational_on_digits(serve_app, new_page, watch_error
     page.goto(f"{url}/conditional")
     wait_for_bokeh(page)
     page.get_by_text(STATUS).wait_for()
-    select(page, "Variational DP mixture")
+    select_option(page, "Variational DP mixture")
     page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
     # the weights legend sits above the bars, not over them
     legends_inside = page.evaluate("""() => [...Bokeh.documents[0].all_models]
@@ -149,7 +138,7 @@ def test_conditional_page_variational_on_digits(serve_app, new_page, watch_error
         .map(f => f.center.filter(r => r.type == 'Legend').length + ':' + f.above.filter(r => r.type == 'Legend').length)""")
     assert legends_inside == ["0:1"]
 
-    select(page, "digits_8x8")
+    select_option(page, "digits_8x8")
     page.get_by_text("prior scale W₀ = I", exact=False).wait_for()
     wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
     assert "observed_variance" not in page.inner_text("body")

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-HAS_TITLE = """(text) => [...Bokeh.documents[0].all_models].some(
-    m => m.type == 'Title' && typeof m.text == 'string' && m.text.includes(text))"""
-
-
-def wait_for_title(page, text: str) -> None:
-    """Wait until a Bokeh plot title containing ``text`` is in the document."""
-    page.wait_for_function(HAS_TITLE, arg=text)
-
-
-def select(page, option_label: str, value: str | None = None):
-    """Choose ``value`` (default: ``option_label``) in the <select> that offers ``option_label``."""
-    box = page.locator("select", has=page.locator("option", has_text=option_label))
-    box.select_option(label=value or option_label)
+from tests.browser._helpers import select_option, wait_for_title
 
 
 def test_data_mechanism_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
@@ -37,23 +25,23 @@ def test_data_mechanism_page(serve_app, new_page, watch_errors, wait_for_bokeh, 
     wait_for_title(page, "Missingness matrix (original order)")
 
     # a MAR mechanism chosen through the Select: new explanation, rates and marginal
-    select(page, "mar_rows (MAR)")
+    select_option(page, "mar_rows (MAR)")
     page.get_by_text("Rows with a low score of random controlling columns lose values").first.wait_for()
     page.get_by_text("Missing at random: missingness depends only on values that stay observed").wait_for()
 
     # an image mask on tabular data: a readable error, the plots stay
-    select(page, "quarter (MCAR)")
+    select_option(page, "quarter (MCAR)")
     page.get_by_text("is an image mask; choose an image data set").wait_for()
 
     # the image data set: the quarter mask applies, masked digits appear
-    select(page, "digits_5x7")
+    select_option(page, "digits_5x7")
     page.get_by_text("One quarter of each image is missing").first.wait_for()
     wait_for_title(page, "of 100 values missing")
     page.get_by_text("is an image mask").wait_for(state="hidden")
     wait_for_bokeh(page)
 
     # every built-in image set takes the image masks (the 8x8 digits: 64 pixels per image)
-    select(page, "digits_8x8")
+    select_option(page, "digits_8x8")
     page.get_by_text("x 64 columns").first.wait_for()
     page.get_by_text("is an image mask").wait_for(state="hidden")
     # "uploaded" is offered only once something was uploaded

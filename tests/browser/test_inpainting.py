@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from tests.browser._helpers import select_option, wait_for_value
+
 APP = "apps/inpainting.py"
 
 
@@ -12,13 +14,6 @@ def _l(page) -> int:
     return int(re.search(r"at l = (\d+)", text).group(1))
 
 
-def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
-    for _ in range(int(timeout_s / 0.1)):
-        value = _l(page)
-        if predicate(value):
-            return value
-        page.wait_for_timeout(100)
-    raise AssertionError(f"l stayed at {_l(page)}")
 
 
 def _missing_count(page) -> int:
@@ -26,8 +21,6 @@ def _missing_count(page) -> int:
     return int(text.split()[0])
 
 
-def _select(page, option_text: str, label: str):
-    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
 
 def test_step_play_pause_mask_brush_and_drawing(
@@ -43,16 +36,16 @@ def test_step_play_pause_mask_brush_and_drawing(
     assert _l(page) == 0
 
     page.get_by_role("button", name="Step").click()
-    _wait_l(page, lambda v: v == 1)
+    wait_for_value(page, lambda: _l(page), lambda v: v == 1)
     page.mouse.move(900, 1000)  # the Step button's tooltip would cover Play
     page.get_by_role("button", name="Play").click()
-    _wait_l(page, lambda v: v >= 8, timeout_s=30)
+    wait_for_value(page, lambda: _l(page), lambda v: v >= 8, timeout_s=30)
     page.get_by_role("button", name="Pause").click()
     page.get_by_role("button", name="Play").wait_for()
     assert_stays_paused(page, lambda: _l(page))
 
     # the mask type through its Select: the top half of every digit goes
-    _select(page, "random pixels", "half")
+    select_option(page, "random pixels", "half")
     page.get_by_text("32 of 64 missing").first.wait_for()
     page.wait_for_function("() => window.location.search.includes('mask=half')")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from tests.browser._helpers import select_option, wait_for_value
+
 APP = "apps/neumann.py"
 
 
@@ -12,13 +14,6 @@ def _l(page) -> int:
     return int(re.search(r"at l = (\d+)", text).group(1))
 
 
-def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
-    for _ in range(int(timeout_s / 0.1)):
-        value = _l(page)
-        if predicate(value):
-            return value
-        page.wait_for_timeout(100)
-    raise AssertionError(f"l stayed at {_l(page)}")
 
 
 # The error plot as BokehJS has it: its y range, the MSE values of every line (NSA, oracle, reference levels)
@@ -41,16 +36,8 @@ _ERROR_PLOT = """() => {
 }"""
 
 
-def _console_messages(page) -> list[str]:
-    """Console warnings and errors of ``page`` (attach before ``goto``)."""
-    messages = []
-    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}") if msg.type in ("warning", "error")
-            else None)
-    return messages
 
 
-def _select(page, option_text: str, label: str):
-    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
 
 def test_step_play_pause_window_and_mask(
@@ -59,7 +46,7 @@ def test_step_play_pause_window_and_mask(
     url = serve_app({"neumann": APP})
     page = new_page(viewport={"width": 1500, "height": 1150})
     errors = watch_errors(page)
-    console = _console_messages(page)
+    console = errors.console
     page.goto(f"{url}/neumann")
     wait_for_bokeh(page)
     page.get_by_text("NSA never beats the exact solution", exact=False).first.wait_for()  # l = 0: nothing yet
@@ -70,10 +57,10 @@ def test_step_play_pause_window_and_mask(
     assert not any("oracle" in label for label in plot["labels"]), plot["labels"]  # PPCA (K = 1): no oracle
 
     page.get_by_role("button", name="Step").click()
-    _wait_l(page, lambda v: v == 1)
+    wait_for_value(page, lambda: _l(page), lambda v: v == 1)
     page.mouse.move(900, 900)  # the Step button's tooltip would cover Play
     page.get_by_role("button", name="Play").click()
-    _wait_l(page, lambda v: v >= 15, timeout_s=30)
+    wait_for_value(page, lambda: _l(page), lambda v: v >= 15, timeout_s=30)
     page.get_by_role("button", name="Pause").click()
     page.get_by_role("button", name="Play").wait_for()
     paused_at = assert_stays_paused(page, lambda: _l(page))
@@ -88,7 +75,7 @@ def test_step_play_pause_window_and_mask(
     assert plot["start"] <= plot["min"] <= best + 1e-4 and plot["max"] <= plot["end"], plot
     assert not [m for m in console if "nonexistent field" in m], console
 
-    _select(page, "random pixels", "half")
+    select_option(page, "random pixels", "half")
     page.get_by_text("mask half", exact=False).first.wait_for()
     page.wait_for_function("() => window.location.search.includes('mask=half')")
     assert _l(page) == paused_at  # l is kept when the mask changes

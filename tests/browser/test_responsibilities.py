@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from tests.browser._helpers import select_option, wait_for_value
+
 APP = "apps/responsibilities.py"
 
 
@@ -12,25 +14,10 @@ def _l(page) -> int:
     return int(re.search(r"at l = (\d+)", text).group(1))
 
 
-def _wait_l(page, predicate, timeout_s: float = 15.0) -> int:
-    for _ in range(int(timeout_s / 0.1)):
-        value = _l(page)
-        if predicate(value):
-            return value
-        page.wait_for_timeout(100)
-    raise AssertionError(f"l stayed at {_l(page)}")
 
 
-def _console_messages(page) -> list[str]:
-    """Console warnings and errors of ``page`` (attach before ``goto``)."""
-    messages = []
-    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}") if msg.type in ("warning", "error")
-            else None)
-    return messages
 
 
-def _select(page, option_text: str, label: str):
-    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
 
 
 def test_step_play_pause_and_mask(
@@ -39,7 +26,7 @@ def test_step_play_pause_and_mask(
     url = serve_app({"responsibilities": APP})
     page = new_page(viewport={"width": 1500, "height": 1150})
     errors = watch_errors(page)
-    console = _console_messages(page)
+    console = errors.console
     page.goto(f"{url}/responsibilities")
     wait_for_bokeh(page)
     page.get_by_text("component 1 ≈ digit", exact=False).first.wait_for()
@@ -47,10 +34,10 @@ def test_step_play_pause_and_mask(
     assert _l(page) == 0
 
     page.get_by_role("button", name="Step").click()
-    _wait_l(page, lambda v: v == 1)
+    wait_for_value(page, lambda: _l(page), lambda v: v == 1)
     page.mouse.move(900, 1000)  # the Step button's tooltip would cover Play
     page.get_by_role("button", name="Play").click()
-    _wait_l(page, lambda v: v >= 6, timeout_s=30)
+    wait_for_value(page, lambda: _l(page), lambda v: v >= 6, timeout_s=30)
     page.get_by_role("button", name="Pause").click()
     page.get_by_role("button", name="Play").wait_for()
     assert_stays_paused(page, lambda: _l(page))
@@ -60,7 +47,7 @@ def test_step_play_pause_and_mask(
     assert not [m for m in console if "nonexistent field" in m], console
     screenshot(page, "responsibilities")  # the default mask: the left half of the 3s and 8s
 
-    _select(page, "random pixels", "quarter")
+    select_option(page, "random pixels", "quarter")
     page.wait_for_function("() => window.location.search.includes('mask=quarter')")
     page.get_by_text(re.compile(r"Image \d+ \(digit \d\)")).first.wait_for()
     wait_for_bokeh(page)

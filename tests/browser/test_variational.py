@@ -4,26 +4,17 @@ from __future__ import annotations
 
 import re
 
+from tests.browser._helpers import select_option, wait_for_value
+
 APP = "apps/variational.py"
 
-#: For every scatter panel (the figures without a title): its x/y range in the browser and the
-#: circles it draws (the observed points), read from the page's Bokeh models.
 def _iteration(page, run: str = "A") -> int:
     text = page.get_by_text(re.compile(rf"^{run}: \w+ update · iteration \d+")).first.inner_text()
     return int(re.search(r"iteration (\d+)", text).group(1))
 
 
 def _wait_iteration(page, predicate, run: str = "A", timeout_s: float = 15.0) -> int:
-    for _ in range(int(timeout_s / 0.1)):
-        it = _iteration(page, run)
-        if predicate(it):
-            return it
-        page.wait_for_timeout(100)
-    raise AssertionError(f"run {run}: iteration stayed at {_iteration(page, run)}")
-
-
-def _select(page, option_text: str, label: str):
-    page.locator("select").filter(has=page.locator("option", has_text=option_text)).first.select_option(label=label)
+    return wait_for_value(page, lambda: _iteration(page, run), predicate, timeout_s)
 
 
 def test_step_play_pause_update_and_dataset(
@@ -55,28 +46,28 @@ def test_step_play_pause_update_and_dataset(
     screenshot(page, "variational")
 
     # model A switches to the thesis update: both runs restart, B takes the principled one
-    _select(page, "augmented", "corrected")  # the responsibilities select is there
-    _select(page, "principled", "thesis")
+    select_option(page, "augmented", "corrected")  # the responsibilities select is there
+    select_option(page, "principled", "thesis")
     page.get_by_text("A: thesis update · iteration 0", exact=False).wait_for()
     page.get_by_text("B: principled update · iteration 0", exact=False).wait_for()
     page.wait_for_function("() => window.location.search.includes('update=thesis')")
 
     # a 4-D data set through the data controls: shown on a pair of columns, inside the axes
     before = panels_showing_their_data(page, 2)
-    _select(page, "three_blobs", "iris")
+    select_option(page, "three_blobs", "iris")
     page.get_by_text("Shown: sepal_length vs sepal_width", exact=False).wait_for()
     after = panels_showing_their_data(page, 2, previous=before)
     _wait_iteration(page, lambda i: i == 0)
     page.get_by_role("button", name="Step").click()
     _wait_iteration(page, lambda i: i == 1)
-    _select(page, "petal_width", "petal_length")  # the x-axis select (first one offering petal_width)
+    select_option(page, "petal_width", "petal_length")  # the x-axis select (first one offering petal_width)
     page.get_by_text("Shown: petal_length vs sepal_width", exact=False).wait_for()
     after = panels_showing_their_data(page, 2, previous=after)
     # the y axis set to the x column swaps the pair (x = y would show nothing)
     page.locator("select").filter(has=page.locator("option", has_text="petal_width")).nth(1).select_option(
         label="petal_length")
     page.get_by_text("Shown: sepal_width vs petal_length", exact=False).wait_for()
-    _select(page, "iris", "wine")  # review item 3: wine was entirely off-screen
+    select_option(page, "iris", "wine")  # review item 3: wine was entirely off-screen
     page.get_by_text("Shown: alcohol vs malic_acid", exact=False).wait_for()
     panels_showing_their_data(page, 2, previous=after)
     wait_for_bokeh(page)
