@@ -23,7 +23,9 @@ import param
 from panel.viewable import Viewer
 
 from explorer.datasets import list_datasets
-from explorer.views._page import page_template, prefixed, sync_with_url, url_bindings_of
+from explorer.views._page import page_template, prefixed, show_notices, url_bindings_of, url_notice
+from explorer.views._text import md
+from explorer.views._url import UrlState
 
 log = logging.getLogger(__name__)
 APPS_DIR = Path(__file__).resolve().parent
@@ -118,24 +120,59 @@ def _datasets_table() -> pd.DataFrame:
                           "description": d.description} for d in list_datasets()])
 
 
+class BackForward(pn.custom.JSComponent):
+    """Browser back / forward reload the page, so the screen follows the URL it goes back to.
+
+    The gallery writes every change of page and setting to the URL (one history entry each); the
+    browser changes the address on back / forward without telling the server, so without this
+    the screen would stay where it was while the address says otherwise.
+    """
+
+    _esm = """
+    export function render({ model }) {
+      const onpop = () => window.location.reload();
+      window.addEventListener("popstate", onpop);
+      model.on("remove", () => window.removeEventListener("popstate", onpop));
+      const el = document.createElement("span");
+      el.className = "explorer-back-forward";
+      return el;
+    }
+    """
+
+
 class Gallery(Viewer):
-    """Navigation between the pages; each page is built the first time it is opened."""
+    """Navigation between the pages; each page is built the first time it is opened.
+
+    The open page and the settings of every page opened are kept in the URL (see
+    :class:`~explorer.views._url.UrlState`): the link's values are applied to a page when it is
+    built, and values that cannot be used are said in a notice at the top of the page.
+    """
 
     page = param.Selector(default=HOME, objects=[HOME] + [p.slug for p in PAGES], doc="The open page")
 
-    def __init__(self, **params):
+    def __init__(self, url: UrlState | None = None, **params):
         super().__init__(**params)
+        self._url = url if url is not None else UrlState()
         self._built: dict[str, tuple] = {}
+        self._notices: dict[str, list[str]] = {}
+        self.notice = url_notice()
         self.menu = pn.widgets.RadioButtonGroup.from_param(
             self.param.page, options={"Home": HOME} | {p.title: p.slug for p in PAGES},
-            orientation="vertical", variant="outline", color="primary", sizing_mode="stretch_width")
+            orientation="vertical", variant="outline", color="primary", sizing_mode="stretch_width",
+            css_classes=["gallery-menu"])
         self.page_sidebar = pn.Column(sizing_mode="stretch_width")
-        self.main = pn.Column(sizing_mode="stretch_width", min_height=400)
+        self.page_main = pn.Column(sizing_mode="stretch_width", min_height=400)
+        self.main = pn.Column(self.notice, self.page_main, sizing_mode="stretch_width")
         self.sidebar = pn.Column("### Pages", self.menu, pn.layout.Divider(), self.page_sidebar,
-                                 sizing_mode="stretch_width")
-        self._home = self._build_home()
+                                 BackForward(visible=False), sizing_mode="stretch_width")
+        self._home = pn.Column(self._build_home(), css_classes=[f"page-main-{HOME}"], sizing_mode="stretch_width")
         self._layout = pn.Row(pn.Column(self.sidebar, width=340), self.main, sizing_mode="stretch_width")
-        self._show()
+        # the page named in the link (its value checked; a new value shows the page), then the URL
+        # follows the menu
+        before = self.page
+        self._notices[HOME] = self._url.bind([(self, {"page": "page"})])
+        if self.page == before:
+            self._show()
 
     def __panel__(self):
         return self._layout
@@ -166,14 +203,18 @@ class Gallery(Viewer):
             try:
                 sidebar, main, bindings = build_page(slug)
                 # the page's settings live in the gallery's URL too, prefixed with the page's name, so a
-                # link reproduces the screen (and pages that share parameter names do not collide)
-                sync_with_url(*prefixed(bindings, f"{slug}."))
-                self._built[slug] = (sidebar, main)
+                # link reproduces the screen (and pages that share parameter names do not collide); only
+                # this page's settings are read from the link, once, when it is built
+                self._notices[slug] = self._url.bind(prefixed(bindings, f"{slug}."))
+                # marked with the page's name (a browser test checks that only the open page's parts show)
+                self._built[slug] = (None if sidebar is None else pn.Column(sidebar, css_classes=[f"page-sidebar-{slug}"],
+                                                                            sizing_mode="stretch_width"),
+                                     pn.Column(main, css_classes=[f"page-main-{slug}"], sizing_mode="stretch_width"))
             except Exception as exc:  # the gallery stays usable whatever a page does
                 log.exception("page %s could not be built", slug)
-                alert = pn.pane.Alert(f"**Page unavailable:** {type(exc).__name__}: {exc}", alert_type="warning",
-                                      sizing_mode="stretch_width")
-                self._built[slug] = (None, alert)
+                alert = pn.pane.Alert(f"**Page unavailable:** {md(type(exc).__name__)}: {md(exc)}",
+                                      alert_type="warning", sizing_mode="stretch_width")
+                self._built[slug] = (None, pn.Column(alert, css_classes=[f"page-main-{slug}"], sizing_mode="stretch_width"))
         return self._built[slug]
 
     @param.depends("page", watch=True)
@@ -181,21 +222,23 @@ class Gallery(Viewer):
         if self.page == HOME:
             sidebar, main = None, self._home
         else:
-            self.main.loading = True
+            self.page_main.loading = True
             try:
                 sidebar, main = self._page(self.page)
             finally:
-                self.main.loading = False
+                self.page_main.loading = False
+        notices = self._notices.pop(HOME, []) + self._notices.pop(self.page, [])
         with pn.io.hold():
+            show_notices(self.notice, notices)
             self.page_sidebar.objects = [] if sidebar is None else [sidebar]
-            self.main.objects = [main]
+            self.page_main.objects = [main]
 
 
 def create_app() -> pn.template.BootstrapTemplate:
     """The served gallery: page menu (and the open page's controls) in the sidebar, the page in main."""
     # "tabulator": the benchmark page's table (a page built later in the session cannot load its JS)
-    return page_template(TITLE, Gallery, extensions=("tabulator",), threaded=True,
-                         url=lambda gallery: [(gallery, {"page": "page"})])
+    return page_template(TITLE, lambda: Gallery(url=UrlState.of_session()), extensions=("tabulator",),
+                         threaded=True, url=lambda gallery: [])
 
 
 if __name__.startswith("bokeh"):

@@ -16,6 +16,7 @@ from explorer.models.em_model import EMModel
 from explorer.views.em_playground import EMPlayground, ellipse_paths, panel_frame
 from explorer.views.player import StepPlayer
 from tests._plot_checks import assert_ranges_cover, untitled_plots
+from tests._text_checks import shown
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
@@ -255,7 +256,7 @@ def test_model_errors_are_shown_in_the_alert(view):
         view.add_point(*xy)
     view.em.n_components = 6
     assert view._alert.visible
-    assert "Exact EM: n_components=6 is larger than the number of rows" in view._alert.object
+    assert "Exact EM: n_components=6 is larger than the number of rows" in shown(view._alert)
     assert all(len(p["x"]) == 0 for p in (view._pipes[0].data["points"],))  # nothing half-drawn
     view.em.n_components = 1
     assert not view._alert.visible
@@ -386,15 +387,16 @@ def test_gallery_builds_every_page_lazily_and_survives_a_broken_one(monkeypatch)
     assert g._built == {}  # nothing heavy before a page is opened
     for page in gallery_module.PAGES:
         g.page = page.slug
-        sidebar, main = g._built[page.slug]
-        assert not isinstance(main, pn.pane.Alert), main.object
-        assert g.main.objects == [main]
+        sidebar, main = g._built[page.slug]  # each part wrapped in a Column marked with the page's name
+        assert not isinstance(main.objects[0], pn.pane.Alert), main.objects[0].object
+        assert g.page_main.objects == [main] and main.css_classes == [f"page-main-{page.slug}"]
+        assert g.page_sidebar.objects == [sidebar] and sidebar.css_classes == [f"page-sidebar-{page.slug}"]
     monkeypatch.setattr(gallery_module, "APPS_DIR", APPS / "missing")
     g._built.clear()
     for name in [n for n in sys.modules if n.startswith("explorer_apps.")]:
         monkeypatch.delitem(sys.modules, name)
     g.page = "em_playground"
-    alert = g.main.objects[0]
+    alert = g.page_main.objects[0].objects[0]
     assert isinstance(alert, pn.pane.Alert) and "Page unavailable" in alert.object
     g.page = "home"
     assert g.page_sidebar.objects == []

@@ -19,6 +19,7 @@ from explorer.views._vb_frames import (
 )
 from explorer.views.vb_playground import SHARED, VariationalPlayground, other_update
 from tests._plot_checks import assert_ranges_cover, untitled_plots
+from tests._text_checks import shown as shown_text
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
@@ -198,7 +199,7 @@ def test_higher_dimensional_data_are_shown_on_the_chosen_pair(view):
     np.testing.assert_allclose(means[0], a.state.means[shown, 2])
     np.testing.assert_allclose(means[1], a.state.means[shown, 3])
     assert (frame["xlabel"], frame["ylabel"]) == ("petal_length", "petal_width")
-    assert "`petal_length` vs `petal_width`" in view._info.object
+    assert "petal_length vs petal_width" in shown_text(view._info)
     _finite(frame)
     view.data_model.dataset = "three_blobs"  # back to 2-D: the pair follows the new columns
     assert (view.x_feature, view.y_feature) == ("x", "y")

@@ -8,7 +8,10 @@ import param
 
 from explorer.core._validation import BadInputError
 
-__all__ = ["Settings"]
+__all__ = ["MAX_SEED", "Settings"]
+
+#: Largest seed a page accepts (numpy takes any non-negative int; a bound keeps URL values sane).
+MAX_SEED = 2**32 - 1
 
 
 class Settings(param.Parameterized):

@@ -21,7 +21,7 @@ from explorer import io as eio
 from explorer.core._validation import BadInputError
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
-from explorer.models._settings import Settings
+from explorer.models._settings import MAX_SEED, Settings
 
 __all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
 
@@ -65,13 +65,13 @@ class DataModel(Settings):
 
     dataset = param.Selector(default="three_blobs", objects=_dataset_names() + [UPLOADED], doc="Data set")
     n_samples = param.Integer(default=300, bounds=(10, 20000), doc="Rows drawn for synthetic data sets")
-    data_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the synthetic data generator")
+    data_seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the synthetic data generator")
     mechanism = param.Selector(
         default="mcar", objects=[NO_MECHANISM] + list(MECHANISMS), doc="Missingness mechanism"
     )
     rate = param.Number(default=0.3, bounds=(0.0, 0.95), doc="Requested overall missing rate")
     mechanism_params = param.Dict(default={}, doc="Extra parameters of the mechanism (JSON-serialisable)")
-    mask_seed = param.Integer(default=1, bounds=(0, None), doc="Seed of the missingness mechanism")
+    mask_seed = param.Integer(default=1, bounds=(0, MAX_SEED), doc="Seed of the missingness mechanism")
     standardize = param.Boolean(default=False, doc="Standardise columns with their observed entries")
 
     complete = param.ClassSelector(class_=IncompleteData, constant=True, allow_None=True, precedence=-1,

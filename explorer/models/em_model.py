@@ -18,6 +18,7 @@ from explorer.core import em_gmm
 from explorer.core.conditional import ConditionalMixture
 from explorer.history import em_history
 from explorer.models._stepped import MAX_KEPT_STATES, SteppedModel
+from explorer.models._settings import MAX_SEED
 
 __all__ = ["MAX_KEPT_STATES", "EMModel"]
 
@@ -51,7 +52,7 @@ class EMModel(SteppedModel):
     reg_covar = param.Number(default=1e-6, bounds=(0.0, 10.0), doc="Added to covariance diagonals")
     tol = param.Number(default=1e-5, bounds=(0.0, 1.0), doc="Stop when the mean log-likelihood changes less")
     max_iter = param.Integer(default=300, bounds=(1, 10000), doc="Maximum number of iterations")
-    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the initialisation")
+    seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the initialisation")
 
     state = param.Parameter(doc="Current EMState")
     log_likelihood = param.Number(default=None, allow_None=True, constant=True, precedence=-1)

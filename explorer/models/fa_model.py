@@ -49,7 +49,7 @@ from explorer.models._images import (
     _row_mse,
     load_images,
 )
-from explorer.models._settings import Settings
+from explorer.models._settings import MAX_SEED, Settings
 from explorer.models._stepped import LockedStepping
 
 __all__ = ["CHECKPOINT", "DATASETS", "MASKS", "METHODS", "FAModel", "load_images"]
@@ -91,13 +91,13 @@ class FAModel(LockedStepping, Settings):
     kind = param.Selector(default="ppca", objects=list(fa.KINDS), doc="PPCA (isotropic noise) or FA")
     n_factors = param.Integer(default=10, bounds=(1, 400), doc="Latent dimension q")
     n_components = param.Integer(default=1, bounds=(1, 6), doc="1: one factor model; 2+: a mixture")
-    seed = param.Integer(default=0, bounds=(0, None), doc="Train/test split and k-means start")
+    seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Train/test split and k-means start")
     mask = param.Selector(default="quarter", objects=list(MASKS), doc="Mask of the test images")
     rate = param.Number(default=0.5, bounds=(0.0, 1.0), doc="Missing fraction (random pixels)")
     quarter = param.Selector(default="random", objects=list(QUARTERS), doc="Quarter removed")
     side = param.Selector(default="top", objects=["top", "bottom", "left", "right"], doc="Half removed")
     size = param.Integer(default=4, bounds=(1, 28), doc="Side of the square removed (pixels)")
-    mask_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the random masks")
+    mask_seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the random masks")
     image_index = param.Integer(default=0, bounds=(0, None), doc="Selected test image")
     n_terms = param.Integer(default=0, bounds=(0, 5000), doc="Neumann updates l")
     max_terms = param.Integer(default=200, bounds=(1, 5000), doc="Play stops at this l")

@@ -31,6 +31,7 @@ from explorer.core.conditional_t import (
 )
 from explorer.history import vb_history
 from explorer.models._stepped import MAX_KEPT_STATES, SteppedModel
+from explorer.models._settings import MAX_SEED
 
 __all__ = ["COVARIANCE_PRIORS", "MAX_KEPT_STATES", "MEAN_PRIORS", "VBModel"]
 
@@ -79,7 +80,7 @@ class VBModel(SteppedModel):
     reg_covar = param.Number(default=1e-6, bounds=(0.0, 10.0), doc="Added as N_k * reg_covar * I to the scatter")
     tol = param.Number(default=1e-3, bounds=(0.0, 1.0), doc="Stop when the objective per row changes less")
     max_iter = param.Integer(default=100, bounds=(1, 10000), doc="Maximum number of iterations")
-    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the initialisation")
+    seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the initialisation")
 
     state = param.Parameter(doc="Current VBState")
     elbo = param.Number(default=None, allow_None=True, constant=True, precedence=-1,

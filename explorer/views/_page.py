@@ -8,41 +8,59 @@ base of the playgrounds: a ``data_model`` plus a lead model whose settings are t
 
 from __future__ import annotations
 
+import logging
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 import panel as pn
 import param
 from panel.viewable import Viewer
 
-__all__ = ["HEADER_BACKGROUND", "ModelPage", "page_template", "prefixed", "sync_with_url", "url_bindings_of",
-           "weak_callback"]
+from explorer.views._text import md
+from explorer.views._url import UrlBinding, UrlState
+
+from explorer.views._notebook import notebook_layout
+
+__all__ = ["HEADER_BACKGROUND", "ModelPage", "bind_url", "page_template", "prefixed", "show_notices", "sync_with_url",
+           "url_bindings_of", "url_notice", "weak_callback"]
 
 HEADER_BACKGROUND = "#2f6fb3"
-
-#: ``(parameterized object, {parameter name: query-string name})``
-UrlBinding = tuple[param.Parameterized, Mapping[str, str]]
+log = logging.getLogger(__name__)
 
 
 def sync_with_url(*bindings: UrlBinding) -> bool:
     """Mirror parameters in the page URL's query string (shareable screens), when served.
 
-    Parameters
-    ----------
-    *bindings : (param.Parameterized, dict)
-        Objects and ``{parameter: query name}`` mappings, passed to ``pn.state.location.sync``.
+    The link's values are applied to these bindings only (validated: see
+    :class:`~explorer.views._url.UrlState`); values that could not be used are logged. Pages built by
+    :func:`page_template` show them instead (use :func:`bind_url` to get them).
 
     Returns
     -------
     bool
         True if synced; False (nothing done) outside a server session: Jupyter, scripts, tests.
     """
-    loc, doc = pn.state.location, pn.state.curdoc
-    if loc is None or doc is None or doc.session_context is None:  # Jupyter, scripts, tests
-        return False
-    for obj, names in bindings:
-        loc.sync(obj, dict(names))
-    return True
+    state = UrlState.of_session()
+    for notice in state.bind(bindings):
+        log.warning("%s", notice)
+    return state.active
+
+
+def bind_url(bindings: Iterable[UrlBinding]) -> list[str]:
+    """Like :func:`sync_with_url`, returning the notices about link values that were clamped or ignored."""
+    return UrlState.of_session().bind(bindings)
+
+
+def url_notice() -> pn.pane.Alert:
+    """The (hidden) alert a page shows link notices in: see :func:`show_notices`."""
+    return pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width")
+
+
+def show_notices(alert: pn.pane.Alert, notices: Iterable[str]) -> None:
+    """Show ``notices`` (plain text about link values) in ``alert``, escaped; hide it when there are none."""
+    notices = list(notices)
+    alert.object = "\n\n".join(md(n) for n in notices)
+    alert.visible = bool(notices)
 
 
 def weak_callback(method):
@@ -97,7 +115,8 @@ def page_template(title: str, create_view: Callable, *, extensions: tuple = (), 
         Width of the template's sidebar in pixels.
     url : callable, optional
         ``url(view) -> [(object, {parameter: query name}), ...]``, the parameters kept in the URL
-        (see :func:`sync_with_url`). Default: the view's own ``sync_url()``.
+        (see :func:`sync_with_url`). Default: the view's own ``url_bindings()``. Link values that
+        were clamped or ignored are said in a notice above the page.
 
     Returns
     -------
@@ -108,11 +127,10 @@ def page_template(title: str, create_view: Callable, *, extensions: tuple = (), 
     if threaded and pn.config.nthreads is None:  # served without --num-threads: still work off the event loop
         pn.extension(nthreads=4)
     view = create_view()
-    if url is None:
-        view.sync_url()
-    else:
-        sync_with_url(*url(view))
-    return pn.template.BootstrapTemplate(title=title, sidebar=[view.sidebar], main=[view.main],
+    bindings = url(view) if url is not None else view.url_bindings()
+    notice = url_notice()
+    show_notices(notice, bind_url(bindings))
+    return pn.template.BootstrapTemplate(title=title, sidebar=[view.sidebar], main=[notice, view.main],
                                          sidebar_width=sidebar_width, header_background=HEADER_BACKGROUND)
 
 
@@ -133,7 +151,7 @@ class ModelPage(Viewer):
         return self._layout
 
     def _arrange(self, sidebar, panels: list, plots: list, explanation: str) -> None:
-        """Set ``sidebar``, ``main`` and the layout (sidebar | main).
+        """Set ``sidebar``, ``main`` and the notebook layout (settings above main, see ``_notebook``).
 
         ``main`` is: an error alert (``self._alert``), an info line (``self._info``), a row of
         ``panels``, a row of HoloViews ``plots`` (axes not linked) and the ``explanation`` (Markdown).
@@ -148,7 +166,7 @@ class ModelPage(Viewer):
             pn.pane.Markdown(explanation, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
-        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
+        self._layout = notebook_layout(self.sidebar, self.main)
 
     def settings(self) -> dict:
         """Data and model settings (JSON-serialisable): the state of the screen."""

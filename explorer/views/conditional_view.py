@@ -43,6 +43,8 @@ from explorer.datasets import list_datasets
 from explorer.models.data_model import UPLOADED, DataModel
 from explorer.models.em_model import EMModel
 from explorer.models.vb_model import VBModel
+from explorer.views._notebook import notebook_layout
+from explorer.views._text import md
 from explorer.views.data_controls import DataControls
 
 __all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "parse_row", "slice_1d",
@@ -157,8 +159,7 @@ class ConditionalView(Viewer):
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._on_destroyed)
         self.sidebar = pn.Column(self.controls, self._model_box, sizing_mode="stretch_width")
-        self._layout = pn.Row(pn.Column(self.controls, self._model_box, width=300), self.main,
-                              sizing_mode="stretch_width")
+        self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
 
     def __panel__(self):
         return self._layout
@@ -362,7 +363,7 @@ class ConditionalView(Viewer):
         self._refresh()
 
     def _show_error(self) -> None:
-        self._em_error.object = self.model.error
+        self._em_error.object = md(self.model.error)
         self._em_error.visible = bool(self.model.error)
 
     def _show_status(self) -> None:
@@ -413,7 +414,7 @@ class ConditionalView(Viewer):
         wanted = "identity" if len(bad) else "observed_variance"
         if len(bad):
             cols = [str(data.columns[j]) for j in bad]
-            shown = ", ".join(cols[:5]) + (f" and {len(cols) - 5} more" if len(cols) > 5 else "")
+            shown = ", ".join(md(c) for c in cols[:5]) + (f" and {len(cols) - 5} more" if len(cols) > 5 else "")
             self._prior_note = (f"prior scale W₀ = I: {len(cols)} constant column(s) ({shown}) leave the "
                                 "data-scaled prior undefined")
         else:
@@ -513,9 +514,9 @@ class ConditionalView(Viewer):
         controls (:meth:`_show_error`) and in the row read-out, whatever the source of the row.
         """
         custom = self.source == "custom row" and not model
-        self._custom_error.object = message if custom else ""
+        self._custom_error.object = md(message) if custom else ""
         self._custom_error.visible = custom
-        self._row_info.object = "" if custom else f"*{message}*"
+        self._row_info.object = "" if custom else f"*{md(message)}*"
         self.pipes["slice1d"].send(_placeholder_1d(title))
         self.pipes["weights"].send(_placeholder_weights())
         self._pane1d.visible, self._pane2d.visible = True, False

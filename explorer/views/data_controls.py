@@ -13,6 +13,7 @@ from panel.viewable import Viewer
 
 from explorer.core.mechanisms import MECHANISMS
 from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
+from explorer.views._text import html, md
 
 __all__ = ["DataControls"]
 
@@ -118,7 +119,8 @@ class DataControls(Viewer):
                 w = pn.widgets.Select(label=label, options={c: i for i, c in enumerate(columns)}, value=idx)
             elif p.kind == "columns" and columns:
                 vals = [value] if isinstance(value, int) else list(value or [])
-                w = pn.widgets.MultiChoice(label=label, options={c: i for i, c in enumerate(columns)},
+                # Choices.js renders option labels as HTML: column names are user data
+                w = pn.widgets.MultiChoice(label=label, options={html(c): i for i, c in enumerate(columns)},
                                            value=[v % len(columns) for v in vals])
             else:
                 continue
@@ -139,7 +141,7 @@ class DataControls(Viewer):
             if options != list(self._dataset.options):
                 self._dataset.options = options
             self._n.disabled = not m.takes_n_samples
-        self._error.object = m.error
+        self._error.object = md(m.error)
         self._error.visible = bool(m.error)
         if m.data is not None and m.mask is not None:
             # what is on screen: the mechanism that was applied, which differs from the selected one
@@ -148,7 +150,7 @@ class DataControls(Viewer):
             summary = (MECHANISMS[applied].summary if applied in MECHANISMS else "the data's own missing values")
             shown = "" if not m.error else " (still showing the last data that worked)"
             self._summary.object = (
-                f"**{m.data.name or m.dataset}**: {m.data.n_samples} rows x {m.data.n_features} columns{shown}. "
+                f"**{md(m.data.name or m.dataset)}**: {m.data.n_samples} rows x {m.data.n_features} columns{shown}. "
                 f"Missing: **{m.mask.realised_rate:.1%}** of entries "
                 f"({len(m.data.pattern_counts()[1])} patterns), by **{applied}**: *{summary}*"
             )

@@ -32,6 +32,7 @@ from explorer.core.conditional import ConditionalMixture
 from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
 from explorer.models.em_model import EMModel
 from explorer.views._page import ModelPage, weak_callback
+from explorer.views._text import md
 from explorer.views.data_controls import DataControls
 from explorer.views.player import StepPlayer
 
@@ -502,10 +503,10 @@ class EMPlayground(ModelPage):
 
     def _update_messages(self, pending: bool) -> None:
         dm = self.data_model
-        errors = [f"Data: {dm.error}"] if dm.error else []
-        errors += [f"{VARIANTS[i][1]}: {m.error}" for i, m in enumerate(self.models) if m.error]
+        errors = [f"Data: {md(dm.error)}"] if dm.error else []
+        errors += [f"{VARIANTS[i][1]}: {md(m.error)}" for i, m in enumerate(self.models) if m.error]
         if dm.data is not None and dm.data.n_features != 2:
-            errors.append(f"This page needs 2-D data; {dm.data.name!r} has {dm.data.n_features} columns.")
+            errors.append(f"This page needs 2-D data; {md(repr(dm.data.name))} has {dm.data.n_features} columns.")
         self._alert.object = "\n\n".join(errors)
         self._alert.visible = bool(errors)
         if pending:

@@ -29,7 +29,9 @@ import param
 from panel.viewable import Viewer
 
 from explorer.models.fa_model import CLASSES, METHOD_LABELS, METHODS, FAModel
+from explorer.views._notebook import notebook_layout
 from explorer.views._page import prefixed, sync_with_url, weak_callback
+from explorer.views._text import md
 from explorer.views.player import StepPlayer
 
 __all__ = ["FAPage", "InpaintingView", "image_dmap", "mask_widgets", "model_widgets", "mosaic"]
@@ -154,7 +156,7 @@ class FAPage(Viewer):
         self._max_terms = pn.widgets.IntInput.from_param(self.model.param.max_terms, label="Play up to l =", start=1)
         self.model.param.watch(self._on_max_terms, "max_terms")
         self._build()
-        self._layout = pn.Row(pn.Column(self.sidebar, width=330), self.main, sizing_mode="stretch_width")
+        self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
         self.model.param.watch(weak_callback(self._on_revision), ["revision"])
         self.refresh()
 
@@ -176,7 +178,7 @@ class FAPage(Viewer):
     def _show_error(self) -> bool:
         """Show the model's error in the alert; True when there is nothing to draw."""
         err = self.model.error
-        self._alert.object = f"**Could not fit or encode:** {err}" if err else ""
+        self._alert.object = f"**Could not fit or encode:** {md(err)}" if err else ""
         self._alert.visible = bool(err)
         return bool(err) or self.model.params is None or self.model.missing is None
 

@@ -29,6 +29,7 @@ import param
 from explorer.core import vb_dpgmm
 from explorer.models.data_model import DataModel
 from explorer.models.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
+from explorer.views._text import md
 from explorer.views._page import ModelPage
 from explorer.views._vb_frames import (
     UPDATE_COLORS,
@@ -376,8 +377,8 @@ class VariationalPlayground(ModelPage):
 
     def _update_messages(self) -> None:
         dm = self.data_model
-        errors = [f"Data: {dm.error}"] if dm.error else []
-        errors += [f"Model {'AB'[i]} ({m.update} update): {m.error}" for i, m in enumerate(self.models) if m.error]
+        errors = [f"Data: {md(dm.error)}"] if dm.error else []
+        errors += [f"Model {'AB'[i]} ({m.update} update): {md(m.error)}" for i, m in enumerate(self.models) if m.error]
         self._alert.object = "\n\n".join(errors)
         self._alert.visible = bool(errors)
         d = dm.data
@@ -387,6 +388,6 @@ class VariationalPlayground(ModelPage):
         miss = d.missing
         pair = self._pair(d)
         self._info.object = (
-            f"**{d.name}**: {d.n_samples} rows x {d.n_features} columns, {int(miss.any(axis=1).sum())} with a missing "
-            f"value; mechanism **{dm.mechanism}**. Shown: `{d.columns[pair[0]]}` vs `{d.columns[pair[1]]}`"
+            f"**{md(d.name)}**: {d.n_samples} rows x {d.n_features} columns, {int(miss.any(axis=1).sum())} with a missing "
+            f"value; mechanism **{dm.mechanism}**. Shown: **{md(d.columns[pair[0]])}** vs **{md(d.columns[pair[1]])}**"
             + (" (pick another pair in the sidebar)." if d.n_features > 2 else "."))

@@ -1,0 +1,128 @@
+"""Gallery navigation: menu clicks, back / forward and reloads always land on the clicked page.
+
+Each step checks the three things a user sees: the highlighted menu entry, the page named in the
+URL, and only that page's sidebar and main area on screen. Also: a malformed link never leaves a
+blank page (its values are checked, and the ones that cannot be used are said in a notice).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TITLES = {"home": "Home", "em_playground": "EM playground", "conditional": "Conditional density slices",
+          "data_mechanism": "Data & mechanism", "variational": "Variational DP mixture",
+          "benchmark": "Benchmark (thesis Fig. A.1-A.5)", "inpainting": "Inpainting with factor models",
+          "neumann": "Neumann-series convergence", "responsibilities": "Responsibilities under masking"}
+
+# what is on screen: the active menu entry, the shown page parts (by their page-main-/page-sidebar- class),
+# and the font size of the sidebar's headings
+_SCREEN_JS = """() => {
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const all = [];
+  const walk = root => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot); } };
+  walk(document);
+  const parts = {main: [], sidebar: []};
+  let active = null; const headings = [];
+  for (const el of all) {
+    for (const c of el.classList) {
+      if (c.startsWith('page-main-') && visible(el)) parts.main.push(c.slice(10));
+      if (c.startsWith('page-sidebar-') && visible(el)) parts.sidebar.push(c.slice(13));
+    }
+    if (el.classList.contains('gallery-menu') && el.shadowRoot) {
+      const b = el.shadowRoot.querySelector('button.bk-active'); if (b) active = b.textContent.trim(); }
+    if (/^H[2-4]$/.test(el.tagName) && visible(el) && el.getBoundingClientRect().left < 330)
+      headings.push([el.tagName, el.textContent.trim(), parseFloat(getComputedStyle(el).fontSize)]);
+  }
+  return {active, main: [...new Set(parts.main)], sidebar: [...new Set(parts.sidebar)], headings};
+}"""
+
+
+def _screen(page) -> dict:
+    return page.evaluate(_SCREEN_JS)
+
+
+def _expect(page, slug: str, timeout_s: float = 30.0) -> dict:
+    """Wait until the screen shows ``slug`` (menu, URL, parts) and return what is on screen."""
+    screen = {}
+    for _ in range(int(timeout_s / 0.25)):
+        screen = _screen(page)
+        url_ok = f"page={slug}" in page.evaluate("window.location.search") or (
+            slug == "home" and "page=" not in page.evaluate("window.location.search"))
+        sidebar_ok = screen["sidebar"] == ([] if slug == "home" else [slug])
+        if screen["active"] == TITLES[slug] and url_ok and screen["main"] == [slug] and sidebar_ok:
+            return screen
+        page.wait_for_timeout(250)
+    raise AssertionError(f"expected page {slug!r}; on screen: active={screen.get('active')!r}, "
+                         f"url={page.evaluate('window.location.search')[:80]!r}, main={screen.get('main')}, "
+                         f"sidebar={screen.get('sidebar')}")
+
+
+def _heading_sizes(screen: dict) -> dict:
+    return {(tag, text): size for tag, text, size in screen["headings"]}
+
+
+def test_any_sequence_of_clicks_back_forward_and_reloads_lands_on_the_page(serve_app, new_page, watch_errors,
+                                                                          wait_for_bokeh):
+    url = serve_app({"apps": str(REPO_ROOT / "apps" / "main.py")})
+    page = new_page(viewport={"width": 1440, "height": 900})
+    errors = watch_errors(page)
+    page.goto(f"{url}/apps?page=em_playground")
+    wait_for_bokeh(page)
+    _expect(page, "em_playground")
+    # every page, then back and forth (the reported trap: neumann, then back to em_playground did nothing)
+    sequence = ["neumann", "em_playground", "conditional", "data_mechanism", "variational", "benchmark",
+                "inpainting", "responsibilities", "home", "data_mechanism", "neumann", "em_playground",
+                "neumann", "responsibilities", "em_playground", "home", "variational"]
+    sizes: dict = {}
+    visited = ["em_playground"]
+    for slug in sequence:
+        page.get_by_role("button", name=TITLES[slug], exact=True).first.click()
+        screen = _expect(page, slug)
+        visited.append(slug)
+        for key, size in _heading_sizes(screen).items():  # the same heading keeps its size between visits
+            key = (slug, *key)
+            assert sizes.setdefault(key, size) == size, f"heading {key} changed size: {sizes[key]} -> {size}"
+    # browser back / forward follow the history of the clicks
+    page.go_back()
+    _expect(page, visited[-2])
+    page.go_back()
+    _expect(page, visited[-3])
+    page.go_forward()
+    _expect(page, visited[-2])
+    # a reload shows the page of the URL
+    page.reload()
+    wait_for_bokeh(page)
+    _expect(page, visited[-2])
+    page.get_by_role("button", name=TITLES["neumann"], exact=True).first.click()
+    _expect(page, "neumann")
+    page.get_by_role("button", name=TITLES["em_playground"], exact=True).first.click()
+    _expect(page, "em_playground")
+    errors.assert_none()
+
+
+def test_a_malformed_link_never_blanks_the_page(serve_app, new_page, watch_errors, wait_for_bokeh):
+    url = serve_app({"apps": str(REPO_ROOT / "apps" / "main.py")})
+    page = new_page(viewport={"width": 1440, "height": 900})
+    errors = watch_errors(page)
+    nines = "9" * 400
+    page.goto(f"{url}/apps?page=data_mechanism&data_mechanism.data_seed={nines}&data_mechanism.rate=7"
+              "&data_mechanism.dataset=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&data_mechanism.mask_seed=abc")
+    wait_for_bokeh(page)
+    _expect(page, "data_mechanism")
+    notice = page.locator(".alert-warning", has_text="was ignored").first
+    notice.wait_for()
+    text = notice.inner_text()
+    assert "data_mechanism.data_seed" in text and "too large" in text
+    assert "data_mechanism.mask_seed" in text and "not a whole number" in text
+    assert "data_mechanism.dataset" in text and "<img src=x onerror=alert(1)>" in text  # shown as text
+    assert "data_mechanism.rate" in text and "largest allowed value" in text  # clamped
+    page.get_by_text("150 rows x 4 columns", exact=False).first.wait_for()  # iris: the page works
+    assert "data_mechanism.data_seed=0" in page.evaluate("window.location.search")  # the URL says what is shown
+    # an unknown page name: the home page and a notice
+    page.goto(f"{url}/apps?page=nosuchpage")
+    wait_for_bokeh(page)
+    _expect(page, "home")
+    page.locator(".alert-warning", has_text="page='nosuchpage' was ignored").first.wait_for()
+    errors.assert_none()
