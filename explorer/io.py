@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,11 +57,67 @@ def _read_text(src, max_bytes: int | None) -> tuple[str, str]:
     return (raw if isinstance(raw, str) else _decode(raw)), label
 
 
+_BINARY_SIGNATURES = {
+    b"PK\x03\x04": "a zip archive (an Excel .xlsx or OpenDocument file is one)",
+    b"\xd0\xcf\x11\xe0": "an old Excel / Office file",
+    b"\x89HDF": "an HDF5 / netCDF-4 file",
+    b"PAR1": "a Parquet file",
+    b"%PDF": "a PDF document",
+    b"\x1f\x8b": "a gzip-compressed file",
+}
+
+
 def _decode(raw: bytes) -> str:
+    """Text of an uploaded table: UTF-8 (with or without BOM), UTF-16 (BOM, or the NUL pattern of
+    UTF-16 without one) or, failing those, Latin-1 (every byte is a character there).
+
+    Binary files (spreadsheets, archives, pickles...) are refused with what they look like: they
+    are never parsed, let alone unpickled.
+    """
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise BadInputError("the file starts like UTF-16 text but is not valid UTF-16; save it as UTF-8 "
+                                "(CSV UTF-8 in a spreadsheet's 'Save as').") from None
+    for signature, what in _BINARY_SIGNATURES.items():
+        if raw.startswith(signature):
+            raise BadInputError(f"this is {what}, not a text table; save the data as CSV (comma-separated "
+                                "text) and upload that.")
+    head = raw[:4096]
+    if len(head) >= 4 and head.count(0) >= len(head) // 4:
+        # ASCII text in UTF-16 without a BOM: every other byte is NUL
+        for enc, zeros in (("utf-16-le", head[1::2]), ("utf-16-be", head[0::2])):
+            if zeros.count(0) >= 0.9 * len(zeros):
+                try:
+                    return raw.decode(enc)
+                except UnicodeDecodeError:
+                    break
+    if raw.startswith(b"\x80") or b"\x00" in head:
+        raise BadInputError("this is a binary file, not a text table (pickled or other binary data are never "
+                            "read); save the data as CSV (comma-separated text) and upload that.")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def _plain_parse_error(exc: Exception) -> str:
+    """pandas' / csv's parse error said in terms of the file (row numbers counted from 1, the header included)."""
+    text = str(exc)
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if m:
+        expected, line, saw = (int(g) for g in m.groups())
+        return (f"line {line} has {saw} fields where the lines before it have {expected}; check that line for an "
+                "extra separator (a comma inside a number or a name: quote the cell) or a missing one.")
+    if "EOF inside string" in text or "unexpected end of data" in text or "EOF following escape" in text:
+        m = re.search(r"line (\d+)", text)
+        where = f" (starting at line {m.group(1)})" if m else ""
+        return f"a quoted cell is never closed{where}: a double quote (\") is missing."
+    if "No columns to parse" in text:
+        return "the file has no columns to read."
+    return ("the file could not be read as a table (rows of different lengths or unbalanced quotes?). "
+            "Check the separator and the quoting.")
 
 
 def _is_number(cell: str) -> bool:
@@ -216,9 +273,7 @@ def from_csv(
         try:
             return pd.read_csv(io.StringIO(text), sep=sep, header=None, skip_blank_lines=True, engine=engine, **kw)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as exc:
-            raise BadInputError(
-                f"could not parse the CSV data: {exc}. Check the separator (sep=) and quoting."
-            ) from None
+            raise BadInputError(f"could not read the CSV data: {_plain_parse_error(exc)}") from None
 
     # the first rows as text decide the header; the full parse then uses pandas' C float parser
     peek = parse(dtype=str, keep_default_na=False, na_filter=False, nrows=50)

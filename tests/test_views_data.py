@@ -24,6 +24,7 @@ from explorer.views.data_view import (
     pattern_order,
     pattern_table,
 )
+from tests._text_checks import shown
 
 
 def _arrays(obj):
@@ -305,11 +306,47 @@ def test_the_summary_names_the_mechanism_on_screen_not_the_one_that_failed():
     assert "mar_threshold" not in c._summary.object
 
 
+def _chosen(c, name: str, content: bytes | None, size: int | None = None, serial: int = 1) -> None:
+    """What the browser side of the upload widget sends for a chosen file (None: refused for its size)."""
+    import base64
+
+    data = None if content is None else base64.b64encode(content).decode()
+    c._upload.file = {"name": name, "size": len(content or b"") if size is None else size, "data": data,
+                      "serial": serial}
+
+
 def test_the_upload_widget_reports_an_empty_file():
-    """Panel decodes an empty upload to value None with a new filename: it must still get a message."""
     m = DataModel(dataset="iris")
     c = DataControls(model=m)
-    c._upload.param.update(value=b"a,b\n1,2\n3,4\n", filename="ok.csv")
+    _chosen(c, "ok.csv", b"a,b\n1,2\n3,4\n")
     assert m.dataset == "uploaded" and m.error == ""
-    c._upload.param.update(value=None, filename="empty.csv")
+    _chosen(c, "empty.csv", b"", serial=2)
     assert "empty.csv: the file is empty" in m.error and c._error.visible
+
+
+def test_an_oversized_file_refused_by_the_browser_gets_a_message_and_loses_nothing():
+    m = DataModel(dataset="iris")
+    c = DataControls(model=m)
+    before = m.data
+    _chosen(c, "big.csv", None, size=53 * 2**20)
+    assert "big.csv: the file has 53.0 MB; the limit is 10 MB" in shown(c._error) and c._error.visible
+    assert m.data is before and m.dataset == "iris"
+    _chosen(c, "ok.csv", b"a,b\n1,2\n3,4\n", serial=2)  # the next good file clears the message
+    assert m.error == "" and not c._error.visible
+
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("utf16.csv", "a,b\n1,2\n3,\n".encode("utf-16"), None),
+    ("latin1.csv", "café,b\n1,2\n3,4\n".encode("latin-1"), None),
+    ("data.pkl", b"\x80\x04\x95" + b"\x00" * 40, "binary file"),
+    ("sheet.xlsx", b"PK\x03\x04" + b"\x00" * 40, "zip archive"),
+    ("ragged.csv", b"a,b,c\n1,2,3\n1,2,3,4\n", "line 3 has 4 fields"),
+])
+def test_uploads_in_other_encodings_load_and_binary_files_are_refused_in_plain_words(name, content, expected):
+    m = DataModel(dataset="iris")
+    ok = m.load_csv(content, name)
+    if expected is None:
+        assert ok and m.error == "" and m.data.n_samples == 2
+    else:
+        assert not ok and expected in m.error and m.dataset == "iris"
+        assert "Error tokenizing" not in m.error and "C error" not in m.error

@@ -27,7 +27,8 @@ __all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
 
 NO_MECHANISM = "none"
 UPLOADED = "uploaded"
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+#: Largest upload a page takes (base64 over the websocket stays under the server's 20 MB message limit).
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 #: Library advice in upload errors, said in terms of the page.
 _UPLOAD_ADVICE = {"Drop them (drop_non_numeric=True or select columns=...)": "Delete those columns from the file"}
 
@@ -214,6 +215,13 @@ class DataModel(Settings):
         if self.dataset == UPLOADED:
             self._load()
         return not self.error
+
+    def refuse_upload(self, filename: str, size: int) -> None:
+        """Say that ``filename`` (``size`` bytes) was not taken because it is too large; data kept as they were."""
+        self._fail(BadInputError(
+            f"{filename}: the file has {size / 2**20:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 2**20:.0f} MB. Upload a "
+            "smaller file (a subset of the rows or columns), or use the library from Python for large data "
+            "(explorer.io.from_csv)."))
 
     def set_points(self, X) -> None:
         """Replace the data by user-given complete points (e.g. clicked in a 2-D view)."""

@@ -12,8 +12,9 @@ import param
 from panel.viewable import Viewer
 
 from explorer.core.mechanisms import MECHANISMS
-from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
+from explorer.models.data_model import MAX_UPLOAD_BYTES, NO_MECHANISM, UPLOADED, DataModel
 from explorer.views._text import html, md
+from explorer.views._upload import FileUpload, decoded
 
 __all__ = ["DataControls"]
 
@@ -56,15 +57,19 @@ class DataControls(Viewer):
         self._summary = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._params_box = pn.Column(sizing_mode="stretch_width")
-        self._upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, visible=self.allow_upload)
-        self._upload.param.watch(self._on_upload, ["value", "filename"])
+        # the size is checked in the browser: an oversized file is never sent (it would drop the connection)
+        self._upload = FileUpload(max_bytes=MAX_UPLOAD_BYTES, visible=self.allow_upload, sizing_mode="stretch_width")
+        self._upload.param.watch(self._on_upload, "file")
+        self._reading = pn.pane.Markdown("*Reading the file...*", visible=False, margin=(0, 10))
+        self._upload.param.watch(lambda e: setattr(self._reading, "visible", bool(e.new)), "reading")
         m.param.watch(self._refresh, ["revision", "error", "mechanism", "dataset"])
         self._refresh()
         self._layout = pn.Column(
             self._dataset, self._n, self._data_seed, self._mechanism, self._rate, self._params_box,
-            self._mask_seed, pn.pane.Markdown("Upload a CSV (numeric columns, empty or `?` = missing):",
-                                              visible=self.allow_upload, margin=(5, 10, 0, 10)),
-            self._upload, self._summary, self._error, sizing_mode="stretch_width",
+            self._mask_seed, pn.pane.Markdown(
+                f"Upload a CSV (numeric columns, empty or `?` = missing; UTF-8, UTF-16 or Latin-1; at most "
+                f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB):", visible=self.allow_upload, margin=(5, 10, 0, 10)),
+            self._upload, self._reading, self._summary, self._error, sizing_mode="stretch_width",
         )
 
     def __panel__(self):
@@ -76,14 +81,14 @@ class DataControls(Viewer):
         m = self.model
         return [d for d in self._ds_options if d != UPLOADED or m.has_uploaded or m.dataset == UPLOADED]
 
-    def _on_upload(self, *events):
-        # the browser sends value and filename together; an empty file arrives as value None (Panel
-        # decodes "" to None), so a new filename with no value is an empty file, not "nothing happened"
-        names = {e.name for e in events}
-        value = self._upload.value
-        if value is None and "filename" not in names:
+    def _on_upload(self, event):
+        file = event.new or {}
+        name = str(file.get("name") or "upload.csv")
+        content = decoded(file)
+        if content is None:  # refused in the browser for its size (or unreadable): nothing was sent
+            self.model.refuse_upload(name, int(file.get("size") or 0))
             return
-        self.model.load_csv(value if value is not None else b"", self._upload.filename or "upload.csv")
+        self.model.load_csv(content, name)
 
     def _set_param(self, name, value):
         params = dict(self.model.mechanism_params)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def _upload(page, name: str, content: bytes):
     page.locator("input[type=file]").set_input_files({"name": name, "mimeType": "text/csv", "buffer": content})
@@ -47,4 +49,76 @@ def test_too_many_components_is_a_readable_message(serve_app, new_page, watch_er
     wait_for_bokeh(page)
     page.get_by_text("larger than the number of rows").first.wait_for()
     assert "Traceback" not in page.content()
+    errors.assert_none()
+
+
+# ----------------------------------------------------------------------------- user strings are data
+XSS_NAME = "<img src=x onerror=alert(1)>.csv"
+XSS_COLUMN = "<img src=x onerror=alert(2)>"
+XSS_CELL = "<script>alert(3)</script>"
+
+_INJECTED_JS = """() => {
+  const found = [];
+  const walk = root => { for (const el of root.querySelectorAll('img[src="x"], script')) {
+      if (el.tagName === 'IMG' || (el.textContent || '').includes('alert(')) found.push(el.outerHTML); }
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
+  walk(document);
+  return found;
+}"""
+
+
+def _no_injection(page, dialogs):
+    page.wait_for_timeout(500)  # an onerror handler runs as soon as the broken image is inserted
+    assert dialogs == [], f"script ran in the page: {dialogs}"
+    assert page.evaluate(_INJECTED_JS) == []
+
+
+@pytest.mark.parametrize("app", ["data_mechanism", "conditional", "em_playground"])
+def test_file_names_columns_and_cells_are_shown_as_text(app, serve_app, new_page, watch_errors, wait_for_bokeh):
+    url = serve_app({app: f"apps/{app}.py"})
+    page = new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    errors = watch_errors(page)
+    page.goto(f"{url}/{app}")
+    wait_for_bokeh(page)
+    # an error quoting the file name, a column name and a cell
+    _upload(page, XSS_NAME, f"a,{XSS_COLUMN}\n1,{XSS_CELL}\n2,3\n".encode())
+    page.get_by_text("not numeric").first.wait_for()
+    page.get_by_text(XSS_NAME, exact=False).first.wait_for()  # the name is on screen, as text
+    page.get_by_text(XSS_CELL, exact=False).first.wait_for()
+    _no_injection(page, dialogs)
+    # a good file whose name and column names are markup: summary, tables, labels, plot titles
+    rows = "\n".join(f"{i},{(i * 7) % 5 if i % 3 else ''},{i % 4}" for i in range(1, 40))
+    _upload(page, XSS_NAME, f"a,{XSS_COLUMN},**c**\n{rows}\n".encode())
+    page.get_by_text("39 rows x 3 columns" if app != "em_playground" else "needs 2-D data", exact=False).first.wait_for()
+    wait_for_bokeh(page)
+    _no_injection(page, dialogs)
+    errors.assert_none()
+
+
+def test_oversized_and_foreign_uploads_get_plain_messages(serve_app, new_page, watch_errors, wait_for_bokeh, tmp_path):
+    url = serve_app({"data_mechanism": "apps/data_mechanism.py"})
+    page = new_page()
+    errors = watch_errors(page)
+    page.goto(f"{url}/data_mechanism")
+    wait_for_bokeh(page)
+    page.get_by_text("150 rows x 4 columns").first.wait_for()
+    # 53 MB: refused in the browser (never sent, so the connection stays), with a message
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"a,b\n" + b"1.2345678,2.3456789\n" * (53 * 2**20 // 20))
+    page.locator("input[type=file]").set_input_files(str(big))
+    page.get_by_text("big.csv: the file has 53.0 MB; the limit is 10 MB", exact=False).first.wait_for()
+    page.get_by_text("150 rows x 4 columns").first.wait_for()  # nothing lost
+    # the connection still works: a good file loads and clears the message
+    _upload(page, "utf16.csv", "x,y\n1,2\n3,\n4,5\n".encode("utf-16"))
+    page.get_by_text("3 rows x 2 columns", exact=False).first.wait_for()
+    page.get_by_text("the limit is 10 MB").first.wait_for(state="hidden")
+    _upload(page, "latin1.csv", "température,y\n1,2\n3,\n4,5\n5,6\n".encode("latin-1"))
+    page.get_by_text("4 rows x 2 columns", exact=False).first.wait_for()
+    _upload(page, "model.pkl", b"\x80\x04\x95" + bytes(64))
+    page.get_by_text("binary file", exact=False).first.wait_for()
+    _upload(page, "ragged.csv", b"a,b,c\n1,2,3\n1,2,3,4\n")
+    page.get_by_text("line 3 has 4 fields", exact=False).first.wait_for()
+    assert "C error" not in page.content() and "Traceback" not in page.content()
     errors.assert_none()
