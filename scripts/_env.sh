@@ -44,6 +44,23 @@ _explorer_pick_python() {
 or point EXPLORER_PYTHON at a suitable interpreter."
 }
 
+# apt waits for a lock held by another process (unattended upgrades, a second run) instead of failing.
+EXPLORER_APT_LOCK_TIMEOUT="${EXPLORER_APT_LOCK_TIMEOUT:-600}"
+_explorer_apt() {
+    # DPkg::Lock::Timeout makes apt wait for the dpkg lock; a lists lock held by a concurrent
+    # `apt-get update` can still fail at once, so a failed call is retried while the timeout lasts.
+    local waited=0
+    until _explorer_as_root env DEBIAN_FRONTEND=noninteractive \
+            apt-get -o "DPkg::Lock::Timeout=${EXPLORER_APT_LOCK_TIMEOUT}" "$@"; do
+        if [ "$waited" -ge "$EXPLORER_APT_LOCK_TIMEOUT" ]; then
+            return 1
+        fi
+        echo ">> apt-get $1 failed (another apt holding a lock?); retrying in 10 s" >&2
+        sleep 10
+        waited=$((waited + 10))
+    done
+}
+
 _explorer_as_root() {
     if [ "$(id -u)" -eq 0 ]; then
         "$@"
@@ -66,8 +83,8 @@ _explorer_make_venv() {
             local ver
             ver="$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
             echo ">> $py has no ensurepip; installing python${ver}-venv with apt-get" >&2
-            _explorer_as_root apt-get update
-            _explorer_as_root apt-get install -y "python${ver}-venv" \
+            _explorer_apt update
+            _explorer_apt install -y "python${ver}-venv" \
                 || _explorer_die "could not install python${ver}-venv"
             "$py" -m venv .venv || _explorer_die "'$py -m venv .venv' failed"
         else

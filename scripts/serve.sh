@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
 # Serve the explorer (apps/main.py is the gallery; `panel serve apps/` is a Bokeh directory app).
 #
-#   bash scripts/serve.sh                 # http://localhost:5006/apps
+#   bash scripts/serve.sh                 # http://localhost:5006/apps (this machine only)
 #   PORT=8000 bash scripts/serve.sh       # another port
 #   bash scripts/serve.sh --dev           # extra flags are passed to `panel serve`
 #
-# Listens on all interfaces and accepts websocket connections from any origin, so it also works
-# behind port forwarding (containers, remote classroom machines).
+# By default the server listens on localhost only: nobody else on the network can reach it.
+# In a classroom, open it to the local network (students then use http://<this machine's IP>:5006/apps):
+#
+#   ADDRESS=0.0.0.0 bash scripts/serve.sh
+#
+# ADDRESS=0.0.0.0 also accepts websocket connections from any host name the students type (ORIGIN='*');
+# set ORIGIN=host:port to accept only that one. Only do this on a network you trust: the gallery has no
+# login. NUM_PROCS=N runs N server processes (each with its own memory; see the README's classroom section).
 set -euo pipefail
 # shellcheck source=scripts/_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
 PORT="${PORT:-5006}"
-ADDRESS="${ADDRESS:-0.0.0.0}"
+ADDRESS="${ADDRESS:-127.0.0.1}"
+NUM_PROCS="${NUM_PROCS:-1}"
+if [ "$ADDRESS" = 127.0.0.1 ] || [ "$ADDRESS" = localhost ]; then
+    ORIGIN="${ORIGIN:-localhost:${PORT}}"
+    origins=(--allow-websocket-origin="$ORIGIN" --allow-websocket-origin="127.0.0.1:${PORT}")
+else
+    ORIGIN="${ORIGIN:-*}"
+    origins=(--allow-websocket-origin="$ORIGIN")
+fi
 
 [ -f apps/main.py ] || _explorer_die "apps/main.py is missing: 'panel serve apps/' needs it (the gallery page)."
 
@@ -29,13 +43,18 @@ echo ">> explorer: http://localhost:${PORT}/apps  (listening on ${ADDRESS}:${POR
 host_ip="$(hostname -I 2>/dev/null | awk '{print $1}' || true)"
 if [ -n "$host_ip" ] && [ "$ADDRESS" = 0.0.0.0 ]; then
     echo ">> from another machine: http://${host_ip}:${PORT}/apps" >&2
+elif [ "$ADDRESS" = 127.0.0.1 ]; then
+    echo ">> only this machine can connect; for a classroom: ADDRESS=0.0.0.0 bash scripts/serve.sh" >&2
 fi
 
 exec .venv/bin/panel serve apps/ \
     --port "$PORT" \
     --address "$ADDRESS" \
-    --allow-websocket-origin='*' \
+    "${origins[@]}" \
+    --num-procs "$NUM_PROCS" \
     --num-threads 4 \
+    --check-unused-sessions 5000 \
+    --unused-session-lifetime 10000 \
     --liveness \
     "${static_args[@]}" \
     "$@"

@@ -6,7 +6,9 @@
 #   bash scripts/test.sh -x -q            # same selection, extra pytest options
 #   bash scripts/test.sh tests/core -q    # explicit paths: passed to pytest unchanged
 #
-# Exit status is pytest's. Never downloads a browser (no `playwright install`).
+# Exit status is pytest's. Never downloads a browser (no `playwright install`); waits for apt's lock
+# when another process holds it. Screenshots go to test-results/ (ignored): a run rewrites no tracked file
+# (scripts/refresh_screenshots.sh updates the README's pictures).
 set -euo pipefail
 # shellcheck source=scripts/_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
@@ -19,8 +21,8 @@ if [ ! -x "$CHROMIUM" ]; then
     command -v apt-get >/dev/null 2>&1 \
         || _explorer_die "/usr/bin/chromium is missing and apt-get is not available; install Chromium."
     echo ">> /usr/bin/chromium missing: installing Debian's chromium with apt-get" >&2
-    _explorer_as_root apt-get update
-    DEBIAN_FRONTEND=noninteractive _explorer_as_root apt-get install -y chromium \
+    _explorer_apt update
+    _explorer_apt install -y chromium \
         || _explorer_die "apt-get install -y chromium failed"
     [ -x /usr/bin/chromium ] || _explorer_die "chromium installed but /usr/bin/chromium is missing"
 fi
@@ -46,5 +48,6 @@ if [ "$have_target" = 0 ]; then
     fi
 fi
 
-echo ">> .venv/bin/python -m pytest ${targets[*]} $*" >&2
-exec .venv/bin/python -m pytest "${targets[@]}" "$@"
+# the slowest tests are listed at the end of every run (keep the suite fast as the project grows)
+echo ">> .venv/bin/python -m pytest ${targets[*]} --durations=25 $*" >&2
+exec .venv/bin/python -m pytest "${targets[@]}" --durations=25 "$@"
