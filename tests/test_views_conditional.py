@@ -430,3 +430,16 @@ def test_the_page_offers_only_data_sets_it_can_fit_interactively():
     view = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="iris"), n_components=2))
     offered = set(view.controls._ds_options)
     assert offered == set(names) and MAX_FEATURES >= 64
+
+
+def test_the_custom_row_follows_a_new_data_set():
+    """The iris example row must not stay after switching to wine (a leftover of the earlier setting)."""
+    v = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
+                                         n_components=1), auto_fit=False)
+    assert len(parse_row(v.custom_text, COLUMNS)) == 4
+    v.em_model.data_model.dataset = "wine"
+    wine = v.em_model.data_model.data
+    assert len(parse_row(v.custom_text, wine.columns)) == 13
+    v.custom_text = ", ".join(["1"] * 12 + ["?"])  # the user's own row for these data is kept
+    v.em_model.data_model.mask_seed = 5
+    assert v.custom_text == ", ".join(["1"] * 12 + ["?"])

@@ -229,7 +229,30 @@ def test_image_mask_on_tabular_data_keeps_the_plots(view):
     np.testing.assert_array_equal(view.pipes["matrix"].data["image"], before)
     # the explanation describes the mask on screen, not the setting that failed
     assert "nmar_lowest" in view._explain.object and "square" not in view._explain.object
-    assert view.controls._error.visible
+    # the error is at the top of the main area (not down the sidebar), with a setting that works
+    assert view.banner._layout.visible and not view.controls._error.visible
+    text = shown(view.banner._alert)
+    assert "image mask" in text and "still those of iris with nmar_lowest" in text
+    assert view.banner._use.visible and view.banner._use.label == "Use mcar"
+    results = view.main.objects[1]
+    assert results.styles.get("opacity") == "0.35"  # dimmed: not the settings chosen
+    view.banner._use.clicks += 1
+    assert view.data_model.mechanism == "mcar" and view.data_model.error == ""
+    assert not view.banner._layout.visible and "opacity" not in (results.styles or {})
+
+
+def test_an_infeasible_rate_offers_the_largest_feasible_one(view):
+    """Wine with mar_logistic at 30 %: only one target column can be missing (7.7 % at most)."""
+    dm = view.data_model
+    dm.param.update(dataset="wine", mechanism="mcar", rate=0.3)
+    dm.mechanism = "mar_logistic"
+    text = shown(view.banner._alert)
+    assert "outside the feasible range" in text and "The largest feasible rate here is 7.7%" in text
+    assert "still those of wine with mcar (30.1% missing)" in text  # realised rate of the mask on screen
+    assert view.banner._use.label == "Use 7.6%"
+    view.banner._use.clicks += 1
+    assert dm.error == "" and dm.mask.mechanism == "mar_logistic" and dm.rate == 0.076
+    assert "mar_logistic" in view._explain.object
 
 
 def test_real_missing_values_without_truth():

@@ -400,3 +400,13 @@ def test_gallery_builds_every_page_lazily_and_survives_a_broken_one(monkeypatch)
     assert isinstance(alert, pn.pane.Alert) and "Page unavailable" in alert.object
     g.page = "home"
     assert g.page_sidebar.objects == []
+
+
+def test_the_player_tooltips_say_one_model_or_every_model():
+    from explorer.views.player import StepPlayer
+
+    one = StepPlayer(models=[EMModel()])
+    assert one._step_button.description == "One step of the model"
+    assert one._reset_button.description == "Start the run again"
+    two = StepPlayer(models=[EMModel(), EMModel()])
+    assert two._step_button.description == "One step of every model"

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logit
 
-from explorer.core._validation import BadInputError, as_float_matrix
+from explorer.core._validation import BadInputError, InfeasibleRateError, as_float_matrix
 
 _EPS = 1e-9  # guards floor(D * sqrt(r)) against round-off (sqrt(0.09) * 10 = 2.9999...)
 
@@ -41,8 +41,9 @@ def _check_rate(rate, who: str, hi: float = 1.0, why: str = "") -> float:
     except (TypeError, ValueError):
         raise BadInputError(f"{who}: rate must be a number in [0, {hi:.4g}]; got {rate!r}.") from None
     if not 0.0 <= r <= hi:  # also rejects NaN
-        raise BadInputError(
-            f"{who}: rate={rate!r} is outside the feasible range [0, {hi:.4g}]{why}. Choose a rate in range."
+        raise InfeasibleRateError(
+            f"{who}: rate={rate!r} is outside the feasible range [0, {hi:.4g}]{why}. Choose a rate in range.",
+            (0.0, hi),
         )
     return r
 

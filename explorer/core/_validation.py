@@ -30,6 +30,14 @@ class BadInputError(ValueError):
     """Raised when the data or a parameter cannot be used; the message gives the remedy."""
 
 
+class InfeasibleRateError(BadInputError):
+    """A missing rate the mechanism cannot reach on these data; ``feasible`` is the range it can."""
+
+    def __init__(self, message: str, feasible: tuple[float, float]):
+        super().__init__(message)
+        self.feasible = (float(feasible[0]), float(feasible[1]))
+
+
 def check_level(level) -> float:
     """An interval level strictly between 0 and 1, as a float (else a readable :class:`BadInputError`)."""
     try:

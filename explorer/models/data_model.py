@@ -18,7 +18,7 @@ import param
 
 from explorer import datasets as ds
 from explorer import io as eio
-from explorer.core._validation import BadInputError
+from explorer.core._validation import BadInputError, InfeasibleRateError
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
 from explorer.models._settings import MAX_SEED, Settings
@@ -81,6 +81,9 @@ class DataModel(Settings):
                                doc="The data with missing values")
     mask = param.ClassSelector(class_=MaskResult, constant=True, allow_None=True, precedence=-1)
     error = param.String(default="", constant=True, precedence=-1, doc="Last error, readable")
+    suggestion = param.Dict(default={}, constant=True, precedence=-1,
+                            doc="With an error: the nearest setting that works, {'text': ..., 'settings': {...}} "
+                                "(see apply_suggestion); {} when there is none")
     revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases when data changes")
 
     def __init__(self, **params):
@@ -119,11 +122,32 @@ class DataModel(Settings):
 
     # ------------------------------------------------------------------ effects
     def _publish(self, **outputs):
+        if "error" in outputs and not outputs["error"]:
+            outputs.setdefault("suggestion", {})
         with param.edit_constant(self):
             self.param.update(**outputs)
 
     def _fail(self, exc: Exception):
-        self._publish(error=str(exc))
+        self._publish(error=str(exc), suggestion=self._suggestion_for(exc))
+
+    def _suggestion_for(self, exc: Exception) -> dict:
+        """The nearest setting that works after ``exc`` ({} if none is known)."""
+        if isinstance(exc, InfeasibleRateError):
+            hi = exc.feasible[1]
+            rate = min(float(np.floor(hi * 1000) / 1000), self.param.rate.bounds[1])  # just inside the range
+            if rate <= 0:
+                return {}
+            return {"text": f"The largest feasible rate here is {hi:.1%}.", "label": f"Use {rate:.1%}",
+                    "settings": {"rate": rate}}
+        return dict(getattr(exc, "suggestion", None) or {})
+
+    def apply_suggestion(self) -> bool:
+        """Apply the suggested settings (after an error); False when there is nothing to apply."""
+        settings = dict(self.suggestion.get("settings") or {})
+        if not settings:
+            return False
+        self.param.update(**settings)
+        return True
 
     @param.depends("dataset", "n_samples", "data_seed", "standardize", watch=True)
     def _load(self):
@@ -176,10 +200,13 @@ class DataModel(Settings):
         params = dict(self.mechanism_params)
         if mech.image:
             if self.image_shape is None:
-                raise BadInputError(
+                exc = BadInputError(
                     f"Mechanism {mech.name!r} is an image mask; choose an image data set "
                     f"({', '.join(_image_datasets())}) or a tabular mechanism."
                 )
+                exc.suggestion = {"text": "MCAR works on any data set.", "label": "Use mcar",
+                                  "settings": {"mechanism": "mcar"}}
+                raise exc
             params.setdefault("image_shape", self.image_shape)
         if "binary" in mech.param_names:
             params.setdefault("binary", complete.binary)

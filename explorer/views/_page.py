@@ -16,6 +16,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from explorer.views._banner import DataErrorBanner
 from explorer.views._text import md
 from explorer.views._url import UrlBinding, UrlState
 
@@ -153,16 +154,20 @@ class ModelPage(Viewer):
     def _arrange(self, sidebar, panels: list, plots: list, explanation: str) -> None:
         """Set ``sidebar``, ``main`` and the notebook layout (settings above main, see ``_notebook``).
 
-        ``main`` is: an error alert (``self._alert``), an info line (``self._info``), a row of
-        ``panels``, a row of HoloViews ``plots`` (axes not linked) and the ``explanation`` (Markdown).
+        ``main`` is: the data error with its suggestion (``self._banner``), the models' error alert
+        (``self._alert``), an info line (``self._info``), a row of ``panels``, a row of HoloViews
+        ``plots`` (axes not linked) and the ``explanation`` (Markdown).
         """
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self.sidebar = sidebar
+        results = [pn.Row(*panels, sizing_mode="stretch_width"),
+                   pn.Row(*[pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False) for p in plots],
+                          sizing_mode="stretch_width")]
+        # a data setting that cannot be applied: said first, with the nearest one that works (results dimmed)
+        self._banner = DataErrorBanner(data_model=self.data_model, results=results)
         self.main = pn.Column(
-            self._alert, self._info, pn.Row(*panels, sizing_mode="stretch_width"),
-            pn.Row(*[pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False) for p in plots],
-                   sizing_mode="stretch_width"),
+            self._banner, self._alert, self._info, *results,
             pn.pane.Markdown(explanation, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )

@@ -44,6 +44,7 @@ from explorer.models.data_model import UPLOADED, DataModel
 from explorer.models.em_model import EMModel
 from explorer.models.vb_model import VBModel
 from explorer.views._notebook import notebook_layout
+from explorer.views._banner import DataErrorBanner
 from explorer.views._text import md
 from explorer.views.data_controls import DataControls
 
@@ -142,8 +143,9 @@ class ConditionalView(Viewer):
         self._rng = np.random.default_rng(self.seed)
         self._rows = np.zeros(0, dtype=int)
         self._updating = False
+        self._custom_columns: tuple | None = None  # the columns the custom row was written for
         em = self.em_model
-        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets())
+        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False)
         self.pipes = {"slice1d": hv.streams.Pipe(data=_placeholder_1d("No model yet")),
                       "slice2d": hv.streams.Pipe(data=_placeholder_2d()),
                       "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
@@ -189,7 +191,7 @@ class ConditionalView(Viewer):
             visible=self.model_kind == "vb", sizing_mode="stretch_width")
         self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._kind,
                                     self._em_box, self._vb_box, self._auto, self._fit_button, self._progress,
-                                    self._status, self._em_error, sizing_mode="stretch_width")
+                                    self._status, sizing_mode="stretch_width")
         self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
                                                               variant="outline", width=240)
         # "Incomplete row (of n): k", 1-based like the row read-out next to the plots (the label carries
@@ -242,8 +244,7 @@ class ConditionalView(Viewer):
             "Gaussians).", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
         self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
                                   sizing_mode="stretch_width")
-        return pn.Column(
-            intro,
+        results = pn.Column(
             pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width"),
             self._custom_box,
             pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
@@ -252,6 +253,9 @@ class ConditionalView(Viewer):
             self._table,
             sizing_mode="stretch_width",
         )
+        # errors where the eye is: the data's (with the nearest setting that works) and the model's, on top
+        self.banner = DataErrorBanner(data_model=self.em_model.data_model, results=[results])
+        return pn.Column(self.banner, self._em_error, intro, results, sizing_mode="stretch_width")
 
     # ------------------------------------------------------------------ fitting (off the event loop)
     @property
@@ -458,9 +462,11 @@ class ConditionalView(Viewer):
                 self._row.disabled = len(self._rows) == 0
                 if self.row_position >= len(self._rows):
                     self.row_position = 0
-                if data is not None and not self.custom_text:
+                # an example row of these data; a row typed for other columns (another data set) is replaced
+                if data is not None and (not self.custom_text or self._custom_columns != tuple(data.columns)):
                     self.custom_text = ", ".join("?" if np.isnan(v) else f"{v:.3g}" for v in
                                                  (data.values[self._rows[0]] if len(self._rows) else data.values[0]))
+                    self._custom_columns = tuple(data.columns)
             finally:
                 self._updating = False
             self._refresh()

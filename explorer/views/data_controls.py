@@ -36,6 +36,8 @@ class DataControls(Viewer):
     datasets = param.List(default=None, allow_None=True, doc="Data sets offered (default: all)")
     mechanisms = param.List(default=None, allow_None=True, doc="Mechanisms offered (default: all)")
     allow_upload = param.Boolean(default=True)
+    show_error = param.Boolean(default=True, doc="Show the data error here (False: the page shows it in its "
+                                                 "main area, see explorer.views._banner)")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -147,7 +149,7 @@ class DataControls(Viewer):
                 self._dataset.options = options
             self._n.disabled = not m.takes_n_samples
         self._error.object = md(m.error)
-        self._error.visible = bool(m.error)
+        self._error.visible = bool(m.error) and self.show_error
         if m.data is not None and m.mask is not None:
             # what is on screen: the mechanism that was applied, which differs from the selected one
             # when the selection could not be applied (the error says why)

@@ -32,6 +32,7 @@ from panel.viewable import Viewer
 
 from explorer.core.mechanisms import MECHANISMS
 from explorer.models.data_model import DataModel
+from explorer.views._banner import DataErrorBanner
 from explorer.views.data_controls import DataControls
 
 __all__ = [
@@ -353,7 +354,7 @@ class DataMechanismView(Viewer):
         # served with a thread pool, two events of one session (e.g. quick uploads) can run at once:
         # updates of the plots are serialised so a plot never receives half of one update and half of another
         self._lock = threading.RLock()
-        self.controls = DataControls(model=self.data_model)
+        self.controls = DataControls(model=self.data_model, show_error=False)  # the error: top of main
         self.pipes = {name: hv.streams.Pipe(data=None) for name in ("matrix", "rates", "marginal", "images")}
         self._sort = pn.widgets.RadioButtonGroup.from_param(
             self.param.sort_by_pattern, options={"Original order": False, "Sorted by pattern": True},
@@ -393,7 +394,7 @@ class DataMechanismView(Viewer):
         # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
         pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
         self._images_box = pn.Column(pn.pane.HoloViews(images, **pane), visible=self._is_image(), sizing_mode=None)
-        return pn.Column(
+        results = pn.Column(
             self._explain,
             pn.Row(pn.Column(self._sort, pn.pane.HoloViews(matrix, **pane), sizing_mode=None),
                    pn.Column(pn.pane.HoloViews(rates, **pane), self._stats, self._table, self._images_box,
@@ -401,6 +402,9 @@ class DataMechanismView(Viewer):
             pn.Column(self._column, pn.pane.HoloViews(marginal, **pane), self._marginal_note, width=680),
             sizing_mode="stretch_width",
         )
+        # a setting that cannot be applied: said at the top, with the nearest one that works; results dimmed
+        self.banner = DataErrorBanner(data_model=self.data_model, results=[results])
+        return pn.Column(self.banner, results, sizing_mode="stretch_width")
 
     def _is_image(self) -> bool:
         d = self.data_model.data

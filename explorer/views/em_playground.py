@@ -363,7 +363,7 @@ class EMPlayground(ModelPage):
                              for b, (_, t), c in zip(self._rmse, VARIANTS, colors)]).opts(
             title="Imputation RMSE (needs the true values)", ylabel="RMSE of the hidden values", **trace_opts)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS_2D + [UPLOADED],
-                                           mechanisms=MECHANISMS_2D, allow_upload=False)
+                                           mechanisms=MECHANISMS_2D, allow_upload=False, show_error=False)
         self._clear = pn.widgets.Button(label="Clear points", description="Start an empty canvas, then click to add")
         self._clear.on_click(self._on_clear)
         self._mode = pn.widgets.RadioButtonGroup.from_param(self.param.mode, options=MODES, variant="outline")
@@ -503,7 +503,7 @@ class EMPlayground(ModelPage):
 
     def _update_messages(self, pending: bool) -> None:
         dm = self.data_model
-        errors = [f"Data: {md(dm.error)}"] if dm.error else []
+        errors = []  # the data error is the banner's (explorer/views/_banner.py)
         errors += [f"{VARIANTS[i][1]}: {md(m.error)}" for i, m in enumerate(self.models) if m.error]
         if dm.data is not None and dm.data.n_features != 2:
             errors.append(f"This page needs 2-D data; {md(repr(dm.data.name))} has {dm.data.n_features} columns.")

@@ -73,9 +73,12 @@ class StepPlayer(Viewer):
         self._doc = None  # the session document the timer belongs to
         self._destroy_registered = False
         self._destroyed = False
-        self._step_button = pn.widgets.Button(label="Step", color="primary", description="One step of every model")
+        one = len(self.models) == 1
+        self._step_button = pn.widgets.Button(
+            label="Step", color="primary", description="One step of the model" if one else "One step of every model")
         self._play = pn.widgets.Toggle.from_param(self.param.playing, label="Play", color="success")
-        self._reset_button = pn.widgets.Button(label="Reset", color="warning", description="Start every run again")
+        self._reset_button = pn.widgets.Button(
+            label="Reset", color="warning", description="Start the run again" if one else "Start every run again")
         self._period = pn.widgets.IntSlider.from_param(
             self.param.period, label="Tick period (ms)", start=50, end=2000, step=50
         )

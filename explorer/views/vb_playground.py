@@ -205,7 +205,7 @@ class VariationalPlayground(ModelPage):
             color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
             title="Effective components", ylabel="E[π_k] > threshold", **small)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
-                                           allow_upload=False)
+                                           allow_upload=False, show_error=False)
         self._rewind = _RewindSlider(label="Rewind to iteration", start=0, end=1, value=0,
                                      sizing_mode="stretch_width")
         self._rewind.param.watch(self._on_rewind, "value_throttled")
@@ -377,7 +377,7 @@ class VariationalPlayground(ModelPage):
 
     def _update_messages(self) -> None:
         dm = self.data_model
-        errors = [f"Data: {md(dm.error)}"] if dm.error else []
+        errors = []  # the data error is the banner's (explorer/views/_banner.py)
         errors += [f"Model {'AB'[i]} ({m.update} update): {md(m.error)}" for i, m in enumerate(self.models) if m.error]
         self._alert.object = "\n\n".join(errors)
         self._alert.visible = bool(errors)

@@ -57,3 +57,36 @@ def test_data_mechanism_page(serve_app, new_page, watch_errors, wait_for_bokeh, 
     assert page.locator("option", has_text="uploaded").count() == 1
     wait_for_bokeh(page)
     errors.assert_none()
+
+
+_BANNER_BOX = """() => {
+  const find = root => { for (const el of root.querySelectorAll('*')) {
+      if (el.classList.contains('data-error-banner')) return el;
+      if (el.shadowRoot) { const f = find(el.shadowRoot); if (f) return f; } } return null; };
+  const el = find(document); if (!el) return null;
+  const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, height: r.height};
+}"""
+
+
+def test_an_infeasible_setting_is_said_at_the_top_with_the_nearest_one_that_works(serve_app, new_page,
+                                                                                  watch_errors, wait_for_bokeh):
+    """Wine, then mar_logistic at 30 %: the error shows at the top of the main area, within the first
+    screen (it used to sit ~1,300 px down the sidebar), the old results are dimmed and said to be
+    the old ones, and one click applies the largest feasible rate."""
+    url = serve_app({"data_mechanism": "apps/data_mechanism.py"})
+    page = new_page(viewport={"width": 1440, "height": 900})
+    errors = watch_errors(page)
+    page.goto(f"{url}/data_mechanism")
+    wait_for_bokeh(page)
+    select_option(page, "wine")
+    page.get_by_text("178 rows x 13 columns").first.wait_for()
+    select_option(page, "mar_logistic (MAR)")
+    page.get_by_text("The largest feasible rate here is 7.7%").first.wait_for()
+    page.get_by_text("The results below are still those of wine with nmar_lowest").first.wait_for()
+    box = page.evaluate(_BANNER_BOX)
+    assert box is not None and box["height"] > 0 and box["top"] < 250 and box["left"] > 300, box  # main area, top
+    page.get_by_role("button", name="Use 7.6%").click()
+    page.get_by_text("The largest feasible rate here is 7.7%").first.wait_for(state="hidden")
+    page.get_by_text("by mar_logistic", exact=False).first.wait_for()
+    wait_for_title(page, "Missing rate per column (dashed: requested 8%)")
+    errors.assert_none()
