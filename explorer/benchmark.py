@@ -30,12 +30,12 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from explorer._workers import as_done, worker_pool
 from explorer.core import em_gmm, vb_dpgmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
@@ -588,7 +588,10 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
         Called after each finished job with a dict: ``done, total, elapsed, eta`` (seconds),
         ``dataset, mechanism, rate, method, repetition, seconds, error``.
     n_jobs : int
-        Worker processes (1 = in process; -1 = all cores); each worker uses one BLAS thread.
+        Worker processes (1 = in process; -1 = all cores); each worker uses one BLAS thread. The
+        workers exit by themselves when this process dies, even by SIGKILL
+        (:func:`explorer._workers.worker_pool`); an exception here (e.g. Ctrl-C) cancels the
+        queued jobs and terminates the workers instead of waiting for the queue.
     quick : bool
         Cheaper method settings (fewer components, restarts, imputations, trees, sweeps).
     method_options : dict, optional
@@ -646,15 +649,17 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
             rows.extend(out)
             report(i, out)
     else:
-        workers = os.cpu_count() if n_jobs is None or n_jobs < 1 else int(n_jobs)
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        workers = (os.cpu_count() or 1) if n_jobs is None or n_jobs < 1 else int(n_jobs)
+        with worker_pool(workers) as pool:  # its workers exit when this process dies, even by SIGKILL
             futures = [pool.submit(_run_job_single_threaded, job) for job in jobs]
-            for i, fut in enumerate(as_completed(futures), 1):
+            done = 0
+            for fut in as_done(futures):
                 if fut.cancelled():
                     continue
                 out = fut.result()
+                done += 1
                 rows.extend(out)
-                report(i, out)
+                report(done, out)
                 if cancelled():
                     for f in futures:
                         f.cancel()

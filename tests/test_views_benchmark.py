@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -187,3 +190,41 @@ def test_run_and_cancel_buttons():
     assert view.model.done < view.model.total or view.model.status == "done"
     assert not view._run.disabled and view._cancel.disabled
     assert view._progress.bar_color in ("warning", "success")
+
+
+def test_a_closed_session_cancels_the_run_and_ends_its_workers():
+    psutil = pytest.importorskip("psutil")
+    from panel.io.state import set_curdoc
+
+    doc = Document()
+    session = SimpleNamespace(id="closed-session", request=SimpleNamespace(arguments={}, headers={}, cookies={}))
+    doc._session_context = lambda: session  # a served document (Bokeh holds a weak reference)
+    # two cells of 100 MICE repetitions: over a minute each, unless the workers are ended
+    model = BenchmarkModel(methods=["mice"], rates=[0.1, 0.3], repetitions=100, n_jobs=2)
+    with set_curdoc(doc):
+        view = BenchmarkPage(model=model)
+    hooks = list(doc.session_destroyed_callbacks)
+    assert view._on_session_destroyed in hooks
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    workers = []
+    try:
+        assert view.run()
+        deadline = time.monotonic() + 120
+        while len(workers) < 2 and time.monotonic() < deadline:  # spawned workers, importing then running
+            time.sleep(0.2)
+            workers = [p for p in me.children(recursive=True) if p.pid not in before
+                       and "spawn_main" in " ".join(p.cmdline())]
+        assert len(workers) == 2 and model.running
+        for hook in hooks * 2:  # Bokeh may run the hooks twice: idempotent
+            hook(session)
+        assert model.wait(timeout=20) == "cancelled"
+        assert model.done < model.total and "cancelled after" in model.last_job
+        gone, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive, f"workers still running after the session closed: {[p.pid for p in alive]}"
+        assert view.run() is False and model.status == "cancelled"  # a closed page starts nothing
+    finally:
+        model.close()
+        for p in workers:
+            with contextlib.suppress(psutil.Error):
+                p.kill()

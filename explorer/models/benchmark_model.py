@@ -16,7 +16,10 @@ The run is split into cells (data set x rate x method, with all repetitions); ev
 depend on the names of the cell, never on the order of the jobs). After each cell the partial
 table is published; :meth:`BenchmarkModel.cancel` stops before the next cell (and before the next
 job when ``run_benchmark`` accepts a ``cancel`` event). With ``n_jobs > 1`` the cells run in a
-process pool (spawned workers: forking a threaded server is unsafe).
+process pool (spawned workers: forking a threaded server is unsafe) from :func:`explorer._workers.worker_pool`:
+the workers exit by themselves when the server process dies, even by ``kill -9``, and they are
+terminated at a normal interpreter exit. :meth:`BenchmarkModel.close` (a page whose browser
+session ended) cancels the run and terminates its workers at once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +35,9 @@ import pandas as pd
 import param
 
 from explorer import benchmark as bm
+from explorer._workers import as_done, stop_pool, worker_pool
 from explorer.core._validation import BadInputError
-from explorer.models._settings import Settings
+from explorer.models._settings import MAX_SEED, Settings
 from explorer.reference import SEED000_RATES
 
 __all__ = ["BenchmarkModel", "BENCHMARK_DATASETS", "DEFAULT_METHODS", "COMMITTED_SUMMARY", "SUMMARY_COLUMNS",
@@ -113,7 +116,7 @@ class BenchmarkModel(Settings):
                        doc="Requested missing rates (seed000's rates of the mechanism by default)")
     methods = param.ListSelector(default=list(DEFAULT_METHODS), objects=list(bm.METHODS), doc="Imputation methods")
     repetitions = param.Integer(default=1, bounds=(1, 100), doc="Independent masks per cell")
-    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the masks and of the methods")
+    seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the masks and of the methods")
     quick = param.Boolean(default=True, doc="Cheap method settings (a smoke run, not the thesis settings)")
     n_jobs = param.Integer(default=1, bounds=(1, 64), doc="Worker processes (1 = in the background thread)")
     variant = param.Selector(default="code", objects=["code", "thesis"],
@@ -140,6 +143,8 @@ class BenchmarkModel(Settings):
         self._pending: dict = {}
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._abandon = threading.Event()  # set by close(): end the run's worker processes now
+        self._pool = None  # the running process pool (n_jobs > 1), guarded by _lock
         self._token = 0
 
     # ------------------------------------------------------------------ helpers
@@ -205,6 +210,7 @@ class BenchmarkModel(Settings):
             self._token += 1
             self._pending = {}
             self._cancel = threading.Event()
+            self._abandon = threading.Event()
         try:
             plan = self._plan()
         except (BadInputError, ValueError, OSError) as exc:
@@ -212,7 +218,7 @@ class BenchmarkModel(Settings):
             return False
         self._publish(status="running", error="", done=0, total=plan.total, eta=None, elapsed=0.0, results=None,
                       summary=None, last_job="", source="run", run_id=self.run_id + 1)
-        thread = threading.Thread(target=self._work, args=(plan, self._cancel), daemon=True,
+        thread = threading.Thread(target=self._work, args=(plan, self._cancel, self._abandon), daemon=True,
                                   name=f"benchmark-{plan.token}")
         with self._lock:
             self._thread = thread
@@ -229,6 +235,23 @@ class BenchmarkModel(Settings):
         self._cancel.set()
         self._push(self._token, last_job="cancelling after the current job ...")
         return True
+
+    def close(self) -> bool:
+        """Cancel the run and terminate its worker processes now; True if a run was going.
+
+        For a page whose browser session has ended: nobody will read the results, so the running
+        jobs of a process pool (``n_jobs > 1``) are abandoned instead of finished, and their
+        memory is freed at once. With ``n_jobs == 1`` the job running in the background thread
+        still finishes (a thread cannot be killed), then the run stops. Idempotent; the model
+        can :meth:`start` again afterwards.
+        """
+        was_running = self.cancel()
+        with self._lock:
+            abandon, pool = self._abandon, self._pool
+            abandon.set()  # under the lock: _work_pool either sees it or has published its pool
+        if pool is not None:
+            stop_pool(pool)
+        return was_running
 
     def poll(self) -> bool:
         """Apply the worker's pending updates on the calling thread; True if anything changed.
@@ -307,13 +330,13 @@ class BenchmarkModel(Settings):
         return True
 
     # ------------------------------------------------------------------ worker thread
-    def _work(self, plan: _Plan, cancel: threading.Event) -> None:
+    def _work(self, plan: _Plan, cancel: threading.Event, abandon: threading.Event) -> None:
         t0 = time.perf_counter()
         frames: list[pd.DataFrame] = []
         finished = 0
         try:
             if plan.n_jobs > 1:
-                self._work_pool(plan, cancel, frames, t0)
+                self._work_pool(plan, cancel, frames, t0, abandon)
             else:
                 self._work_thread(plan, cancel, frames, t0)
             finished = sum(len(f.drop_duplicates(["dataset", "rate", "method", "repetition"])) for f in frames)
@@ -355,27 +378,45 @@ class BenchmarkModel(Settings):
                     last = self._pending.get("last_job", "")
                 self._publish_tables(plan, frames, base, t0, last)
 
-    def _work_pool(self, plan: _Plan, cancel: threading.Event, frames: list, t0: float) -> None:
-        done = 0
+    def _work_pool(self, plan: _Plan, cancel: threading.Event, frames: list, t0: float,
+                   abandon: threading.Event) -> None:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=plan.n_jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(_run_cell, d, plan.mechanism, r, m, plan.repetitions, plan.seed, plan.variant,
-                                   plan.quick): (d, r, m) for d, r, m in plan.cells}
-            for fut in as_completed(futures):
-                if cancel.is_set():
-                    for f in futures:
-                        f.cancel()  # not started: skipped; running cells finish and are kept
-                if fut.cancelled():
-                    continue
-                df = fut.result()
-                frames.append(df)
-                done += plan.repetitions
-                d, r, m = futures[fut]
-                secs = df.drop_duplicates("repetition")["seconds"].sum()
-                err = "; ".join(sorted({e for e in df["error"] if e}))[:160]
-                self._publish_tables(plan, frames, done, t0,
-                                     f"{d} · {plan.mechanism} r={r:g} · {plan.repetitions} rep · {m}: {secs:.1f} s"
-                                     + (f" FAILED: {err}" if err else ""))
+        with worker_pool(plan.n_jobs, mp_context=ctx) as pool:
+            with self._lock:
+                self._pool = pool
+                abandoned = abandon.is_set()  # close() came before the pool existed
+            try:
+                if not abandoned:
+                    self._collect(pool, plan, cancel, frames, t0)
+            except RuntimeError:  # BrokenProcessPool, or submit() after shutdown
+                if not abandon.is_set():
+                    raise
+                # close() terminated the workers: nothing more will come
+            finally:
+                with self._lock:
+                    self._pool = None
+                if abandon.is_set():
+                    stop_pool(pool)  # do not wait for running cells on the way out of the with block
+
+    def _collect(self, pool, plan: _Plan, cancel: threading.Event, frames: list, t0: float) -> None:
+        done = 0
+        futures = {pool.submit(_run_cell, d, plan.mechanism, r, m, plan.repetitions, plan.seed, plan.variant,
+                               plan.quick): (d, r, m) for d, r, m in plan.cells}
+        for fut in as_done(futures):
+            if cancel.is_set():
+                for f in futures:
+                    f.cancel()  # not started: skipped; running cells finish and are kept
+            if fut.cancelled():
+                continue
+            df = fut.result()
+            frames.append(df)
+            done += plan.repetitions
+            d, r, m = futures[fut]
+            secs = df.drop_duplicates("repetition")["seconds"].sum()
+            err = "; ".join(sorted({e for e in df["error"] if e}))[:160]
+            self._publish_tables(plan, frames, done, t0,
+                                 f"{d} · {plan.mechanism} r={r:g} · {plan.repetitions} rep · {m}: {secs:.1f} s"
+                                 + (f" FAILED: {err}" if err else ""))
 
     # ------------------------------------------------------------------ read-outs
     def progress_text(self) -> str:

@@ -9,7 +9,9 @@ numeric positions (rate + method offset), never categorical ``hv.Bars`` (docs/NO
 factors break BokehJS). The frame data come from the pure function :func:`bar_frame`.
 
 The worker thread of the model never touches widgets: while a run is going, a periodic callback of
-the session calls :meth:`BenchmarkModel.poll`, which applies the progress in one batch.
+the session calls :meth:`BenchmarkModel.poll`, which applies the progress in one batch. When the
+browser session ends, :meth:`BenchmarkPage._on_session_destroyed` stops polling and closes the
+model (:meth:`BenchmarkModel.close`: the run is cancelled and its worker processes terminated).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting opt
 from explorer import benchmark as bm
 from explorer.models.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.reference import SEED000_FIGURES, SEED000_RATES, reference_cells
+from explorer.views._notebook import notebook_layout
 from explorer.views._page import sync_with_url
+from explorer.views._text import md
 
 __all__ = ["BenchmarkPage", "bar_frame", "METRIC_ROWS", "METHOD_COLORS"]
 
@@ -254,6 +258,7 @@ class BenchmarkPage(Viewer):
             params["model"] = BenchmarkModel()
         super().__init__(**params)
         self._cb = None
+        self._destroyed = False
         self._pipes = {(s, m): hv.streams.Pipe(data=bar_frame(None, dataset="", mechanism="mcar", metric=m, log=log))
                        for s in range(N_SLOTS) for m, _, log in METRIC_ROWS}
         self._build()
@@ -331,7 +336,7 @@ class BenchmarkPage(Viewer):
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
-        self._layout = pn.Row(self.sidebar, self.main, sizing_mode="stretch_width")
+        self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
 
     def __panel__(self):
         return self._layout
@@ -348,13 +353,17 @@ class BenchmarkPage(Viewer):
     def _register_cleanup(self):
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
-            return
-        model = self.model
+            return  # Jupyter / scripts / tests: no session to outlive
+        pn.state.on_session_destroyed(self._on_session_destroyed)
 
-        def cleanup(session_context, model=model):  # idempotent: cancel() is a no-op when idle
-            model.cancel()
+    def _on_session_destroyed(self, session_context) -> None:
+        """The browser session ended: stop polling, cancel the run, terminate its worker processes.
 
-        pn.state.on_session_destroyed(cleanup)
+        Idempotent (Bokeh may call it more than once); the page starts no run afterwards.
+        """
+        self._destroyed = True
+        self.model.close()  # first: the workers' memory matters more than a stale timer
+        self._stop_polling()
 
     # ------------------------------------------------------------------ callbacks
     def _on_run(self, event=None):
@@ -393,7 +402,12 @@ class BenchmarkPage(Viewer):
 
     # ------------------------------------------------------------------ actions
     def run(self) -> bool:
-        """Start the model's run and, when served, poll its progress every 300 ms."""
+        """Start the model's run and, when served, poll its progress every 300 ms.
+
+        False when the run cannot start (the model's error is shown) or the session has ended.
+        """
+        if self._destroyed:
+            return False
         started = self.model.start()
         self._update_status()
         if started:
@@ -479,7 +493,7 @@ class BenchmarkPage(Viewer):
             self._progress.bar_color = {"failed": "danger", "cancelled": "warning", "done": "success"}.get(
                 m.status, "primary")
             self._status.object = m.progress_text()
-            self._alert.object = m.error
+            self._alert.object = md(m.error)
             self._alert.visible = bool(m.error)
             busy = m.status == "running"
             self._run.disabled = busy
