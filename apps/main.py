@@ -120,6 +120,13 @@ def _datasets_table() -> pd.DataFrame:
                           "description": d.description} for d in list_datasets()])
 
 
+def _marked(obj, css_class: str):
+    """``obj`` with ``css_class`` added (None stays None): pages' parts are marked, never wrapped."""
+    if obj is not None and css_class not in obj.css_classes:
+        obj.css_classes = [*obj.css_classes, css_class]
+    return obj
+
+
 class BackForward(pn.custom.JSComponent):
     """Browser back / forward reload the page, so the screen follows the URL it goes back to.
 
@@ -161,11 +168,11 @@ class Gallery(Viewer):
             orientation="vertical", variant="outline", color="primary", sizing_mode="stretch_width",
             css_classes=["gallery-menu"])
         self.page_sidebar = pn.Column(sizing_mode="stretch_width")
-        self.page_main = pn.Column(sizing_mode="stretch_width", min_height=400)
-        self.main = pn.Column(self.notice, self.page_main, sizing_mode="stretch_width")
+        # the notice and the open page's main area, side by side in one Column (see _marked)
+        self.main = pn.Column(self.notice, sizing_mode="stretch_width", min_height=400)
         self.sidebar = pn.Column("### Pages", self.menu, pn.layout.Divider(), self.page_sidebar,
                                  BackForward(visible=False), sizing_mode="stretch_width")
-        self._home = pn.Column(self._build_home(), css_classes=[f"page-main-{HOME}"], sizing_mode="stretch_width")
+        self._home = _marked(self._build_home(), f"page-main-{HOME}")
         self._layout = pn.Row(pn.Column(self.sidebar, width=340), self.main, sizing_mode="stretch_width")
         # the page named in the link (its value checked; a new value shows the page), then the URL
         # follows the menu
@@ -206,15 +213,15 @@ class Gallery(Viewer):
                 # link reproduces the screen (and pages that share parameter names do not collide); only
                 # this page's settings are read from the link, once, when it is built
                 self._notices[slug] = self._url.bind(prefixed(bindings, f"{slug}."))
-                # marked with the page's name (a browser test checks that only the open page's parts show)
-                self._built[slug] = (None if sidebar is None else pn.Column(sidebar, css_classes=[f"page-sidebar-{slug}"],
-                                                                            sizing_mode="stretch_width"),
-                                     pn.Column(main, css_classes=[f"page-main-{slug}"], sizing_mode="stretch_width"))
+                # marked with the page's name (a browser test checks that only the open page's parts show);
+                # marked, not wrapped: one more layout level kept the inpainting page's FlexBox from ever
+                # finishing its render in Panel 1.9 (the document never became idle)
+                self._built[slug] = (_marked(sidebar, f"page-sidebar-{slug}"), _marked(main, f"page-main-{slug}"))
             except Exception as exc:  # the gallery stays usable whatever a page does
                 log.exception("page %s could not be built", slug)
                 alert = pn.pane.Alert(f"**Page unavailable:** {md(type(exc).__name__)}: {md(exc)}",
                                       alert_type="warning", sizing_mode="stretch_width")
-                self._built[slug] = (None, pn.Column(alert, css_classes=[f"page-main-{slug}"], sizing_mode="stretch_width"))
+                self._built[slug] = (None, _marked(alert, f"page-main-{slug}"))
         return self._built[slug]
 
     @param.depends("page", watch=True)
@@ -222,16 +229,16 @@ class Gallery(Viewer):
         if self.page == HOME:
             sidebar, main = None, self._home
         else:
-            self.page_main.loading = True
+            self.main.loading = True
             try:
                 sidebar, main = self._page(self.page)
             finally:
-                self.page_main.loading = False
+                self.main.loading = False
         notices = self._notices.pop(HOME, []) + self._notices.pop(self.page, [])
         with pn.io.hold():
             show_notices(self.notice, notices)
             self.page_sidebar.objects = [] if sidebar is None else [sidebar]
-            self.page_main.objects = [main]
+            self.main.objects = [self.notice, main]
 
 
 def create_app() -> pn.template.BootstrapTemplate:

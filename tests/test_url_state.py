@@ -181,3 +181,15 @@ def test_md_renders_user_text_literally(text):
 def test_html_escapes_markup():
     assert html("<b>&'\"") == "&lt;b&gt;&amp;&#x27;&quot;"
     assert shorten("x" * 100, 10) == "x" * 9 + "\u2026" and shorten("abc") == "abc"
+
+
+def test_writes_wait_until_the_page_is_loaded():
+    """Before the browser has loaded the page its own address wins: writes are kept and sent at load."""
+    loc = FakeLocation("?seed=-5")
+    url = UrlState(loc, loaded=False)
+    knobs = Knobs()
+    assert "0 is used" in url.bind([(knobs, {"seed": "seed", "rate": "rate"})])[0]
+    assert loc.writes == 0 and knobs.seed == 0
+    loc.search = "?seed=-5&other=1"  # what the browser reports when it connects
+    url._on_load()
+    assert read_query(loc.search) == {"seed": "0", "other": "1", "rate": "0.3"}  # the URL says what is shown

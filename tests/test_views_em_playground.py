@@ -387,16 +387,16 @@ def test_gallery_builds_every_page_lazily_and_survives_a_broken_one(monkeypatch)
     assert g._built == {}  # nothing heavy before a page is opened
     for page in gallery_module.PAGES:
         g.page = page.slug
-        sidebar, main = g._built[page.slug]  # each part wrapped in a Column marked with the page's name
-        assert not isinstance(main.objects[0], pn.pane.Alert), main.objects[0].object
-        assert g.page_main.objects == [main] and main.css_classes == [f"page-main-{page.slug}"]
-        assert g.page_sidebar.objects == [sidebar] and sidebar.css_classes == [f"page-sidebar-{page.slug}"]
+        sidebar, main = g._built[page.slug]  # each part marked (not wrapped) with the page's name
+        assert not isinstance(main, pn.pane.Alert), main.object
+        assert g.main.objects == [g.notice, main] and f"page-main-{page.slug}" in main.css_classes
+        assert g.page_sidebar.objects == [sidebar] and f"page-sidebar-{page.slug}" in sidebar.css_classes
     monkeypatch.setattr(gallery_module, "APPS_DIR", APPS / "missing")
     g._built.clear()
     for name in [n for n in sys.modules if n.startswith("explorer_apps.")]:
         monkeypatch.delitem(sys.modules, name)
     g.page = "em_playground"
-    alert = g.page_main.objects[0].objects[0]
+    alert = g.main.objects[1]
     assert isinstance(alert, pn.pane.Alert) and "Page unavailable" in alert.object
     g.page = "home"
     assert g.page_sidebar.objects == []

@@ -158,9 +158,13 @@ class UrlState:
         ``pn.state.location`` of the session; None (not served) makes every method a no-op.
     """
 
-    def __init__(self, location=None):
+    def __init__(self, location=None, *, loaded: bool = True):
         self._loc = location
         self._watchers: list[tuple[param.Parameterized, object]] = []
+        # before the browser has loaded the page, its own address replaces whatever the server writes:
+        # writes wait until then (see of_session)
+        self._loaded = loaded
+        self._pending: dict[str, str] = {}
 
     @classmethod
     def of_session(cls) -> UrlState:
@@ -169,7 +173,17 @@ class UrlState:
 
         loc, doc = pn.state.location, pn.state.curdoc
         served = loc is not None and doc is not None and doc.session_context is not None
-        return cls(loc if served else None)
+        if not served:
+            return cls(None)
+        state = cls(loc, loaded=False)
+        pn.state.onload(state._on_load)
+        return state
+
+    def _on_load(self) -> None:
+        """The page is loaded: from now on writes go to the address bar; pending ones go now."""
+        self._loaded = True
+        pending, self._pending = self._pending, {}
+        self.write(pending)
 
     @property
     def active(self) -> bool:
@@ -243,6 +257,9 @@ class UrlState:
     def write(self, values: Mapping[str, str]) -> None:
         """Put ``values`` (query name -> text) in the URL; no change, no new history entry."""
         if self._loc is None or not values:
+            return
+        if not self._loaded:
+            self._pending.update(values)
             return
         query = self.query()
         new = query | dict(values)
