@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import panel as pn
+import param
 import pytest
 from bokeh.document import Document
 
@@ -410,3 +411,19 @@ def test_the_player_tooltips_say_one_model_or_every_model():
     assert one._reset_button.description == "Start the run again"
     two = StepPlayer(models=[EMModel(), EMModel()])
     assert two._step_button.description == "One step of every model"
+
+
+def test_the_player_says_the_real_rate_when_play_cannot_keep_up():
+    from explorer.views.player import StepPlayer
+
+    p = StepPlayer(models=[EMModel()], period=100)  # 10 ticks/s asked
+    p._shown_at.extend([0.0, 0.5, 1.0, 1.5, 2.0])  # shown: 2 ticks/s
+    with param.parameterized.discard_events(p):
+        p.playing = True
+    p._update_readout()
+    assert p.real_rate() == 2.0
+    assert "Playing at 2.0 ticks/s" in shown(p._readout) and "10.0/s asked" in shown(p._readout)
+    p._shown_at.clear()
+    p._shown_at.extend([0.0, 0.1, 0.2])  # keeps the pace: nothing said
+    p._update_readout()
+    assert "Playing at" not in shown(p._readout)

@@ -8,6 +8,7 @@ base of the playgrounds: a ``data_model`` plus a lead model whose settings are t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Iterable
@@ -62,6 +63,40 @@ def show_notices(alert: pn.pane.Alert, notices: Iterable[str]) -> None:
     notices = list(notices)
     alert.object = "\n\n".join(md(n) for n in notices)
     alert.visible = bool(notices)
+
+
+_CLOSED_SOCKET_ERRORS = ("WebSocketClosedError", "StreamClosedError")
+
+
+def quiet_closed_tab_writes() -> None:
+    """Keep writes to a tab closed mid-update out of the server log (installed once per event loop).
+
+    When a tab closes while its page updates, Panel 1.9 has already started writes to the closing
+    socket. When the session ends it cancels the task that awaits them, so their
+    ``WebSocketClosedError`` is never read and asyncio logs "Task exception was never retrieved"
+    with a traceback for every such tab: noise that hides real errors in a classroom server's log.
+    This event-loop exception handler drops exactly that case (an unread closed-socket error of a
+    write task) and passes everything else to the handler that was there before.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    previous = loop.get_exception_handler()
+    if getattr(previous, "_explorer_quiet", False):
+        return
+
+    def handler(loop, context):
+        exc = context.get("exception")
+        if type(exc).__name__ in _CLOSED_SOCKET_ERRORS and "never retrieved" in str(context.get("message", "")):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler._explorer_quiet = True
+    loop.set_exception_handler(handler)
 
 
 def weak_callback(method):
@@ -128,6 +163,8 @@ def page_template(title: str, create_view: Callable, *, extensions: tuple = (), 
     if threaded and pn.config.nthreads is None:  # served without --num-threads: still work off the event loop
         pn.extension(nthreads=4)
     view = create_view()
+    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+        quiet_closed_tab_writes()
     bindings = url(view) if url is not None else view.url_bindings()
     notice = url_notice()
     show_notices(notice, bind_url(bindings))

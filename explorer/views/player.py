@@ -5,28 +5,47 @@ False at once when another step is running), ``reset()`` and a ``finished`` prop
 :class:`~explorer.models.em_model.EMModel`. It is generic, so later pages (variational mixtures,
 Neumann solver) can reuse it.
 
-How Play works (see the Panel guide, section 2.5): Play starts a session-scoped
+How Play works (see the Panel guide, sections 2.5 and 2.9): Play starts a session-scoped
 ``pn.state.add_periodic_callback``. Each tick advances every unfinished model by
 ``steps_per_tick`` steps and then increments :attr:`StepPlayer.frame`, which is what views
-watch (so a view redraws once per tick, however many steps the tick made). With Panel's thread
-pool (``panel serve --num-threads 4`` or ``pn.extension(nthreads=4)``) ticks run on worker
-threads and could overlap when a tick is slower than the period: a non-blocking lock skips a
-tick instead of queueing it, and models are advanced with ``try_step()``. Creating and stopping
-the timer is always done on the event loop (``pn.state.execute``), from one reconciling method,
-so Play/Pause clicks, the end of a run and the end of the session cannot race. Outside a server
+watch (so a view redraws once per tick, however many steps the tick made).
+
+Served, the work is split: the timer's callback runs on the event loop and only hands the steps
+to the session's own compute thread (numpy releases the GIL there); when they are done, the page
+is updated back on the event loop (``add_next_tick_callback``), where the iteration read-out and
+every view change together, under the document's lock, so a counter and the plots never
+disagree and no document is changed from a thread. A tick that comes while the previous one is
+still computing is dropped, not queued (Play then runs slower than asked, and the read-out says
+so with the real rate). A tick finds the session's browser gone (a closed tab) and pauses at
+once: the server stops computing for nobody and sends nothing to a closed connection. Step
+clicks go through the same thread. Creating and stopping the timer is always done on the event
+loop (``pn.state.execute``), from one reconciling method, so Play/Pause clicks, the end of a run
+and the end of the session cannot race; the end of the session also stops the compute thread.
+
+With no server (Jupyter, scripts, tests) ``tick()`` and ``step()`` work directly. Outside a server
 (Jupyter, scripts, tests) the same code runs directly; without a running event loop the timer
-never fires and :meth:`StepPlayer.tick` can be called by hand.
+never fires and :meth:`StepPlayer.tick` can be called by hand. In Jupyter the timer runs on the
+kernel's event loop, and Panel starts the next tick at once when a tick is slower than the period:
+there each tick then waits a moment (:data:`NOTEBOOK_PAUSE_S`) so that the kernel still reads the
+browser's messages (Pause, other widgets).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
 import param
 from panel.viewable import Viewer
 
-__all__ = ["StepPlayer"]
+__all__ = ["NOTEBOOK_PAUSE_S", "StepPlayer"]
+
+#: Seconds the kernel's event loop gets after every tick played in Jupyter (to read Pause and the widgets)
+NOTEBOOK_PAUSE_S = 0.02
 
 
 def _model_label(model, index: int) -> str:
@@ -73,6 +92,10 @@ class StepPlayer(Viewer):
         self._doc = None  # the session document the timer belongs to
         self._destroy_registered = False
         self._destroyed = False
+        self._executor: ThreadPoolExecutor | None = None  # the session's compute thread (served only)
+        self._inflight = 0  # jobs handed to it and not yet shown
+        self._inflight_lock = threading.Lock()  # Step clicks may come from Panel's thread pool
+        self._shown_at: deque[float] = deque(maxlen=8)  # when the last played ticks were shown (real rate)
         one = len(self.models) == 1
         self._step_button = pn.widgets.Button(
             label="Step", color="primary", description="One step of the model" if one else "One step of every model")
@@ -116,6 +139,13 @@ class StepPlayer(Viewer):
             return self.labels[i]
         return _model_label(self.models[i], i)
 
+    def real_rate(self) -> float | None:
+        """Ticks per second actually shown while playing (None until two were shown)."""
+        times = list(self._shown_at)
+        if len(times) < 2 or times[-1] <= times[0]:
+            return None
+        return (len(times) - 1) / (times[-1] - times[0])
+
     def _update_readout(self):
         parts = []
         for i, m in enumerate(self.models):
@@ -125,7 +155,13 @@ class StepPlayer(Viewer):
             if reason:
                 text += f" ({'converged' if reason == 'tol' else reason.replace('_', ' ')})"
             parts.append(text)
-        self._readout.object = "Iteration: " + " · ".join(parts) if parts else "No model."
+        text = "Iteration: " + " · ".join(parts) if parts else "No model."
+        rate = self.real_rate() if self.playing else None
+        asked = 1000.0 / self.period
+        if rate is not None and rate < 0.9 * asked:  # say it when Play cannot keep the pace asked for
+            text += (f"  \n*Playing at {rate:.1f} ticks/s: each tick takes longer than the "
+                     f"{self.period} ms period ({asked:.1f}/s asked).*")
+        self._readout.object = text
         label = "Pause" if self.playing else "Play"
         if self._play.label != label:
             self._play.label = label
@@ -164,6 +200,16 @@ class StepPlayer(Viewer):
             self.playing = False
         return done
 
+    async def _tick_on_kernel_loop(self) -> int:
+        """A tick outside a server (Jupyter): the tick, then the event loop's turn.
+
+        Panel's timer on a bare asyncio loop runs the next tick straight away when a tick is slower
+        than the period, without yielding: the kernel would never read the Pause click.
+        """
+        done = self.tick()
+        await asyncio.sleep(NOTEBOOK_PAUSE_S)
+        return done
+
     def reset(self) -> None:
         """Pause and start every model again."""
         self.playing = False
@@ -179,7 +225,97 @@ class StepPlayer(Viewer):
 
     # ------------------------------------------------------------------ widget callbacks
     def _on_step(self, event=None):
-        self.step()
+        if self._served_doc() is not None:
+            self._submit(self._steps_now, played=False)  # the compute thread; shown on the event loop
+        else:
+            self.step()
+
+    def _steps_now(self) -> int:
+        return sum(bool(m.step()) for m in self.models if not m.finished)
+
+    def _play_steps(self) -> int:
+        done = 0
+        for m in self.models:
+            for _ in range(self.steps_per_tick):
+                if self._destroyed or not self.playing or m.finished or not m.try_step():
+                    break
+                done += 1
+        return done
+
+    # ------------------------------------------------------------------ served: compute off the loop
+    def _served_doc(self):
+        """The session's document when served (None in Jupyter, scripts and tests)."""
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
+            return None
+        return doc
+
+    def connected(self) -> bool:
+        """False once the session is over or its browser is gone (a closed tab); True when not served."""
+        if self._destroyed:
+            return False
+        doc = self._doc or self._served_doc()
+        session = getattr(getattr(doc, "session_context", None), "session", None)
+        if session is None:
+            return True
+        return not session.destroyed and session.connection_count > 0
+
+    def _submit(self, work, played: bool) -> bool:
+        """Run ``work()`` (model steps, no UI) on the compute thread, then show it on the event loop."""
+        doc = self._served_doc()
+        if doc is None or self._destroyed:
+            return False
+        self._register_destroy()  # the end of the session stops the thread
+        with self._inflight_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-player")
+            self._inflight += 1
+            executor = self._executor
+
+        def run():
+            try:
+                work()
+            finally:
+                if not self._destroyed:
+                    try:
+                        doc.add_next_tick_callback(lambda: self._shown(played))
+                    except Exception:  # the document went away meanwhile
+                        pass
+
+        try:
+            executor.submit(run)
+        except RuntimeError:  # shut down by the end of the session
+            with self._inflight_lock:
+                self._inflight -= 1
+            return False
+        return True
+
+    def _shown(self, played: bool) -> None:
+        """On the event loop, after a job: the read-out and every view change together."""
+        with self._inflight_lock:
+            self._inflight = max(0, self._inflight - 1)
+        if self._destroyed:
+            return
+        if not self.connected():  # the tab was closed meanwhile: nothing to show, nobody to send it to
+            self.playing = False
+            return
+        if played:
+            self._shown_at.append(time.monotonic())
+        self._bump()
+        if self.finished and self.playing:
+            self.playing = False
+
+    async def _served_tick(self) -> None:
+        """The timer's callback when served: on the event loop (async, so Panel does not move it to its
+        thread pool; it awaits nothing), it hands the steps over, or drops the tick."""
+        if not self.playing:  # paused: the timer is being stopped
+            return
+        if not self.connected():
+            self.playing = False  # nobody is watching: stop computing and sending
+            return
+        if self._inflight:
+            return  # the previous tick is still computing: drop this one (no backlog)
+        self._submit(self._play_steps, played=True)
 
     def _on_reset(self, event=None):
         self.reset()
@@ -209,7 +345,10 @@ class StepPlayer(Viewer):
                     self._cb.period = self.period
                 return
             self._register_destroy()
-            self._cb = pn.state.add_periodic_callback(self.tick, period=self.period, start=True)
+            served = self._served_doc() is not None
+            self._shown_at.clear()
+            self._cb = pn.state.add_periodic_callback(self._served_tick if served else self._tick_on_kernel_loop,
+                                                      period=self.period, start=True)
 
     def _stop_timer(self):
         with self._timer_lock:
@@ -226,6 +365,10 @@ class StepPlayer(Viewer):
         pn.state.on_session_destroyed(self._on_session_destroyed)
 
     def _on_session_destroyed(self, session_context):
-        """Stop for good (Bokeh may call this twice for one session: idempotent)."""
+        """Stop for good: timer, then the compute thread (Bokeh may call this twice: idempotent)."""
         self._destroyed = True
         self._stop_timer()
+        with self._inflight_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
