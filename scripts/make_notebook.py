@@ -1,5 +1,8 @@
 """Regenerate the notebooks from this source (run: .venv/bin/python scripts/make_notebook.py).
 
+Every notebook loads its JavaScript inline (``pn.extension(..., inline=True)``, ``hv.extension(...,
+inline=True)``): the pages render without internet access (tests/browser/test_jupyterlab.py checks it).
+
 * notebooks/tour.ipynb: the EM mixture, density imputation, the steppable core, the EM playground;
 * notebooks/variational_and_benchmark.ipynb: the variational DP mixture (POIGMM), its Student-t
   predictive, the imputation benchmark and its reproduction of seed000, the two pages;
@@ -97,7 +100,7 @@ md("""## 5. The EM playground, live
 The same widget that `panel serve apps/` shows. Press **Step** or **Play**: exact EM, the naive
 "impute conditional means and refit" and mean imputation followed by EM run side by side on the same data."""),
 code("""import panel as pn
-pn.extension()
+pn.extension(inline=True)  # BokehJS and Panel's JS in the notebook itself: no CDN, works offline
 from explorer.views.em_playground import EMPlayground
 playground = EMPlayground()
 playground"""),
@@ -196,7 +199,7 @@ md("""## 5. The pages, live
 The variational mixture page: step or play the updates, both component updates side by side, stick weights as
 bars, the effective number of components and the ELBO over iterations."""),
 code("""import panel as pn
-pn.extension()
+pn.extension("tabulator", inline=True)  # inline: no CDN (offline); tabulator: the benchmark table
 from explorer.views.vb_playground import VariationalPlayground
 VariationalPlayground()"""),
 md("""The benchmark page, here showing the committed full run (press **Run** for a new one; it runs in the
@@ -412,9 +415,13 @@ a mixture of two PPCAs (q = 30) from the same k-means start."""),
 code("""import warnings
 
 import holoviews as hv
+import panel as pn
 from explorer.core import factor_analysis as fa_core, mfa as mfa_core
 
-hv.extension("bokeh")
+# inline: BokehJS and Panel's JS and CSS in the notebook itself, no CDN (works offline). HoloViews objects are shown
+# through pn.panel below: HoloViews' own display keeps Panel's stylesheets on the CDN even with inline=True.
+hv.extension("bokeh", inline=True)
+pn.extension(inline=True)
 
 patches = load_dataset("photo_patches", n_samples=1000).truth
 patch_data = fa_core.prepare(patches)
@@ -432,14 +439,16 @@ for update in ("em", "px"):
     assert np.all(np.diff(traces[update]) >= -1e-9)  # both are monotone
 print({u: f"max |mu_k - weighted mean| = {g:.3f}" for u, g in gaps.items()})
 assert gaps["px"] < 1e-6 < 0.05 < gaps["em"] and traces["px"][-1] > traces["em"][-1]
-hv.Overlay([hv.Curve(t, "iteration", "log-likelihood per pixel", label=u) for u, t in traces.items()]).opts(
-    width=520, height=260, legend_position="bottom_right", title="mixture of two PPCAs on photo patches")"""),
+pn.panel(hv.Overlay([hv.Curve(t, "iteration", "log-likelihood per pixel", label=u) for u, t in traces.items()]).opts(
+    width=520, height=260, legend_position="bottom_right", title="mixture of two PPCAs on photo patches"))"""),
 md("""## 9. A few images, with HoloViews
 
 Original | masked (red = missing) | MI | FCA | exact | NSA(50) for PPCA, and the mixture's exact and NSA-M(50)
 imputations, for the top half: a 1, a 7, and the images whose assignment flips when the top half goes."""),
 code("""import holoviews as hv
-hv.extension("bokeh")
+import panel as pn
+hv.extension("bokeh", inline=True)
+pn.extension(inline=True)
 
 def tile(flat, title=""):
     return hv.Image(flat.reshape(shape), bounds=(0, 0, shape[1], shape[0])).opts(
@@ -455,7 +464,7 @@ mix.set_params(solver="exact")
 shown = np.r_[np.flatnonzero(y_test == 1)[:1], np.flatnonzero(y_test == 7)[:1], flipped[:2]]
 grid = hv.Layout([tile(pixels[i], title if row == 0 else "")
                   for row, i in enumerate(shown) for title, pixels in columns.items()]).cols(len(columns))
-grid.opts(shared_axes=False)"""),
+pn.panel(grid.opts(shared_axes=False))  # pn.panel: every resource inline (offline), see section 8"""),
 md("""## 10. The Inpainting page, live
 
 The page that `panel serve apps/` shows, here on the same kind of model (a mixture of two PPCAs, q = 20, on the
@@ -463,7 +472,7 @@ The page that `panel serve apps/` shows, here on the same kind of model (a mixtu
 reconstruction with its responsibilities, l on a slider or played term by term, a brush to paint the mask, and a
 grid mode."""),
 code("""import panel as pn
-pn.extension()
+pn.extension(inline=True)
 from explorer.models.fa_model import FAModel
 from explorer.views.inpainting import InpaintingView
 

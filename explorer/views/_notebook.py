@@ -81,9 +81,17 @@ def settings_sections(sidebar) -> list[list]:
     return groups
 
 
+def _is_player(obj) -> bool:
+    """A Step / Play player, or the layout a Column made of one (a Viewer in a layout is its view)."""
+    if isinstance(obj, StepPlayer):
+        return True
+    select = getattr(obj, "select", None)
+    return select is not None and any(getattr(b, "label", None) == "Step" for b in select(pn.widgets.Button))
+
+
 def _is_run_section(section: list) -> bool:
     """The section that runs the page: it holds the Step / Play player, or its heading is "Run"."""
-    return _heading(section[0]) == "Run" or any(isinstance(o, StepPlayer) for o in section)
+    return _heading(section[0]) == "Run" or any(_is_player(o) for o in section)
 
 
 def _reflow(obj, max_per_row: int):

@@ -99,12 +99,16 @@ class _RewindSlider(pn.widgets.IntSlider):
     reported, so "rewind to 0" did nothing. Here every server-side move of ``value`` also sets
     ``value_throttled`` on the Bokeh model (and so in the browser), so every release on another
     value is reported.
+
+    Not in Jupyter (``comm``): there the browser sends every ``value_throttled`` set here back as a
+    release, a round trip later, when Play has moved on: the runs were rewound and paused after two
+    iterations.
     """
 
     def _update_model(self, events, msg, root, model, doc, comm):
         super()._update_model(events, msg, root, model, doc, comm)
         value = msg.get("value")  # absent when it was the browser's own value coming back
-        if value is None:
+        if value is None or comm is not None:
             return
         ref = root.ref["id"]
         self._changing.setdefault(ref, []).append("value_throttled")  # not an event from the browser
