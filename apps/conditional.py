@@ -13,6 +13,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.models.session_data import SessionData
 from explorer.models.em_model import EMModel
 from explorer.views._page import page_template
 from explorer.views.conditional_view import ConditionalView
@@ -25,10 +26,13 @@ VB_URL_PARAMS = ("n_components", "alpha", "update", "responsibilities", "seed")
 VIEW_URL_PARAMS = ("model_kind", "density")
 
 
-def create_view(**data_settings) -> ConditionalView:
-    """The bare Viewer with fresh models (iris, MCAR 30 %, K = 3 unless overridden); EM starts fitting on load."""
+def create_view(session: SessionData | None = None, **data_settings) -> ConditionalView:
+    """The bare Viewer with fresh models (iris, MCAR 30 %, K = 3 unless overridden); EM starts fitting on load.
+
+    ``session``: the browser session's user data, shared with its other pages (the gallery's).
+    """
     settings = {"dataset": "iris", "mechanism": "mcar", "rate": 0.3} | data_settings
-    view = ConditionalView(em_model=EMModel(data_model=DataModel(**settings), n_components=3))
+    view = ConditionalView(em_model=EMModel(data_model=DataModel(session=session, **settings), n_components=3))
     # fit once the page is up: at session creation the app still registers watchers (URL sync) on the
     # models, which must not race the worker thread; outside a server (or once loaded) this runs now
     pn.state.onload(view.fit)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.models.session_data import SessionData
 from explorer.views._page import page_template
 from explorer.views.data_view import DataMechanismView
 
@@ -18,10 +19,13 @@ TITLE = "Data & mechanism"
 URL_PARAMS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mask_seed", "standardize")
 
 
-def create_view(**data_settings) -> DataMechanismView:
-    """The bare Viewer with a fresh DataModel (iris, ``nmar_lowest`` at 30 % unless overridden)."""
+def create_view(session: SessionData | None = None, **data_settings) -> DataMechanismView:
+    """The bare Viewer with a fresh DataModel (iris, ``nmar_lowest`` at 30 % unless overridden).
+
+    ``session``: the browser session's user data, shared with its other pages (the gallery's).
+    """
     settings = {"dataset": "iris", "mechanism": "nmar_lowest", "rate": 0.3} | data_settings
-    return DataMechanismView(data_model=DataModel(**settings))
+    return DataMechanismView(data_model=DataModel(session=session, **settings))
 
 
 def create_app() -> pn.template.BootstrapTemplate:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.models.session_data import SessionData
 from explorer.views._page import page_template
 from explorer.views.em_playground import EMPlayground
 
@@ -19,9 +20,12 @@ TITLE = "EM playground"
 DEFAULT_DATA = {"dataset": "ghahramani_bivariate", "n_samples": 200, "mechanism": "mar_threshold", "rate": 0.35}
 
 
-def create_view(**data_settings) -> EMPlayground:
-    """The bare Viewer (plain layout, no template) with a fresh DataModel and three EMModels."""
-    return EMPlayground(data_model=DataModel(**(DEFAULT_DATA | data_settings)), n_components=1)
+def create_view(session: SessionData | None = None, **data_settings) -> EMPlayground:
+    """The bare Viewer (plain layout, no template) with a fresh DataModel and three EMModels.
+
+    ``session``: the browser session's user data, shared with its other pages (the gallery's).
+    """
+    return EMPlayground(data_model=DataModel(session=session, **(DEFAULT_DATA | data_settings)), n_components=1)
 
 
 def create_app() -> pn.template.BootstrapTemplate:

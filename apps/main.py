@@ -13,6 +13,7 @@ are the sibling modules of this file (``apps/<page>.py``), loaded by path with :
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.datasets import list_datasets
+from explorer.models.session_data import SessionData
 from explorer.views._page import page_template, prefixed, show_notices, url_bindings_of, url_notice
 from explorer.views._text import md
 from explorer.views._url import UrlState
@@ -97,7 +99,7 @@ def load_page_module(slug: str):
     return module
 
 
-def build_page(slug: str):
+def build_page(slug: str, session: SessionData | None = None):
     """``(sidebar, main, bindings)`` of a page (``sidebar`` is None when the view has no separate
     controls; ``bindings`` are the page's URL bindings, see :func:`~explorer.views._page.url_bindings_of`).
 
@@ -107,7 +109,9 @@ def build_page(slug: str):
     factory = getattr(module, "create_view", None) or getattr(module, "view", None)
     if factory is None:
         raise AttributeError(f"apps/{slug}.py defines no create_view() returning the page's Viewer")
-    view = factory()
+    # the session's user data are shared by the pages that take them (``create_view(session=...)``)
+    takes_session = "session" in inspect.signature(factory).parameters
+    view = factory(session=session) if takes_session and session is not None else factory()
     bindings = url_bindings_of(module, view)
     sidebar, main = getattr(view, "sidebar", None), getattr(view, "main", None)
     if sidebar is None or main is None:
@@ -160,6 +164,8 @@ class Gallery(Viewer):
     def __init__(self, url: UrlState | None = None, **params):
         super().__init__(**params)
         self._url = url if url is not None else UrlState()
+        # what the user uploads (or clicks) on one page is offered by every page that can use it
+        self.session = SessionData()
         self._built: dict[str, tuple] = {}
         self._notices: dict[str, list[str]] = {}
         self.notice = url_notice()
@@ -208,7 +214,7 @@ class Gallery(Viewer):
     def _page(self, slug: str):
         if slug not in self._built:
             try:
-                sidebar, main, bindings = build_page(slug)
+                sidebar, main, bindings = build_page(slug, self.session)
                 # the page's settings live in the gallery's URL too, prefixed with the page's name, so a
                 # link reproduces the screen (and pages that share parameter names do not collide); only
                 # this page's settings are read from the link, once, when it is built

@@ -15,6 +15,7 @@ from __future__ import annotations
 import panel as pn
 
 from explorer.models.data_model import DataModel
+from explorer.models.session_data import SessionData
 from explorer.views._page import page_template
 from explorer.views.vb_playground import VariationalPlayground
 
@@ -23,9 +24,12 @@ TITLE = "Variational DP mixture"
 DEFAULT_DATA = {"dataset": "three_blobs", "n_samples": 300, "mechanism": "mcar", "rate": 0.3}
 
 
-def create_view(**data_settings) -> VariationalPlayground:
-    """The bare Viewer (plain layout, no template) with a fresh DataModel and two VBModels."""
-    return VariationalPlayground(data_model=DataModel(**(DEFAULT_DATA | data_settings)), n_components=10)
+def create_view(session: SessionData | None = None, **data_settings) -> VariationalPlayground:
+    """The bare Viewer (plain layout, no template) with a fresh DataModel and two VBModels.
+
+    ``session``: the browser session's user data, shared with its other pages (the gallery's).
+    """
+    return VariationalPlayground(data_model=DataModel(session=session, **(DEFAULT_DATA | data_settings)), n_components=10)
 
 
 def create_app() -> pn.template.BootstrapTemplate:

@@ -22,6 +22,7 @@ from explorer.core._validation import BadInputError, InfeasibleRateError
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
 from explorer.models._settings import MAX_SEED, Settings
+from explorer.models.session_data import SessionData
 
 __all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
 
@@ -45,7 +46,8 @@ def _guess_separator(content: bytes) -> str:
 
 def _image_datasets() -> list[str]:
     return [info.name for info in ds.list_datasets() if ds.image_shape(info.name) is not None]
-_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed", "standardize")
+_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed", "standardize",
+             "columns")
 
 
 def _dataset_names() -> list[str]:
@@ -85,12 +87,32 @@ class DataModel(Settings):
                             doc="With an error: the nearest setting that works, {'text': ..., 'settings': {...}} "
                                 "(see apply_suggestion); {} when there is none")
     revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases when data changes")
+    session = param.ClassSelector(class_=SessionData, default=None, allow_None=True, precedence=-1,
+                                  doc="The browser session's user data, shared with its other pages "
+                                      "(default: a store of this model's own)")
+    pair_only = param.Boolean(default=False, precedence=-1,
+                              doc="Keep two columns only (pages that draw 2-D data): ``columns``, else the first two")
+    columns = param.List(default=[], item_type=str, doc="With pair_only: the two columns used")
 
     def __init__(self, **params):
+        if params.get("session") is None:
+            params["session"] = SessionData()
         super().__init__(**params)
-        self._uploaded: IncompleteData | None = None
         self._loaded_key: tuple | None = None
+        self.all_columns: tuple[str, ...] = ()  # the loaded data set's columns (before pair_only)
+        self.session.param.watch(self._on_session_upload, "revision")
         self._load()
+
+    @property
+    def _uploaded(self) -> IncompleteData | None:
+        return self.session.uploaded
+
+    def _on_session_upload(self, event) -> None:
+        """Data given on another page (or this one): shown at once when ``uploaded`` is the data set."""
+        if self.dataset == UPLOADED:
+            self._load()
+        else:  # offered from now on: views listing the data sets follow ``revision``
+            self._publish(revision=self.revision + 1)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -149,7 +171,7 @@ class DataModel(Settings):
         self.param.update(**settings)
         return True
 
-    @param.depends("dataset", "n_samples", "data_seed", "standardize", watch=True)
+    @param.depends("dataset", "n_samples", "data_seed", "standardize", "columns", "pair_only", watch=True)
     def _load(self):
         """Read the data set and apply the mechanism; on failure keep the previous data *and* its
         complete version (never a new ``complete`` next to an old ``data``) and say why."""
@@ -163,14 +185,44 @@ class DataModel(Settings):
         self._publish(complete=complete, data=data, mask=mask, error="", revision=self.revision + 1)
 
     def _load_key(self) -> tuple:
-        return (self.dataset, self.n_samples, self.data_seed, self.standardize, id(self._uploaded))
+        return (self.dataset, self.n_samples, self.data_seed, self.standardize, id(self._uploaded),
+                tuple(self.columns), self.pair_only)
 
     def _read_dataset(self) -> IncompleteData:
         if self.dataset == UPLOADED:
             if self._uploaded is None:
-                raise BadInputError("No file has been uploaded yet.")
-            return self._uploaded
-        return ds.load_dataset(self.dataset, **self._loader_options())
+                exc = BadInputError(
+                    "This link names uploaded data, but no file has been uploaded in this browser session: "
+                    "uploaded files stay with the session that uploaded them and cannot travel in a link. "
+                    "Upload the file again (\"Upload a CSV\" on the Data & mechanism page or in this sidebar).")
+                shown = self._loaded_key[0] if self._loaded_key else None
+                if shown and shown != UPLOADED:
+                    exc.suggestion = {"text": f"Or go back to the data on screen ({shown}).",
+                                      "label": f"Use {shown}", "settings": {"dataset": shown}}
+                raise exc
+            data = self._uploaded
+        else:
+            data = ds.load_dataset(self.dataset, **self._loader_options())
+        self.all_columns = tuple(data.columns)
+        return self._pair(data)
+
+    def _pair(self, data: IncompleteData) -> IncompleteData:
+        """With ``pair_only``: ``data`` restricted to the chosen two columns (else its first two)."""
+        if not self.pair_only or data.n_features <= 2:
+            return data
+        cols = list(data.columns)
+        pair = [c for c in self.columns if c in cols][:2]
+        if len(pair) < 2 or pair[0] == pair[1]:
+            pair = cols[:2]
+        idx = [cols.index(c) for c in pair]
+        if list(self.columns) != pair:
+            with param.parameterized.discard_events(self):  # no reload: this is the load
+                self.columns = pair
+        return IncompleteData.from_array(
+            data.values[:, idx], missing=data.missing[:, idx],
+            truth=None if data.truth is None else data.truth[:, idx], columns=pair,
+            binary=[data.binary[j] for j in idx] if data.binary else None, name=data.name,
+            description=(f"{data.description}; " if data.description else "") + f"columns {pair[0]} and {pair[1]}")
 
     @param.depends("mechanism", "rate", "mechanism_params", "mask_seed", watch=True)
     def _amputate(self):
@@ -233,14 +285,13 @@ class DataModel(Settings):
                 message = message.replace(library, page)
             self._fail(BadInputError(f"{filename}: {message}"))
             return False
-        self._uploaded = IncompleteData.from_array(
+        self.session.put(IncompleteData.from_array(
             data.values, missing=data.missing, columns=data.columns, name=filename,
             description=data.description,
-        )
+        ))  # every page of the session offers it from now on
+        # (when ``uploaded`` was already the data set, the store's news reloaded it)
         with param.parameterized.batch_call_watchers(self):
             self.param.update(mechanism=NO_MECHANISM if data.missing.any() else self.mechanism, dataset=UPLOADED)
-        if self.dataset == UPLOADED:
-            self._load()
         return not self.error
 
     def refuse_upload(self, filename: str, size: int) -> None:
@@ -259,8 +310,5 @@ class DataModel(Settings):
         except BadInputError as exc:
             self._fail(exc)
             return
-        self._uploaded = data
-        if self.dataset != UPLOADED:
-            self.dataset = UPLOADED  # triggers _load
-        else:
-            self._load()
+        self.session.put(data)  # reloads this model when ``uploaded`` is its data set already
+        self.dataset = UPLOADED  # else: triggers _load

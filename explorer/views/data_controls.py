@@ -148,7 +148,7 @@ class DataControls(Viewer):
             if options != list(self._dataset.options):
                 self._dataset.options = options
             self._n.disabled = not m.takes_n_samples
-        self._error.object = md(m.error)
+        self._error.object = md(m.error) if self.show_error else ""  # else the page's banner says it
         self._error.visible = bool(m.error) and self.show_error
         if m.data is not None and m.mask is not None:
             # what is on screen: the mechanism that was applied, which differs from the selected one

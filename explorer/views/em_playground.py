@@ -46,7 +46,7 @@ VARIANTS = (("em", "Exact EM"), ("naive", "Naive refit"), ("mean_impute", "Mean 
 MODES = {"axis ticks": "rug", "imputed value ± 2 sd": "conditional"}
 COLORS = {str(k + 1): Category10_10[k % 10] for k in range(30)} | {"mean": "black", "none": "#444444"}
 _EM_SETTINGS = ("n_components", "covariance_type", "init", "seed")
-_DATA_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed")
+_DATA_SETTINGS = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mechanism_params", "mask_seed", "columns")
 _RUG = 0.05  # rug band: this fraction of the axis range, below / left of the data
 
 EXPLANATION = """
@@ -282,6 +282,11 @@ def _overlay_all(items):
     return functools.reduce(operator.mul, items)
 
 
+def _trace_curve(data) -> hv.Curve:
+    """A trace: its iteration axis spans at least 0-10 (at iteration 0 it was an empty -1 to 1)."""
+    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, 10)))
+
+
 def _trace_buffer(column: str) -> hv.streams.Buffer:
     return hv.streams.Buffer(pd.DataFrame({"iteration": np.empty(0, dtype=int), column: np.empty(0)}),
                              length=5000, index=False)
@@ -315,6 +320,8 @@ class EMPlayground(ModelPage):
             params["data_model"] = DataModel(dataset="ghahramani_bivariate", n_samples=200,
                                              mechanism="mar_threshold", rate=0.35)
         super().__init__(**params)
+        # a page on 2-D data: data with more columns (an upload shared by the session) give two of them
+        self.data_model.pair_only = True
         settings = dict(n_components=n_components, covariance_type=covariance_type, init=init, seed=seed)
         self.models = [EMModel(data_model=self.data_model, variant=v, name=title, **settings)
                        for v, title in VARIANTS]
@@ -356,17 +363,24 @@ class EMPlayground(ModelPage):
                           legend_position="top", legend_cols=3, legend_opts={"label_text_font_size": "9pt"},
                           toolbar=None, backend="bokeh")
         colors = ("#1f77b4", "#d62728", "#7f7f7f")
-        ll = _overlay_all([hv.DynamicMap(hv.Curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
+        ll = _overlay_all([hv.DynamicMap(_trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
                            for b, (_, t), c in zip(self._ll, VARIANTS, colors)]).opts(
             title="Observed-data log-likelihood", ylabel="log-likelihood", **trace_opts)
-        rmse = _overlay_all([hv.DynamicMap(hv.Curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
+        rmse = _overlay_all([hv.DynamicMap(_trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
                              for b, (_, t), c in zip(self._rmse, VARIANTS, colors)]).opts(
             title="Imputation RMSE (needs the true values)", ylabel="RMSE of the hidden values", **trace_opts)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS_2D + [UPLOADED],
-                                           mechanisms=MECHANISMS_2D, allow_upload=False, show_error=False)
+                                           mechanisms=MECHANISMS_2D, show_error=False)
         self._clear = pn.widgets.Button(label="Clear points", description="Start an empty canvas, then click to add")
         self._clear.on_click(self._on_clear)
         self._mode = pn.widgets.RadioButtonGroup.from_param(self.param.mode, options=MODES, variant="outline")
+        # the two columns drawn, for data with more (shown only then)
+        self._x_col = pn.widgets.Select(label="x column", width=140)
+        self._y_col = pn.widgets.Select(label="y column", width=140)
+        self._pair_box = pn.Row(self._x_col, self._y_col, sizing_mode="stretch_width")
+        self._sync_pair()
+        for w in (self._x_col, self._y_col):
+            w.param.watch(self._on_pair_widget, "value")
         sidebar = pn.Column(
             "### Run", self.player,
             "### Model",
@@ -376,7 +390,7 @@ class EMPlayground(ModelPage):
             pn.widgets.Select.from_param(em.param.init, label="Initialisation"),
             pn.widgets.IntInput.from_param(em.param.seed, label="Seed (initialisation)"),
             "### Incomplete points", self._mode,
-            "### Data", self._data_controls,
+            "### Data", self._data_controls, self._pair_box,
             pn.pane.Markdown("Click on a plot to add a point.", margin=(0, 10)), self._clear,
             sizing_mode="stretch_width", min_width=300,
         )
@@ -394,7 +408,35 @@ class EMPlayground(ModelPage):
     def _on_data_change(self, *events):
         if any(e.name == "dataset" for e in events) and self.data_model.dataset != UPLOADED:
             self._clicked = None
+        self._sync_pair()
         self.refresh()
+
+    def _sync_pair(self) -> None:
+        """Column pickers follow the data: shown for data with more than two columns."""
+        dm = self.data_model
+        cols = list(dm.all_columns)
+        many = len(cols) > 2
+        self._pair_box.visible = many
+        if not many:
+            return
+        pair = list(dm.columns) if len(dm.columns) == 2 else cols[:2]
+        self._syncing_pair = True
+        try:
+            self._x_col.param.update(options=cols, value=pair[0])
+            self._y_col.param.update(options=cols, value=pair[1])
+        finally:
+            self._syncing_pair = False
+
+    def _on_pair_widget(self, event) -> None:
+        if getattr(self, "_syncing_pair", False):
+            return
+        x, y = self._x_col.value, self._y_col.value
+        if x == y:  # the same column twice: swap the pair instead of drawing x = y
+            old_x, old_y = list(self.data_model.columns)
+            x, y = (x, old_x) if event.obj is self._x_col else (old_y, y)
+            if x == y:
+                return
+        self.data_model.columns = [x, y]
 
     def _on_frame(self, event):
         self.refresh()

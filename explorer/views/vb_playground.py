@@ -27,7 +27,7 @@ import panel as pn
 import param
 
 from explorer.core import vb_dpgmm
-from explorer.models.data_model import DataModel
+from explorer.models.data_model import UPLOADED, DataModel
 from explorer.models.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
 from explorer.views._text import md
 from explorer.views._page import ModelPage
@@ -47,7 +47,7 @@ from explorer.views.player import StepPlayer
 
 __all__ = ["DATASETS", "VariationalPlayground", "other_update"]
 
-DATASETS = DATASETS_2D + ["iris", "wine", "boston"]
+DATASETS = DATASETS_2D + ["iris", "wine", "boston", UPLOADED]  # uploaded: the session's own data
 #: Settings shared by both runs (everything but ``update``).
 SHARED = ("n_components", "alpha", "mean_prior", "beta0", "nu0", "covariance_prior", "responsibilities",
           "init", "reg_covar", "tol", "max_iter", "seed")
@@ -209,7 +209,7 @@ class VariationalPlayground(ModelPage):
             color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
             title="Effective components", ylabel="E[π_k] > threshold", **small)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
-                                           allow_upload=False, show_error=False)
+                                           show_error=False)
         self._rewind = _RewindSlider(label="Rewind to iteration", start=0, end=1, value=0,
                                      sizing_mode="stretch_width")
         self._rewind.param.watch(self._on_rewind, "value_throttled")

@@ -78,3 +78,38 @@ def test_the_gallery_url_keeps_the_settings_of_the_open_page(serve_app, new_page
     fresh.get_by_text("by mar_rows", exact=False).first.wait_for()
     fresh.get_by_text("178 rows x 13 columns", exact=False).first.wait_for()
     errors.assert_none()
+
+
+def _offers(page, option: str) -> bool:
+    return page.locator("select option", has_text=option).count() > 0
+
+
+def test_an_upload_is_offered_by_every_page_of_the_session(serve_app, new_page, watch_errors, wait_for_bokeh):
+    from tests.browser._helpers import select_option
+
+    url = serve_app({"main": str(REPO_ROOT / "apps" / "main.py")})
+    page = new_page(viewport={"width": 1440, "height": 900})
+    errors = watch_errors(page)
+    page.goto(f"{url}/main?page=data_mechanism")
+    wait_for_bokeh(page)
+    rows = "\n".join(f"{i},{(i * 7) % 11},{i % 5},{(i * 3) % 7 if i % 4 else ''}" for i in range(1, 41))
+    page.locator("input[type=file]").set_input_files(
+        {"name": "mine.csv", "mimeType": "text/csv", "buffer": f"a,b,c,d\n{rows}\n".encode()})
+    page.get_by_text("40 rows x 4 columns", exact=False).first.wait_for()
+    # the EM playground (2-D) offers it and draws two of its columns, chosen in the sidebar
+    _open(page, "EM playground", "em_playground")
+    select_option(page, "uploaded", label="uploaded")
+    page.get_by_text("x column", exact=True).first.wait_for()
+    page.get_by_text("Exact EM · iteration 0", exact=False).first.wait_for()
+    assert page.get_by_text("needs 2-D data", exact=False).count() == 0
+    page.get_by_role("button", name="Step", exact=True).click()
+    page.get_by_text("Exact EM · iteration 1", exact=False).first.wait_for()
+    for label, slug in (("Conditional density slices", "conditional"), ("Variational DP mixture", "variational")):
+        _open(page, label, slug)
+        assert _offers(page, "uploaded"), f"{slug} does not offer the upload"
+    # a link naming uploaded data, opened in a new session, says the file must be uploaded again
+    fresh = new_page(viewport={"width": 1440, "height": 900})
+    fresh.goto(f"{url}/main?page=data_mechanism&data_mechanism.dataset=uploaded")
+    wait_for_bokeh(fresh)
+    fresh.get_by_text("Upload the file again", exact=False).first.wait_for()
+    errors.assert_none()
