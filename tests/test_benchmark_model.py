@@ -164,3 +164,17 @@ def test_process_pool_gives_the_same_table():
     one = BenchmarkModel(methods=["mean", "knn"], rates=[0.1, 0.3])
     assert one.start() and one.wait(60) == "done"
     pd.testing.assert_frame_equal(m.summary.drop(columns="seconds"), one.summary.drop(columns="seconds"))
+
+
+def test_loading_the_committed_run_makes_the_settings_match_it():
+    """After "Load committed full run" the sidebar must describe the table on screen, not the last run."""
+    from explorer.models.benchmark_model import COMMITTED_SUMMARY
+
+    m = BenchmarkModel(datasets=["boston"], methods=["mean"], rates=[0.1], repetitions=1, quick=True)
+    assert m.load_results(COMMITTED_SUMMARY)
+    summary = m.summary
+    assert set(m.datasets) == set(summary["dataset"]) and set(m.methods) == set(summary["method"])
+    shown = summary[summary["mechanism"] == m.mechanism]
+    assert sorted(m.rates) == sorted({float(r) for r in shown["rate"]})
+    assert m.repetitions == int(summary["n"].max()) and m.quick is False
+    assert m.source == "summary.csv" and m.status == "done"  # the loaded table stays

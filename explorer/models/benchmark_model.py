@@ -327,7 +327,27 @@ class BenchmarkModel(Settings):
         if mechs and self.mechanism not in mechs:
             updates["mechanism"] = mechs[0]
         self._publish(**updates)
+        self._match_settings(df)
         return True
+
+    def _match_settings(self, df: pd.DataFrame) -> None:
+        """Make the settings describe a loaded table: its data sets, methods, rates of the mechanism
+        shown and repetitions (settings left from an earlier run would not match the plots)."""
+        datasets = [d for d in self.param.datasets.objects if d in set(df["dataset"])][:2]
+        methods = [m for m in self.param.methods.objects if m in set(df["method"])]
+        shown = df[df["mechanism"] == self.mechanism]
+        rates = sorted({float(r) for r in shown["rate"]}) if len(shown) else []
+        settings = {}
+        if datasets:
+            settings["datasets"] = datasets
+        if methods:
+            settings["methods"] = methods
+        if rates:
+            settings["rates"] = rates
+        if "n" in df.columns and df["n"].notna().any():
+            settings["repetitions"] = int(min(max(df["n"].max(), 1), self.param.repetitions.bounds[1]))
+        settings["quick"] = False  # a full run is what a loaded table holds
+        self.param.update(**settings)
 
     # ------------------------------------------------------------------ worker thread
     def _work(self, plan: _Plan, cancel: threading.Event, abandon: threading.Event) -> None:
