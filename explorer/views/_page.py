@@ -18,6 +18,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.views._banner import DataErrorBanner
+from explorer.views._flow import flow
 from explorer.views._text import md
 from explorer.views._url import UrlBinding, UrlState
 
@@ -198,9 +199,8 @@ class ModelPage(Viewer):
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self.sidebar = sidebar
-        results = [pn.Row(*panels, sizing_mode="stretch_width"),
-                   pn.Row(*[pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False) for p in plots],
-                          sizing_mode="stretch_width")]
+        # wrapped onto the next line rather than squeezed under 420 px (see _flow)
+        results = [flow(*panels), flow(*plots)]
         # a data setting that cannot be applied: said first, with the nearest one that works (results dimmed)
         self._banner = DataErrorBanner(data_model=self.data_model, results=results)
         self.main = pn.Column(
