@@ -153,7 +153,17 @@ def weights_overlay(data: dict) -> hv.Overlay:
     return (a * b * line).opts(
         {"Rectangles": dict(xlim=(0.4, K + 0.6), ylim=(0, 1.08 * top), framewise=True, line_color="black",
                             xticks=ticks, xlabel="component k", ylabel="E[π_k]"),
-         "Overlay": dict(legend_position="top_right")})
+         # above the frame, on one line: inside it covered the bars of components 6-8
+         "Overlay": dict(legend_position="top", legend_cols=2)})
+
+
+#: The iteration axis of a trace spans at least 0 to this (at iteration 0 it would be an empty -1 to 1).
+TRACE_MIN_ITERATIONS = 10
+
+
+def trace_curve(data) -> hv.Curve:
+    """DynamicMap callback of a trace (a :func:`trace_buffer`): its iteration axis spans at least 0-10."""
+    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, TRACE_MIN_ITERATIONS)))
 
 
 def trace_buffer(column: str) -> hv.streams.Buffer:

@@ -38,6 +38,7 @@ from explorer.views._vb_frames import (
     mixture_frame,
     mixture_overlay,
     trace_buffer,
+    trace_curve,
     weights_frame,
     weights_overlay,
 )
@@ -190,22 +191,24 @@ class VariationalPlayground(ModelPage):
         dmaps = [hv.DynamicMap(mixture_overlay, streams=[p]).opts(**opts) for p in self._pipes]
         panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width", linked_axes=False),
                             sizing_mode="stretch_width") for t, d in zip(self._titles, dmaps)]
-        small = dict(responsive=True, height=250, framewise=True, axiswise=True, show_grid=True, toolbar=None,
-                     legend_position="top_right", legend_opts={"label_text_font_size": "8pt"}, backend="bokeh")
+        # legends above the frames: inside, they covered the start of the ELBO curve
+        small = dict(responsive=True, height=280, framewise=True, axiswise=True, show_grid=True, toolbar=None,
+                     legend_position="top", legend_cols=2, legend_opts={"label_text_font_size": "8pt"},
+                     backend="bokeh")
         weights = hv.DynamicMap(weights_overlay, streams=[self._weights]).opts(
-            {"Rectangles": dict(responsive=True, height=250, toolbar=None, title="Stick weights E[π_k]"),
-             "Overlay": dict(responsive=True, height=250)})
+            {"Rectangles": dict(responsive=True, height=280, toolbar=None, title="Stick weights E[π_k]"),
+             "Overlay": dict(responsive=True, height=280)})
         curves = []
         for u, c in UPDATE_COLORS.items():
             b = self._traces[u]
             if u == "principled":
-                curves.append(hv.DynamicMap(hv.Curve, streams=[b["elbo"]]).relabel("ELBO (principled)").opts(
+                curves.append(hv.DynamicMap(trace_curve, streams=[b["elbo"]]).relabel("ELBO (principled)").opts(
                     color=c, line_width=2.5))
-            curves.append(hv.DynamicMap(hv.Curve, streams=[b["ll"]]).relabel(f"plug-in log-lik. ({u})").opts(
+            curves.append(hv.DynamicMap(trace_curve, streams=[b["ll"]]).relabel(f"plug-in log-lik. ({u})").opts(
                 color=c, line_width=1.5, line_dash="dashed"))
         objective = _overlay_all(curves).opts(title="ELBO and plug-in log-likelihood", ylabel="nats",
-                                              **(small | {"legend_position": "bottom_right"}))
-        neff = _overlay_all([hv.DynamicMap(hv.Curve, streams=[self._traces[u]["neff"]]).relabel(u).opts(
+                                              **small)
+        neff = _overlay_all([hv.DynamicMap(trace_curve, streams=[self._traces[u]["neff"]]).relabel(u).opts(
             color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
             title="Effective components", ylabel="E[π_k] > threshold", **small)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
