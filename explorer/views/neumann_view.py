@@ -25,6 +25,7 @@ import pandas as pd
 import panel as pn
 
 from explorer.models.fa_model import MASK_TYPES, METHOD_LABELS, FAModel
+from explorer.views._flow import flow
 from explorer.views.inpainting import FAPage, mask_widgets, model_widgets
 
 __all__ = ["NeumannView", "decay_overlay", "error_overlay", "rho_overlay"]
@@ -130,24 +131,26 @@ class NeumannView(FAPage):
         rho = hv.DynamicMap(rho_overlay, streams=[self.pipes["rho"]]).opts(
             {**framewise, "Overlay": dict(title="ρ(I − A/s) per test image", legend_position="top_left", **common)},
             backend="bokeh")
-        # the legend sits outside, right of the frame: inside it covered the steep residual curve (bottom left)
-        # or the slowly decaying bound and worst case (top right)
+        # the legend sits outside, below the frame: inside it covered the steep residual curve (bottom left)
+        # or the slowly decaying bound and worst case (top right); right of the frame it squeezed the frame
+        # to ~280 px and the toolbar onto the title
         decay = hv.DynamicMap(decay_overlay, streams=[self.pipes["decay"]]).opts(
             {"Curve": {"logy": True, "framewise": True},
              "Overlay": dict(title="Convergence: [ρ]^l on a log scale", logy=True, ylabel="factor / bound",
-                             legend_position="right", **common)}, backend="bokeh")
+                             legend_position="bottom", legend_cols=2, **(common | {"height": 390}))},
+            backend="bokeh")
         error = hv.DynamicMap(error_overlay, streams=[self.pipes["error"]]).opts(
             {**framewise, "Overlay": dict(title="Error on the missing pixels against l", ylabel="MSE (missing pixels)",
                                           legend_position="right", **common)}, backend="bokeh")
         self._window = pn.pane.Alert("", alert_type="success", sizing_mode="stretch_width", margin=(0, 10))
         self.sidebar = pn.Column(
+            *self._l_widgets(),  # Step / Play / Reset first: visible without scrolling
             "### Mask of the error curve", mask_widgets(m, masks=MASK_TYPES),
-            *self._l_widgets(),
             "### Model", *model_widgets(m),
             sizing_mode="stretch_width")
         plots = [pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False) for p in (rho, decay, error)]
         self.main = pn.Column(self._alert, self._info, self._window,
-                              pn.Row(*plots[:2], sizing_mode="stretch_width"), plots[2],
+                              flow(*plots[:2]), plots[2],
                               pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self._rho_key = None
 
