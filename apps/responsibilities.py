@@ -16,7 +16,8 @@ TITLE = "Responsibilities under masking"
 
 
 def create_view(**settings) -> ResponsibilitiesView:
-    """The bare Viewer (plain layout, no template): 1s and 7s, two PPCA components, top half missing."""
+    """The bare Viewer (plain layout, no template): 3s and 8s, two PPCA components, left half missing, opening on
+    an image that changes cluster when masked (see :func:`~explorer.views.responsibilities_view.create_model`)."""
     return ResponsibilitiesView(model=create_model(**settings))
 
 

@@ -1,12 +1,12 @@
 """The responsibilities page: how masking shifts the cluster responsibilities of a mixture of factor analysers.
 
 seed003 §1.10-1.11 and §3 item 11. A mixture of PPCA / factor analysers
-(:class:`~explorer.models.fa_model.FAModel` with ``n_components >= 2``, by default on the 1s and 7s)
-assigns every complete test image to a component; with part of the image missing (the top half of
-a 1 or a 7 is ambiguous) the responsibility given the **visible** pixels moves. The page shows, for
+(:class:`~explorer.models.fa_model.FAModel` with ``n_components >= 2``, by default on the 3s and 8s)
+assigns every complete test image to a component; with part of the image missing (the left half of
+a 3 or an 8 is ambiguous) the responsibility given the **visible** pixels moves. The page shows, for
 the selected image, the responsibilities of the complete image, of the masked image (exact) and of
-NSA-M after l Neumann terms (signs corrected); over all test images, the responsibility of each
-image's complete-data component before against after masking (coloured by the true digit), and
+NSA-M after l Neumann terms (signs corrected); over all test images, a histogram of the responsibility
+after masking of each image's complete-data component (stacked by the true digit), and
 the cluster-assignment accuracy (each component named by the majority digit of its training images).
 
 Every plot is one ``hv.DynamicMap`` on an ``hv.streams.Pipe`` whose element structure never changes.
@@ -21,6 +21,7 @@ import panel as pn
 import param
 
 from explorer.models.fa_model import FAModel
+from explorer.views._flow import flow
 from explorer.views.inpainting import (
     FAPage,
     image_dmap,
@@ -34,6 +35,8 @@ __all__ = ["ResponsibilitiesView", "accuracy_frame", "create_model", "shift_fram
 CONDITIONS = {"complete": "complete image", "exact": "masked (exact)", "nsa": "masked (NSA-M, l terms)"}
 COMPONENT_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
 CONDITION_COLORS = {"complete image": "#888888", "masked (exact)": "#2f6fb3", "masked (NSA-M, l terms)": "#e4572e"}
+#: The test image the page opens on: ambiguous once masked (see :func:`create_model`).
+DEFAULT_IMAGE = 67
 URL = ("dataset", "classes", "kind", "n_factors", "n_components", "mask", "rate", "quarter", "side", "size",
        "mask_seed", "image_index", "n_terms", "max_terms")
 
@@ -49,8 +52,9 @@ or an 8 is the ambiguous case, which is why the page starts there).
 
 * **Top**: the selected test image and its responsibilities: complete, masked (exact) and masked with NSA-M
   after l Neumann terms (which converge to the exact ones as l grows).
-* **Bottom left**: for every test image, the responsibility of the component it belongs to when complete,
-  before (x) and after (y) masking. Points below the diagonal lost confidence; below 0.5, the image changed cluster.
+* **Bottom left**: for every test image, the responsibility after masking of the component it belongs to when
+  complete (where it is close to 1), as a histogram stacked by digit. Images left of 1 lost confidence; left of
+  the dashed line (0.5), the image changed cluster. The black line is the selected image.
 * **Bottom right**: the fraction of test images whose most responsible component's majority digit is the true digit.
 """
 
@@ -83,16 +87,34 @@ def _bars(data: pd.DataFrame) -> hv.Bars:
         color="component", cmap=COMPONENT_COLORS, ylim=(0, 1.05))
 
 
+#: Bins of the histogram of the responsibilities after masking, on [0, 1].
+SHIFT_BINS = 20
+
+
 def _shift(data: dict) -> hv.Overlay:
-    diag = hv.Curve(([0, 1], [0, 1]), "before", "after").opts(color="#888888", line_dash="dashed")
-    half = hv.HLine(0.5).opts(color="#bbbbbb", line_width=1)
-    pts = hv.Scatter(data["points"], "before", ["after", "digit"]).opts(
-        color="digit", cmap="Category10", size=6, alpha=0.7, show_legend=True)
-    # a hollow ring: fill_alpha=0 (color="none" is not a Bokeh colour, HoloViews sent it as the column 'none',
-    # and BokehJS warned "nonexistent field 'none'" on every update)
-    sel = hv.Scatter(data["selected"], "before", ["after", "digit"]).opts(
-        fill_alpha=0, line_color="black", size=14, line_width=2)
-    return hv.Overlay([diag, half, pts, sel])
+    """Histogram of the responsibility after masking of each image's complete-image component, stacked by digit.
+
+    (A scatter of before against after put every point at before = 1: a complete image is always assigned
+    with certainty, and the points piled up there unseen.) The dashed line at 0.5: below it the image changed
+    cluster; the black line: the selected image. Always the same three elements.
+    """
+    pts = data["points"]
+    edges = np.linspace(0.0, 1.0, SHIFT_BINS + 1)
+    rows, bottom = [], np.zeros(SHIFT_BINS)
+    for digit in sorted(pts.digit.unique()):
+        counts = np.histogram(np.clip(pts.after[pts.digit == digit], 0, 1), edges)[0]
+        rows += [(edges[b], bottom[b], edges[b + 1], bottom[b] + counts[b], digit)
+                 for b in range(SHIFT_BINS) if counts[b] > 0]
+        bottom += counts
+    df = pd.DataFrame(rows, columns=["after", "y0", "after1", "images", "digit"])
+    top = max(float(bottom.max(initial=0)), 1.0) * 1.08
+    bars = hv.Rectangles(df, kdims=[hv.Dimension("after", label="responsibility after masking (exact)"),
+                                    hv.Dimension("y0", label="test images"), "after1", "images"],
+                         vdims=["digit"]).opts(color="digit", cmap="Category10", line_color="black", line_width=0.5,
+                                               show_legend=True, ylim=(0, top), framewise=True)
+    half = hv.VLine(0.5).opts(color="#888888", line_dash="dashed", line_width=1.5)
+    sel = hv.VLine(float(data["selected"].after.iloc[0])).opts(color="black", line_width=2.5)
+    return hv.Overlay([bars, half, sel])
 
 
 def _accuracy(data: pd.DataFrame) -> hv.Bars:
@@ -120,40 +142,41 @@ class ResponsibilitiesView(FAPage):
                       "shift": hv.streams.Pipe(data=shift_frame(empty, np.zeros(1, dtype=int), 0)),
                       "accuracy": hv.streams.Pipe(data=accuracy_frame(empty, np.zeros(1, dtype=int)))}
         bars = hv.DynamicMap(_bars, streams=[self.pipes["selected"]]).opts(
-            responsive=True, height=250, toolbar=None, title="Responsibilities of the selected image (component: digit)",
+            responsive=True, height=250, toolbar=None, title="Responsibilities of the selected image",
             legend_position="right", backend="bokeh", framewise=True, xlabel="")
         shift = hv.DynamicMap(_shift, streams=[self.pipes["shift"]]).opts(
-            {"Overlay": {"responsive": True, "height": 330, "title": "Responsibility of the complete-image component",
-                             "xlabel": "before masking", "ylabel": "after masking (exact)", "legend_position": "right",
-                             "show_grid": True, "toolbar": "above", "xlim": (-0.02, 1.02), "ylim": (-0.02, 1.02)}},
+            {"Overlay": {"responsive": True, "height": 330, "title": "Each image's own component after masking",
+                         "xlabel": "responsibility after masking (exact)", "ylabel": "test images",
+                         "legend_position": "top", "legend_cols": 4, "show_grid": True, "toolbar": None,
+                         "xlim": (0, 1)}},
             backend="bokeh")
         accuracy = hv.DynamicMap(_accuracy, streams=[self.pipes["accuracy"]]).opts(
             responsive=True, height=330, toolbar=None, title="Cluster-assignment accuracy", show_legend=False,
             backend="bokeh", framewise=True, xlabel="")
         self._caption = pn.pane.Markdown("", margin=(0, 10))
-        images = pn.Row(pn.pane.HoloViews(image_dmap(self.pipes["original"], 120, title="original"), linked_axes=False),
-                        pn.pane.HoloViews(image_dmap(self.pipes["masked"], 120, title="masked"), linked_axes=False),
+        # fixed: stretching (the gallery's default) shared the row's width with the bars and cut the means off
+        images = pn.Row(pn.pane.HoloViews(image_dmap(self.pipes["original"], 120, title="original"), linked_axes=False,
+                                          sizing_mode="fixed"),
+                        pn.pane.HoloViews(image_dmap(self.pipes["masked"], 120, title="masked"), linked_axes=False,
+                                          sizing_mode="fixed"),
                         pn.pane.HoloViews(image_dmap(self.pipes["means"], 120, width=260, title="component means"),
-                                          linked_axes=False))
+                                          linked_axes=False, sizing_mode="fixed"), sizing_mode="fixed")
         random_button = pn.widgets.Button(label="Random image", color="primary")
         random_button.on_click(self._on_random)
         self._rng = np.random.default_rng()
         self.sidebar = pn.Column(
+            *self._l_widgets(),  # Step / Play / Reset first: visible without scrolling
             "### Image", pn.widgets.IntSlider.from_param(m.param.image_index, label="Test image", start=0,
                                                          end=m.n_eval - 1),
             random_button,
             "### Mask", mask_widgets(m, masks=("random_pixels", "quarter", "half", "square")),
-            *self._l_widgets(),
             "### Mixture", *model_widgets(m, components=(2, 4)),
             sizing_mode="stretch_width")
         self.main = pn.Column(
             self._alert, self._info,
-            pn.Row(images, pn.pane.HoloViews(bars, sizing_mode="stretch_width", linked_axes=False),
-                   sizing_mode="stretch_width"),
+            flow(images, bars),
             self._caption,
-            pn.Row(pn.pane.HoloViews(shift, sizing_mode="stretch_width", linked_axes=False),
-                   pn.pane.HoloViews(accuracy, sizing_mode="stretch_width", linked_axes=False),
-                   sizing_mode="stretch_width"),
+            flow(shift, accuracy),
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
 
     def _on_random(self, event=None):
@@ -195,8 +218,11 @@ class ResponsibilitiesView(FAPage):
 def create_model(**settings) -> FAModel:
     """The default model of the page: the 3s and 8s of the 8x8 digits, two PPCA components, left half missing.
 
+    It opens on test image 67 (an 8) whose left half looks like a 3: masked, it changes cluster (the 3s'
+    component gets 0.66 instead of 0.00), and NSA-M gets there from 0 / 1 at l = 0 as l grows, so Step shows
+    the responsibilities move.
     (The thesis's 1s and 7s with the top half missing are one click away; on the 8x8 digits their two
     clusters stay apart under every half mask, while the left half of a 3 or an 8 is ambiguous.)
     """
     return FAModel(**({"classes": "3,8", "n_components": 2, "n_factors": 10, "mask": "half", "side": "left",
-                       "max_terms": 200} | settings))
+                       "max_terms": 200, "image_index": DEFAULT_IMAGE} | settings))
