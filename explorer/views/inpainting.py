@@ -236,12 +236,16 @@ class InpaintingView(FAPage):
         self.drag.add_subscriber(weak_callback(self._on_drag))
         self._last_drag = None  # (stroke, row, col) of the previous drag event
         taps = {"masked": [self.tap], "original": [self.ink_tap, self.drag]}
-        self._errors = {p: pn.pane.Markdown("", margin=(0, 5), styles={"font-size": "12px"}) for p in PANELS}
+        # each caption centred under its image (the column is as wide as the image's figure)
+        self._errors = {p: pn.pane.Markdown("", width=150, margin=(0, 0), styles={"font-size": "12px",
+                                                                                   "text-align": "center"})
+                        for p in PANELS}
         panels = []
         for p in PANELS:
             dmap = image_dmap(self.pipes[p], 118, title=PANEL_TITLES[p],
                               streams=taps.get(p, ()), tools=["tap"] if p in taps else ())
-            panels.append(pn.Column(pn.pane.HoloViews(dmap, linked_axes=False), self._errors[p], width=150))
+            panels.append(pn.Column(pn.pane.HoloViews(dmap, linked_axes=False, margin=(5, 5, 0, 5)), self._errors[p],
+                                    width=150, sizing_mode="fixed"))
         self.pipes["components"] = hv.streams.Pipe(data=np.zeros(m.shape))
         self.pipes["resp"] = hv.streams.Pipe(data=_resp_frame(np.ones(1), np.ones(1)))
         self.pipes["grid_in"] = hv.streams.Pipe(data=np.zeros(m.shape))
@@ -267,6 +271,7 @@ class InpaintingView(FAPage):
         clear_drawing.on_click(lambda event: self.model.clear_drawing())
         self._rng = np.random.default_rng()
         self.sidebar = pn.Column(
+            *self._l_widgets(),  # Step / Play / Reset first: visible without scrolling
             "### Image", pn.widgets.IntSlider.from_param(m.param.image_index, label="Test image", start=0,
                                                          end=m.n_eval - 1),
             random_button,
@@ -278,7 +283,6 @@ class InpaintingView(FAPage):
             pn.widgets.IntSlider.from_param(self.param.brush_size, label="Brush size (pixels)", start=1, end=8),
             pn.Row(clear, clear_drawing),
             "### Mask", mask_widgets(m),
-            *self._l_widgets(),
             "### Model", *model_widgets(m),
             "### Display",
             pn.widgets.Checkbox.from_param(m.param.keep_observed, label="Paste the observed pixels back"),
