@@ -224,7 +224,7 @@ class ConditionalView(Viewer):
         self._slice2d_dmap = hv.DynamicMap(_slice2d_element, streams=[self.pipes["slice2d"]]).opts(
             {"Image": dict(width=560, height=400, toolbar="above", colorbar=False)})
         weights = hv.DynamicMap(_weights_element, streams=[self.pipes["weights"]]).opts(
-            {"Rectangles": dict(width=320, height=300, toolbar=None), "Overlay": dict(width=320, height=300)})
+            {"Rectangles": dict(width=420, height=300, toolbar=None), "Overlay": dict(width=420, height=300)})
         # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
         pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
         # visibility is toggled on the wrapping Columns: toggling it on a HoloViews pane itself trips a
@@ -248,7 +248,9 @@ class ConditionalView(Viewer):
             pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width"),
             self._custom_box,
             pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
-            pn.Row(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), sizing_mode="stretch_width"),
+            # side by side when they fit, the weights below the density when not (a Row overflowed at 1024 px)
+            pn.FlexBox(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
             self._table_note,
             self._table,
             sizing_mode="stretch_width",
