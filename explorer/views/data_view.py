@@ -269,9 +269,15 @@ table.dataframe td:last-child, table.dataframe th:last-child { text-align: left;
 """
 
 
+def _short(name, limit: int = 18) -> str:
+    """A column name as a tick label: long ones cut (they took the plot's width, and overlapped when rotated)."""
+    name = str(name)
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
 def _ticks(columns, max_ticks: int = 18):
     step = max(1, int(np.ceil(len(columns) / max_ticks)))
-    return [(j + 0.5, str(c)) for j, c in enumerate(columns) if j % step == 0]
+    return [(j + 0.5, _short(c)) for j, c in enumerate(columns) if j % step == 0]
 
 
 # ----------------------------------------------------------------------------- element builders
@@ -286,22 +292,40 @@ def _matrix_element(data):
         title=title, xticks=_ticks(columns), xrotation=60 if d > 6 else 0, framewise=True)
 
 
+#: Height of the per-column rate chart: a bar of BAR_PX pixels per column, between these bounds.
+RATES_HEIGHT = (220, 600)
+BAR_PX = 15
+
+
+def rates_height(n_columns: int) -> int:
+    """Pixels of the per-column rate chart for ``n_columns`` columns (one horizontal bar each)."""
+    return int(np.clip(110 + BAR_PX * n_columns, *RATES_HEIGHT))
+
+
+def _fit_rates_height(plot, element):
+    """Plot hook: the chart grows with the number of columns (13 of wine, up to 64 of an upload)."""
+    height = rates_height(len(element))
+    if plot.state.height != height:
+        plot.state.height = height
+
+
 def _rates_element(data):
-    # bars at numeric positions (column j spans [j + 0.1, j + 0.9]) with the names as tick labels: a
-    # categorical axis whose factors shrink (4 columns -> 3) makes BokehJS fail with "Size mismatch"
+    # one horizontal bar per column, the names on the y axis, read without rotation (a vertical chart of 13
+    # columns was flat and its rotated names unreadable): column j spans [j + 0.1, j + 0.9] at numeric
+    # positions with the names as tick labels (a categorical axis whose factors shrink, 4 columns -> 3,
+    # makes BokehJS fail with "Size mismatch"); the first column on top
     rates = np.asarray(data["rates"], dtype=float)
     j = np.arange(rates.size, dtype=float)
-    bars = hv.Rectangles((j + 0.1, np.zeros_like(j), j + 0.9, rates),
-                         kdims=[hv.Dimension("rcol", label="column"), hv.Dimension("rate", label="missing rate"),
-                                "rcol1", "rate1"])
+    bars = hv.Rectangles((np.zeros_like(j), j + 0.1, rates, j + 0.9),
+                         kdims=[hv.Dimension("rate", label="missing rate"), hv.Dimension("rcol", label="column"),
+                                "rate1", "rcol1"])
     top = max(float(np.max(rates, initial=0)), data["line"], 0.05) * 1.15
-    line = hv.HLine(data["line"]).opts(color=MIS_COLOUR, line_dash="dashed", line_width=2)
-    many = len(data["columns"]) > 16
-    ticks = _ticks(data["columns"], max_ticks=40)
-    return (bars * line).opts({"Rectangles": dict(ylim=(0, top), xlim=(0, max(rates.size, 1)), title=data["title"],
-                                                  framewise=True, xticks=ticks,
-                                                  xrotation=90 if many else 60 if len(data["columns"]) > 6 else 0,
-                                                  fontsize={"xticks": "6pt" if many else "9pt"})})
+    line = hv.VLine(data["line"]).opts(color=MIS_COLOUR, line_dash="dashed", line_width=2)
+    many = len(data["columns"]) > 32
+    ticks = _ticks(data["columns"], max_ticks=40)  # long names cut: the title is only as wide as the frame
+    return (bars * line).opts({"Rectangles": dict(xlim=(0, top), ylim=(0, max(rates.size, 1)), title=data["title"],
+                                                  framewise=True, yticks=ticks, invert_yaxis=True,
+                                                  fontsize={"yticks": "7pt" if many else "9pt", "title": "10pt"})})
 
 
 def _marginal_element(data):
@@ -384,8 +408,8 @@ class DataMechanismView(Viewer):
             {"Image": dict(cmap=[OBSERVED_COLOUR, MISSING_COLOUR], clim=(0, 1), invert_yaxis=True,
                            width=360, height=440, tools=["hover"], toolbar=None, colorbar=False)})
         rates = hv.DynamicMap(_rates_element, streams=[self.pipes["rates"]]).opts(
-            {"Rectangles": dict(color=OBS_COLOUR, line_color="black", width=480, height=220, toolbar=None,
-                                ylabel="missing rate", xlabel="column")})
+            {"Rectangles": dict(color=OBS_COLOUR, line_color="black", width=480, height=rates_height(4), toolbar=None,
+                                xlabel="missing rate", ylabel="column", hooks=[_fit_rates_height])})
         marginal = hv.DynamicMap(_marginal_element, streams=[self.pipes["marginal"]]).opts(
             {"Histogram": dict(width=640, height=300, toolbar="above")})
         images = hv.DynamicMap(_mosaic_element, streams=[self.pipes["images"]]).opts(
