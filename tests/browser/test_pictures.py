@@ -1,0 +1,202 @@
+"""What a student sees on every page of the gallery, at 1440x900 and at 1024x768 (issue 9, "Pictures").
+
+One test per viewport serves the gallery (apps/main.py) once and opens every page in turn (a fresh
+session per page, so each starts with its defaults). Per page it waits for the render, saves a screenshot
+``test-results/screenshots/<page>-<w>x<h>.png`` and reads Bokeh's layout from BokehJS: for every
+Figure view on screen, its size, its legends' boxes and the screen positions of its glyphs (the glyph
+views' own screen coordinates: points, bar rectangles, line vertices and segments, clipped to the frame).
+It checks:
+
+* no legend box covers a data point, a bar or a line of its figure;
+* no plot is narrower than 400 px, except image thumbnails (see :func:`is_thumbnail`);
+* Step / Play / Reset, on the pages that have them, are inside the 1440x900 viewport without scrolling
+  (the page freshly opened, nothing scrolled: their boxes lie within the window).
+
+All problems of all pages are gathered and reported together.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.test_gallery import REPO_ROOT
+
+#: (screenshot name, query): every page of the gallery with its defaults, and the data page on wine (13 columns:
+#: its per-column missing-rate chart must stay readable).
+PAGES = [(slug, f"page={slug}") for slug in ("em_playground", "conditional", "data_mechanism", "variational",
+                                             "benchmark", "inpainting", "neumann", "responsibilities")]
+PAGES.append(("data_mechanism-wine", "page=data_mechanism&data_mechanism.dataset=wine"))
+VIEWPORTS = [(1440, 900), (1024, 768)]
+MIN_PLOT_WIDTH = 400
+#: The run controls: on every page that has a Step button, all three must show without scrolling at 1440x900.
+RUN_BUTTONS = ("Step", "Play", "Reset")
+#: A legend's border and padding may touch a glyph drawn on the frame's very edge: pixels ignored at its rim.
+LEGEND_RIM = 2
+
+# Every Figure view on screen: its box, frame, legends and glyph geometry in canvas pixels.
+LAYOUT_JS = """() => {
+  const figs = [];
+  const shown = (el) => el != null && el.isConnected && el.getClientRects().length > 0;
+  const num = (v) => typeof v === 'number' && Number.isFinite(v);
+  for (const view of Bokeh.index.query((v) => v.model != null && v.model.type === 'Figure')) {
+    if (!shown(view.el)) continue;
+    const bb = view.bbox, fr = view.frame.bbox;
+    const rect = view.el.getBoundingClientRect();
+    const title = view.model.title != null && typeof view.model.title.text === 'string' ? view.model.title.text : '';
+    const legends = [], points = [], boxes = [], segments = [], glyph_types = [];
+    const clip = (x, y) => x >= fr.left && x <= fr.right && y >= fr.top && y <= fr.bottom;
+    for (const rv of view.renderer_views.values()) {
+      const m = rv.model;
+      if (!m.visible) continue;
+      if (m.type === 'Legend') {
+        const lb = rv.bbox;
+        if (lb != null && lb.width > 0 && lb.height > 0 && m.items.length > 0)
+          legends.push({left: lb.left, top: lb.top, right: lb.right, bottom: lb.bottom});
+        continue;
+      }
+      if (m.type !== 'GlyphRenderer' || rv.glyph == null) continue;
+      const g = rv.glyph, type = m.glyph.type;
+      glyph_types.push(type);
+      if (type === 'Image' || type === 'ImageRGBA' || type === 'ImageStack') continue;
+      if (g.sleft != null && g.sright != null && g.stop != null && g.sbottom != null) {  // bars, quads
+        for (let i = 0; i < g.sleft.length; i++) {
+          const b = {left: Math.min(g.sleft[i], g.sright[i]), right: Math.max(g.sleft[i], g.sright[i]),
+                     top: Math.min(g.stop[i], g.sbottom[i]), bottom: Math.max(g.stop[i], g.sbottom[i])};
+          if (![b.left, b.right, b.top, b.bottom].every(num)) continue;
+          b.left = Math.max(b.left, fr.left); b.right = Math.min(b.right, fr.right);
+          b.top = Math.max(b.top, fr.top); b.bottom = Math.min(b.bottom, fr.bottom);
+          if (b.right > b.left && b.bottom > b.top) boxes.push({...b, type, i});
+        }
+        continue;
+      }
+      if (g.sx != null && g.sy != null && g.sx.length === g.sy.length) {
+        const sx = Array.from(g.sx), sy = Array.from(g.sy);
+        const line = type === 'Line' || type === 'Step';
+        for (let i = 0; i < sx.length; i++) {
+          if (num(sx[i]) && num(sy[i]) && clip(sx[i], sy[i])) points.push([sx[i], sy[i], type, i]);
+          if (line && i > 0 && [sx[i - 1], sy[i - 1], sx[i], sy[i]].every(num))
+            segments.push([sx[i - 1], sy[i - 1], sx[i], sy[i], type]);
+        }
+      }
+      if (g.sx0 != null && g.sy0 != null && g.sx1 != null && g.sy1 != null) {  // Segment
+        for (let i = 0; i < g.sx0.length; i++)
+          if ([g.sx0[i], g.sy0[i], g.sx1[i], g.sy1[i]].every(num))
+            segments.push([g.sx0[i], g.sy0[i], g.sx1[i], g.sy1[i], type]);
+      }
+    }
+    figs.push({id: view.model.id, title, width: bb.width, height: bb.height,
+               page_left: rect.left + window.scrollX, page_top: rect.top + window.scrollY,
+               frame: {left: fr.left, top: fr.top, right: fr.right, bottom: fr.bottom},
+               legends, points, boxes, segments, glyph_types});
+  }
+  return figs;
+}"""
+
+
+def _inside(x: float, y: float, r: dict, pad: float = 0.0) -> bool:
+    return r["left"] - pad <= x <= r["right"] + pad and r["top"] - pad <= y <= r["bottom"] + pad
+
+
+def _overlaps(box: dict, r: dict) -> bool:
+    return box["left"] < r["right"] and r["left"] < box["right"] and box["top"] < r["bottom"] and r["top"] < box["bottom"]
+
+
+def _clip(r: dict, frame: dict) -> dict:
+    return {"left": max(r["left"], frame["left"]), "right": min(r["right"], frame["right"]),
+            "top": max(r["top"], frame["top"]), "bottom": min(r["bottom"], frame["bottom"])}
+
+
+def legend_overlaps(fig: dict) -> list[str]:
+    """What of ``fig``'s glyphs lies under one of its legends (points, bars, line segments sampled)."""
+    problems = []
+    for legend in fig["legends"]:
+        inner = {k: legend[k] + (LEGEND_RIM if k in ("left", "top") else -LEGEND_RIM) for k in legend}
+        hit = _clip(inner, fig["frame"])
+        if hit["right"] <= hit["left"] or hit["bottom"] <= hit["top"]:
+            continue  # a legend outside the frame covers nothing
+        under = [f"{t}[{i}] at ({x:.0f}, {y:.0f})" for x, y, t, i in fig["points"] if _inside(x, y, hit)]
+        under += [f"{b['type']}[{b['i']}] bar" for b in fig["boxes"] if _overlaps(b, hit)]
+        for x0, y0, x1, y1, t in fig["segments"]:
+            for k in range(11):
+                x, y = x0 + (x1 - x0) * k / 10, y0 + (y1 - y0) * k / 10
+                if _inside(x, y, hit) and _inside(x, y, fig["frame"]):
+                    under.append(f"{t} segment through ({x:.0f}, {y:.0f})")
+                    break
+        if under:
+            problems.append(f"legend at {[round(legend[k]) for k in ('left', 'top', 'right', 'bottom')]} covers "
+                            f"{len(under)} glyph(s): {', '.join(under[:5])}")
+    return problems
+
+
+def is_thumbnail(fig: dict) -> bool:
+    """A figure drawing only images, with no legend: exempt from the width rule.
+
+    These are small pictures whose purpose is to be compared side by side, at a size that keeps a row of them
+    on one line: the inpainting page's 8x8 digits (original, masked, MI, FCA, SCA, exact, NSA(l): 118 px each,
+    seven in a row), its per-component reconstructions and the grid mode's masked / imputed mosaics; the
+    responsibilities page's original, masked and component means; the data page's true / masked images.
+    Stretching them to 400 px would break those rows without showing more (an 8x8 image has 64 pixels).
+    """
+    return bool(fig["glyph_types"]) and not fig["legends"] and all(
+        t in ("Image", "ImageRGBA", "ImageStack") for t in fig["glyph_types"])
+
+
+def _open_page(page, url: str, query: str, wait_for_bokeh) -> None:
+    slug = query.split("&")[0].removeprefix("page=")
+    page.goto(f"{url}/main?{query}")
+    wait_for_bokeh(page, timeout=60_000)
+    page.locator(f".page-main-{slug}").first.wait_for(timeout=60_000)
+    page.locator(".bk-Canvas").first.wait_for(timeout=60_000)
+    assert page.get_by_text("Page unavailable", exact=False).count() == 0, f"{slug}: page unavailable"
+    # the figures drawn (every figure view has a frame) and the document idle for a moment
+    page.wait_for_function(
+        """() => { const v = [...Bokeh.index.query((v) => v.model != null && v.model.type === 'Figure')]
+                     .filter((f) => f.el.isConnected && f.el.getClientRects().length > 0);
+                   return v.length > 0 && v.every((f) => f.frame != null && f.frame.bbox.width > 0); }""",
+        timeout=60_000)
+    wait_for_bokeh(page, timeout=60_000)
+    page.wait_for_timeout(1200)
+    wait_for_bokeh(page, timeout=60_000)
+
+
+def check_page(page, slug: str, width: int, height: int) -> list[str]:
+    """The problems of the open page ``slug`` (empty when it looks right)."""
+    problems = []
+    figs = page.evaluate(LAYOUT_JS)
+    if not figs:
+        problems.append("no figure on screen")
+    for fig in figs:
+        name = f"figure {fig['title']!r}" if fig["title"] else f"untitled figure ({', '.join(sorted(set(fig['glyph_types'])))})"
+        for p in legend_overlaps(fig):
+            problems.append(f"{name}: {p}")
+        if fig["width"] < MIN_PLOT_WIDTH and not is_thumbnail(fig):
+            problems.append(f"{name}: {fig['width']:.0f} px wide (< {MIN_PLOT_WIDTH})")
+    has_player = page.get_by_role("button", name="Step", exact=True).count() > 0
+    if has_player and (width, height) == (1440, 900):
+        page.evaluate("window.scrollTo(0, 0)")
+        for label in RUN_BUTTONS:
+            button = page.get_by_role("button", name=label, exact=True)
+            if button.count() == 0:
+                problems.append(f"no {label} button")
+                continue
+            box = button.first.bounding_box()
+            if box is None or not (0 <= box["x"] and box["x"] + box["width"] <= width
+                                   and 0 <= box["y"] and box["y"] + box["height"] <= height):
+                problems.append(f"{label} button not within the {width}x{height} viewport without scrolling: {box}")
+    return [f"{slug} at {width}x{height}: {p}" for p in problems]
+
+
+@pytest.mark.parametrize("width,height", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
+def test_every_page_reads_well(width, height, serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    url = serve_app({"main": str(REPO_ROOT / "apps" / "main.py")})
+    problems = []
+    for name, query in PAGES:
+        page = new_page(viewport={"width": width, "height": height})
+        errors = watch_errors(page)
+        _open_page(page, url, query, wait_for_bokeh)
+        problems += check_page(page, name, width, height)
+        screenshot(page, f"{name}-{width}x{height}")
+        problems += [f"{name} at {width}x{height}: {e}" for e in errors]
+        page.context.close()
+    print("\n".join(problems))  # all of them (pytest shortens the assertion's message)
+    assert not problems, "\n".join(problems)
