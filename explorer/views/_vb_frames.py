@@ -13,7 +13,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from explorer.views.em_playground import COLORS, ellipse_paths
+from explorer.views.em_playground import COLORS, ellipse_paths, trace_curve  # noqa: F401 (the traces, shared)
 
 __all__ = [
     "POINT_COLUMNS",
@@ -155,15 +155,6 @@ def weights_overlay(data: dict) -> hv.Overlay:
                             xticks=ticks, xlabel="component k", ylabel="E[π_k]"),
          # above the frame, on one line: inside it covered the bars of components 6-8
          "Overlay": dict(legend_position="top", legend_cols=2)})
-
-
-#: The iteration axis of a trace spans at least 0 to this (at iteration 0 it would be an empty -1 to 1).
-TRACE_MIN_ITERATIONS = 10
-
-
-def trace_curve(data) -> hv.Curve:
-    """DynamicMap callback of a trace (a :func:`trace_buffer`): its iteration axis spans at least 0-10."""
-    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, TRACE_MIN_ITERATIONS)))
 
 
 def trace_buffer(column: str) -> hv.streams.Buffer:

@@ -282,9 +282,24 @@ def _overlay_all(items):
     return functools.reduce(operator.mul, items)
 
 
-def _trace_curve(data) -> hv.Curve:
-    """A trace: its iteration axis spans at least 0-10 (at iteration 0 it was an empty -1 to 1)."""
-    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, 10)))
+#: The iteration axis of a trace spans at least 0 to this (at iteration 0 it would be an empty -1 to 1).
+TRACE_MIN_ITERATIONS = 10
+
+
+def trace_curve(data) -> hv.Curve:
+    """DynamicMap callback of a trace (a :func:`trace_buffer`): its iteration axis spans at least 0-10.
+
+    With a single value (iteration 0) the value axis spans 1 % of it either side (at least 0.5), not a
+    zero-width range labelled with that one value.
+    """
+    value = next((c for c in data.columns if c != "iteration"), "value")
+    vdim = hv.Dimension(value)
+    finite = np.asarray(data[value], dtype=float) if value in data else np.empty(0)
+    finite = finite[np.isfinite(finite)]
+    if finite.size and np.ptp(finite) == 0:
+        pad = max(0.01 * abs(float(finite[0])), 0.5)
+        vdim = hv.Dimension(value, soft_range=(float(finite[0]) - pad, float(finite[0]) + pad))
+    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, TRACE_MIN_ITERATIONS)), vdim)
 
 
 def _trace_buffer(column: str) -> hv.streams.Buffer:
@@ -359,14 +374,14 @@ class EMPlayground(ModelPage):
             self._taps.append(tap)
         panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width"), sizing_mode="stretch_width")
                   for t, d in zip(self._titles, self._dmaps)]
-        trace_opts = dict(responsive=True, height=240, framewise=True, axiswise=True, show_grid=True,
+        trace_opts = dict(responsive=True, height=290, framewise=True, axiswise=True, show_grid=True,
                           legend_position="top", legend_cols=3, legend_opts={"label_text_font_size": "9pt"},
                           toolbar=None, backend="bokeh")
         colors = ("#1f77b4", "#d62728", "#7f7f7f")
-        ll = _overlay_all([hv.DynamicMap(_trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
+        ll = _overlay_all([hv.DynamicMap(trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
                            for b, (_, t), c in zip(self._ll, VARIANTS, colors)]).opts(
             title="Observed-data log-likelihood", ylabel="log-likelihood", **trace_opts)
-        rmse = _overlay_all([hv.DynamicMap(_trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
+        rmse = _overlay_all([hv.DynamicMap(trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
                              for b, (_, t), c in zip(self._rmse, VARIANTS, colors)]).opts(
             title="Imputation RMSE (needs the true values)", ylabel="RMSE of the hidden values", **trace_opts)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS_2D + [UPLOADED],
