@@ -208,7 +208,7 @@ def notebooks(request, jupyterlab, browser):
     localhost, ``errors`` the page's JavaScript errors (uncaught exceptions and console errors).
     """
     selected = {item.callspec.params["nb"].name for item in request.session.items
-                if item.module is request.module and hasattr(item, "callspec")}
+                if getattr(item, "module", None) is request.module and hasattr(item, "callspec")}  # nbmake items have none
     blocked: dict[str, list[str]] = {}
     errors: dict[str, list[str]] = {}
 
