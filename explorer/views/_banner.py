@@ -10,14 +10,13 @@ While the error stands, the results are dimmed, so they are never taken for the 
 
 from __future__ import annotations
 
-import weakref
-
 import panel as pn
 import param
 from panel.viewable import Viewer
 
 from explorer.models.data_model import NO_MECHANISM, DataModel
 from explorer.views._text import md
+from explorer.views._weak import weak_callback
 
 __all__ = ["DataErrorBanner"]
 
@@ -44,8 +43,8 @@ class DataErrorBanner(Viewer):
         self._use.on_click(lambda event: self.data_model.apply_suggestion())
         self._layout = pn.Column(self._alert, self._use, visible=False, sizing_mode="stretch_width",
                                  css_classes=["data-error-banner"])
-        ref = weakref.WeakMethod(self._update)  # the data model may outlive this view (shared by pages)
-        self.data_model.param.watch(lambda *events: ref() and ref()(*events), ["error", "suggestion", "revision"])
+        # the data model may outlive this view (shared by pages)
+        self.data_model.param.watch(weak_callback(self._update), ["error", "suggestion", "revision"])
         self._update()
 
     def __panel__(self):

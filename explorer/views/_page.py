@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable, Iterable
 
 import panel as pn
@@ -18,6 +17,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.views._banner import DataErrorBanner
+from explorer.views._weak import weak_callback
 from explorer.views._flow import flow
 from explorer.views._text import md
 from explorer.views._url import UrlBinding, UrlState
@@ -98,22 +98,6 @@ def quiet_closed_tab_writes() -> None:
 
     handler._explorer_quiet = True
     loop.set_exception_handler(handler)
-
-
-def weak_callback(method):
-    """A plain function calling the bound ``method`` while its object lives, else doing nothing.
-
-    For stream subscribers and param watchers on objects that outlive the view (a model shared
-    with other views, a stream): they must not keep a closed session's view alive.
-    """
-    ref = weakref.WeakMethod(method)
-
-    def call(*args, **kwargs):
-        m = ref()
-        if m is not None:
-            m(*args, **kwargs)
-
-    return call
 
 
 def prefixed(bindings: Iterable[UrlBinding], prefix: str) -> list[UrlBinding]:
