@@ -7,15 +7,21 @@ What it does, in order (every wait is bounded, and the whole run stops by itself
    memory (RSS summed over its process tree) and threads: the **cold baseline**;
 2. warm-up: opens one session on every page used, closes it, waits ``--warm-wait`` s (60): the **warm
    baseline** (the pages' modules are imported and cached by then; the memory target is judged on it);
-3. opens ``--sessions`` sessions (30; one browser context each, 1440x900) round-robin over the pages,
-   ``--wave`` at a time (5), and times each **first render**: from ``goto`` to the Bokeh document idle with
-   the page's plots drawn (``.bk-Canvas`` present); 60 s without that is a failure;
-4. clicks Play on ``--playing`` of the sessions whose page has Play (10) and keeps them playing (a run that
+3. opens ``--sessions`` sessions (30) round-robin over the pages, ``--wave`` at a time (5). By default
+   (``--clients protocol``) they are *protocol students* (``benchmarks/_protocol_students.py``): each makes
+   the requests a browser makes (the page's GET, then Bokeh's websocket protocol: the whole document, the
+   ``document_ready`` event, every patch the server sends) without drawing anything, and its **first render,
+   server part** is timed from the GET to the whole document received. With ``--clients browser`` they are
+   Chromium pages (one browser context each, 1440x900) timed from ``goto`` to the Bokeh document idle with
+   the page's plots drawn (``.bk-Canvas`` present). 60 s without that is a failure;
+4. presses Play on ``--playing`` of the sessions whose page has Play (10) and keeps them playing (a run that
    ends is Reset and played again, as a student would);
-5. opens one **extra** EM-playground session and times ``--steps`` Step clicks (10): click to the
+5. with protocol students, times ``--probes`` **first renders in Chromium** (8: one per page, one at a time,
+   each closed after) while the class is open and playing: what a student who opens a page then sees;
+6. opens one **extra** EM-playground session in Chromium and times ``--steps`` Step clicks (10): click to the
    "Exact EM · iteration n+1" title; then measures the real Play rate of a playing EM session
    (iterations/s from the "Iteration: EM: n" read-out, against steps per tick x 1000 / tick period);
-6. holds everything playing for ``--hold`` s, closes every browser context, and samples memory and threads
+7. holds everything playing for ``--hold`` s, closes every browser context, and samples memory and threads
    15, 30 and 60 s later (``--after-wait``).
 
 Peak memory / threads are sampled every 0.5 s in a thread from ``/proc`` (Linux only). Writes
@@ -23,8 +29,10 @@ Peak memory / threads are sampled every 0.5 s in a thread from ``/proc`` (Linux 
 other settings, e.g. ``--num-procs 2 --name procs2``, sit side by side), with the targets and PASS / MISS
 (and by how much) next to each number. The server's log goes to a temporary file, named in the report.
 
-The browsers run on the same machine as the server and compete with it for the CPU: run the full test on a
-quiet machine (not while tests run), and read the numbers as an upper bound of what students would see.
+Every client runs on the same machine as the server and competes with it for the CPU: run the full test on a
+quiet machine (not while tests run). Thirty Chromium pages (``--clients browser``) used four times the CPU of
+the server itself here, so they measured the browsers more than the server; students' browsers run on their
+own computers, hence the protocol students by default and a few real pages timed beside them.
 
 Usage::
 
@@ -61,6 +69,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _protocol_students import Classroom, ProtocolStudent  # noqa: E402 - a sibling module of this script
 CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1440, "height": 900}
@@ -89,7 +99,7 @@ LIVENESS_TIMEOUT_S = 120.0
 SAMPLE_EVERY_S = 0.5
 AFTER_CHECKPOINTS_S = (15, 30, 60)
 
-QUICK = dict(sessions=4, playing=1, steps=3, after_wait=10.0, warm_wait=10.0, hold=5.0, wave=4, max_seconds=300.0)
+QUICK = dict(sessions=4, playing=1, steps=3, probes=2, after_wait=10.0, warm_wait=10.0, hold=5.0, wave=4, max_seconds=300.0)
 
 # In every page: note when the Bokeh document is idle with at least one canvas (searched through shadow roots).
 READY_SCRIPT = """
@@ -196,13 +206,18 @@ def judge_upper(value, target: float, failures: int = 0, unit: str = "s") -> tup
 def verdicts(res: dict) -> list[dict]:
     """The rows of the verdict table: metric, value, target, status (PASS / MISS / n/a / info), note."""
     rows = []
-    fr = res.get("first_render", {})
-    s = fr.get("summary") or {}
-    status, note = judge_upper(s.get("p95"), TARGETS["first_render_p95_s"], len(fr.get("failures", [])))
-    rows.append(dict(metric="First render p95", value=_fmt_s(s.get("p95")),
-                     target=f"<= {TARGETS['first_render_p95_s']:g} s", status=status,
-                     note=f"{note}; p50 {_fmt_s(s.get('p50'))}, max {_fmt_s(s.get('max'))}, "
-                          f"{s.get('n', 0)} of {fr.get('requested', s.get('n', 0))} sessions rendered"))
+    protocol = (res.get("settings") or {}).get("clients", "browser") == "protocol"
+    renders = [("first_render", "First render, server part p95" if protocol else "First render p95", "sessions")]
+    if protocol:
+        renders.append(("probe_render", "First render in Chromium p95 (probes)", "probes"))
+    for key, metric, what in renders:
+        fr = res.get(key, {})
+        s = fr.get("summary") or {}
+        status, note = judge_upper(s.get("p95"), TARGETS["first_render_p95_s"], len(fr.get("failures", [])))
+        rows.append(dict(metric=metric, value=_fmt_s(s.get("p95")),
+                         target=f"<= {TARGETS['first_render_p95_s']:g} s", status=status,
+                         note=f"{note}; p50 {_fmt_s(s.get('p50'))}, max {_fmt_s(s.get('max'))}, "
+                              f"{s.get('n', 0)} of {fr.get('requested', s.get('n', 0))} {what} rendered"))
     st = res.get("step_latency", {})
     s = st.get("summary") or {}
     status, note = judge_upper(s.get("p95"), TARGETS["step_p95_s"], len(st.get("failures", [])))
@@ -302,9 +317,13 @@ def format_run_markdown(res: dict) -> str:
     out.append(f"Software: Python {m.get('python', '?')}, panel {m.get('panel', '?')}, bokeh {m.get('bokeh', '?')}, "
                f"playwright {m.get('playwright', '?')}, chromium {m.get('chromium', '?')}; "
                f"explorer at {m.get('git_commit', '?')}{' (working tree modified)' if m.get('git_dirty') else ''}  ")
-    out.append(f"Load: {st.get('sessions', '?')} sessions in waves of {st.get('wave', '?')}, "
-               f"{st.get('playing', '?')} playing, 1 extra EM session with {st.get('steps', '?')} Step clicks, "
-               f"server processes (NUM_PROCS): {st.get('num_procs', '?')}; the browsers ran on the same machine")
+    clients = st.get("clients", "browser")
+    out.append(f"Load: {st.get('sessions', '?')} sessions "
+               + ("(protocol students: no browser) " if clients == "protocol" else "(Chromium pages) ")
+               + f"in waves of {st.get('wave', '?')}, {st.get('playing', '?')} playing, "
+               + (f"{st.get('probes', '?')} Chromium probes, " if clients == "protocol" else "")
+               + f"1 extra EM session in Chromium with {st.get('steps', '?')} Step clicks, "
+               f"server processes (NUM_PROCS): {st.get('num_procs', '?')}; every client ran on the same machine")
     out.append("")
     if res.get("cut"):
         out.append("**Cut short:** " + "; ".join(res["cut"]))
@@ -318,11 +337,16 @@ def format_run_markdown(res: dict) -> str:
         out.append(f"| {r['metric']} | {r['value']} | {_md_escape(r['target'])} | {status} | {_md_escape(r['note'])} |")
     out.append("")
 
-    per_page = (res.get("first_render") or {}).get("per_page") or {}
-    if per_page:
-        out += ["First render per page (s):", "", "| page | n | p50 | p95 | max | failed |", "|---|---|---|---|---|---|"]
+    titles = {"first_render": "First render per page, server part (s; GET to the whole document received):"
+              if clients == "protocol" else "First render per page (s):",
+              "probe_render": "First render in Chromium per page, while the class is open and playing (s):"}
+    for key, title in titles.items():
+        per_page = (res.get(key) or {}).get("per_page") or {}
+        if not per_page:
+            continue
+        out += [title, "", "| page | n | p50 | p95 | max | failed |", "|---|---|---|---|---|---|"]
         fails = {}
-        for f in (res.get("first_render") or {}).get("failures", []):
+        for f in (res.get(key) or {}).get("failures", []):
             fails[f.get("slug")] = fails.get(f.get("slug"), 0) + 1
         for slug, s in per_page.items():
             cells = ["-" if s.get(k) is None else f"{s[k]:.2f}" for k in ("p50", "p95", "max")]
@@ -357,11 +381,11 @@ def format_run_markdown(res: dict) -> str:
         line = (f"CPU while the sessions were open (average cores of {m.get('nproc', '?')}): server "
                 f"{cpu['load_cores']:.2f}")
         if cpu.get("browser_cores") is not None:
-            line += f", browsers and driver {cpu['browser_cores']:.2f}"
+            line += f", clients (protocol students, browsers, driver) {cpu['browser_cores']:.2f}"
         if cpu.get("machine_cores") is not None:
             line += f", whole machine {cpu['machine_cores']:.2f} (the rest is other work on the machine)"
         if cpu.get("browser_pss_peak_mb"):
-            line += f"; the browsers and driver used up to {cpu['browser_pss_peak_mb']:.0f} MB (PSS)"
+            line += f"; the clients used up to {cpu['browser_pss_peak_mb']:.0f} MB (PSS)"
         out += [line + ".", ""]
     rate = (res.get("play") or {}).get("rate") or {}
     if rate:
@@ -445,6 +469,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true",
                     help="smoke check: 4 sessions, 1 playing, 3 Step clicks, 10 s waits (explicit options win)")
     ap.add_argument("--sessions", type=int, help="sessions to open (default 30)")
+    ap.add_argument("--clients", choices=("protocol", "browser"), default="protocol",
+                    help="what the sessions are: protocol students without a browser (default) or Chromium pages")
+    ap.add_argument("--probes", type=int,
+                    help="with protocol students: first renders timed in Chromium during the load (default 8)")
     ap.add_argument("--playing", type=int, help="sessions to Play (default 10)")
     ap.add_argument("--steps", type=int, help="Step clicks timed on the extra session (default 10)")
     ap.add_argument("--wave", type=int, help="sessions opened at a time (default 5)")
@@ -465,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv=None) -> argparse.Namespace:
     """Parse the command line and fill the defaults (``--quick`` changes them; explicit options win)."""
     args = build_parser().parse_args(argv)
-    defaults = dict(sessions=30, playing=10, steps=10, after_wait=60.0, warm_wait=60.0, hold=30.0, wave=5,
+    defaults = dict(sessions=30, playing=10, steps=10, probes=len(PAGES), after_wait=60.0, warm_wait=60.0, hold=30.0, wave=5,
                     max_seconds=600.0)
     if args.quick:
         defaults.update(QUICK)
@@ -480,7 +508,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     for key in ("sessions", "wave", "num_procs"):
         if getattr(args, key) < 1:
             raise SystemExit(f"--{key.replace('_', '-')} must be >= 1")
-    for key in ("playing", "steps"):
+    for key in ("playing", "steps", "probes"):
         if getattr(args, key) < 0:
             raise SystemExit(f"--{key} must be >= 0")
     return args
@@ -779,7 +807,8 @@ def _new_session(browser, index: int, slug: str) -> Session:
 
 
 def _who(s: Session) -> str:
-    return f"{'warm-up' if s.index < 0 else f'session {s.index:2d}'} {s.slug:<17}"
+    kind = 'warm-up' if s.index < 0 else ('probe' if s.index >= 1000 else f'session {s.index:2d}')
+    return f"{kind} {s.slug:<17}"
 
 
 def open_wave(browser, base: str, todo: list[tuple[int, str]], deadline: float, log) -> list[Session]:
@@ -1080,8 +1109,12 @@ def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log
 
     slugs = session_slugs(args.sessions)
     warm_slugs = list(dict.fromkeys(slugs + ["em_playground"]))
-    sessions: list[Session] = []
+    sessions: list = []  # Session (Chromium) or ProtocolStudent
     extra = None
+    classroom = None
+    if args.clients == "protocol":
+        classroom = Classroom()
+        classroom.start()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         res["machine"]["chromium"] = browser.version
@@ -1115,7 +1148,15 @@ def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log
                     cut(f"opened {len(sessions)} of {len(slugs)} sessions (time budget)")
                     break
                 log(f"wave {w // args.wave + 1}: sessions {w}-{min(w + args.wave, len(todo)) - 1}")
-                sessions += open_wave(browser, base, todo[w:w + args.wave], work_deadline, log)
+                if classroom is None:
+                    sessions += open_wave(browser, base, todo[w:w + args.wave], work_deadline, log)
+                    continue
+                wave = classroom.open_wave(base, todo[w:w + args.wave],
+                                           max(1.0, min(LOAD_TIMEOUT_S, work_deadline - time.monotonic())))
+                for st in wave:
+                    log(f"  {_who(st)} " + (f"FAILED: {st.error}" if st.error else
+                                            f"served {st.first_render_s:6.2f} s (GET {st.get_s:.2f} s)"))
+                sessions += wave
             res["load_phase_s"] = time.monotonic() - t_load
             ok = [s for s in sessions if s.error is None]
             res["first_render"] = {
@@ -1138,13 +1179,38 @@ def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log
                 play["failed"].append(f"only {len(candidates)} rendered sessions have Play")
             for s in candidates[:args.playing]:
                 try:
-                    click_play(s)
+                    if isinstance(s, ProtocolStudent):
+                        classroom.call(s.play(), CLICK_TIMEOUT_MS / 1000)
+                    else:
+                        click_play(s)
                     play["started"] += 1
                     log(f"  Play on session {s.index} ({s.slug})")
                 except Exception as exc:  # noqa: BLE001
                     play["failed"].append(f"{s.slug}#{s.index}: {str(exc).splitlines()[0][:200]}")
                     log(f"  Play on session {s.index} ({s.slug}) FAILED")
-            playing = [s for s in sessions if s.playing]
+            playing = [s for s in sessions if s.playing and isinstance(s, Session)]  # Chromium: kept by the driver
+            res["sessions_playing"] = sum(1 for s in sessions if s.playing)
+
+            # ---- real pages opened while the class is on (protocol students only)
+            if classroom is not None and args.probes:
+                sampler.phase = "probes"
+                probes = []
+                for i, slug in enumerate(session_slugs(args.probes)):
+                    if time.monotonic() > work_deadline:
+                        cut(f"{i} of {args.probes} Chromium probes (time budget)")
+                        break
+                    keep_playing(playing)
+                    (p,) = open_wave(browser, base, [(1000 + i, slug)], work_deadline, log)
+                    probes.append(p)
+                    p.context.close()
+                ok_probes = [p for p in probes if p.error is None]
+                res["probe_render"] = {
+                    "requested": len(probes), "summary": summarize([p.first_render_s for p in ok_probes]),
+                    "per_page": {slug: summarize([p.first_render_s for p in ok_probes if p.slug == slug])
+                                 for slug in dict.fromkeys(p.slug for p in probes)},
+                    "failures": [{"index": p.index, "slug": p.slug, "error": p.error} for p in probes
+                                 if p.error and not p.cut]}
+                res.setdefault("probe_errors", []).extend(e for p in probes for e in p.browser_errors)
 
             # ---- the extra session: Step latency while the others play
             if time.monotonic() < work_deadline:
@@ -1181,26 +1247,31 @@ def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log
                 cut(f"hold shortened to {hold_s:.0f} s (time budget)")
             log(f"holding {hold_s:.0f} s with {len(playing)} sessions playing")
             hold(playing, hold_s, work_deadline)
-            play["restarts"] = sum(s.restarts for s in playing)
+            play["restarts"] = sum(s.restarts for s in sessions if s.playing)
             res["sessions_open"] = len(ok) + (1 if extra is not None and extra.error is None else 0)
             res["browser_errors"] = [e for s in sessions + ([extra] if extra else []) for e in s.browser_errors]
             res["sessions"] = [s.record() for s in sessions] + ([dict(extra.record(), extra=True)] if extra else [])
         finally:
             # ---- the class leaves
             sampler.phase = "closing"
-            for s in sessions + ([extra] if extra else []):
+            for s in [s for s in sessions if isinstance(s, Session)] + ([extra] if extra else []):
                 try:
                     s.context.close()
                 except Exception:  # noqa: BLE001
                     pass
+            if classroom is not None:
+                try:
+                    classroom.close_all([s for s in sessions if isinstance(s, ProtocolStudent)])
+                except Exception as exc:  # noqa: BLE001 - closing anyway
+                    log(f"!! closing the protocol students: {exc}")
             try:
                 browser.close()
             except Exception:  # noqa: BLE001
                 pass
     t_close = time.monotonic()
     sampler.phase = "after"
-    res["memory"]["peak"] = sampler.peak({"load", "play", "steps", "hold"})
-    busy = {"load", "play", "steps", "hold"}
+    busy = {"load", "play", "probes", "steps", "hold"}
+    res["memory"]["peak"] = sampler.peak(busy)
     res["server_cpu"] = {"load_cores": sampler.cpu_cores(busy),
                          "browser_cores": sampler.cpu_cores(busy, "client_cpu_s"),
                          "machine_cores": sampler.cpu_cores(busy, "machine_cpu_s"),

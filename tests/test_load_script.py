@@ -7,6 +7,7 @@ No server and no browser here: the load test itself takes minutes and is run by 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -189,3 +190,46 @@ def test_sampling_this_process(load):
     s = load.sample_server(os.getpid(), 1, client=True)
     assert s["rss_mb"] > 1 and s["threads"] >= 1 and s["procs"] >= 1 and os.getpid() in s["pids"]
     assert s["machine_cpu_s"] > 0
+
+
+def test_protocol_student_helpers(load):
+    ps = load.ProtocolStudent.__module__ and __import__("_protocol_students")
+    html = '<script>const render_items=[{"token":"eyJzZXNz.aW9u-X2lk_","roots":{}}];</script>'
+    assert ps.find_token(html) == "eyJzZXNz.aW9u-X2lk_"
+    with pytest.raises(ValueError, match="no session token"):
+        ps.find_token("<html></html>")
+    doc = {"roots": [{"type": "object", "name": "Column", "id": "p1", "attributes": {"children": [
+        {"type": "object", "name": "Button", "id": "p2", "attributes": {"label": "Step"}},
+        {"type": "object", "name": "Toggle", "id": "p3", "attributes": {"label": "Play"}},
+        {"type": "object", "name": "Button", "id": "p4", "attributes": {"label": "Reset"}}]}}]}
+    assert ps.find_widgets(doc) == {"Play": "p3", "Reset": "p4"}
+    assert ps.find_widgets({"roots": []}) == {}
+    patch = json.dumps({"events": [
+        {"kind": "ModelChanged", "model": {"id": "p9"}, "attr": "active", "new": True},
+        {"kind": "ModelChanged", "model": {"id": "p3"}, "attr": "active", "new": False}]})
+    assert ps.play_state_changes(patch, "p3") == [False]
+    assert ps.play_state_changes(patch, "p7") == []
+    frames = ps.patch_frames([ps.active_event("p3", True), ps.button_click_event("p4"), ps.document_ready_event()])
+    header, meta, content = (json.loads(f) for f in frames)
+    assert header["msgtype"] == "PATCH-DOC" and meta == {}
+    kinds = [e["kind"] for e in content["events"]]
+    assert kinds == ["ModelChanged", "MessageSent", "MessageSent"]
+    assert content["events"][1]["msg_data"]["name"] == "button_click"
+
+
+def test_protocol_student_events_decode_in_bokeh(load):
+    """The hand-made events are what Bokeh's own serializer makes (decoded by a Bokeh document)."""
+    ps = __import__("_protocol_students")
+    from bokeh.document import Document
+    from bokeh.models import Button, Toggle
+
+    doc = Document()
+    toggle, button = Toggle(label="Play"), Button(label="Reset")
+    doc.add_root(toggle)
+    doc.add_root(button)
+    clicks = []
+    doc.callbacks.on_message("bokeh_event", lambda event: clicks.append((event.event_name, event.model)))
+    content = json.loads(ps.patch_frames([ps.active_event(toggle.id, True), ps.button_click_event(button.id)])[2])
+    doc.apply_json_patch(content, setter="test")
+    assert toggle.active is True
+    assert clicks == [("button_click", button)]

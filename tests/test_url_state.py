@@ -193,3 +193,25 @@ def test_writes_wait_until_the_page_is_loaded():
     loc.search = "?seed=-5&other=1"  # what the browser reports when it connects
     url._on_load()
     assert read_query(loc.search) == {"seed": "0", "other": "1", "rate": "0.3"}  # the URL says what is shown
+
+
+def test_request_arguments_are_raw_strings_last_value_wins():
+    from explorer.views._url import request_arguments
+
+    args = {"page": [b"em_playground"], "x": [b"1", b"2"], "empty": [], "u": [b"\xc3\xa9t\xc3\xa9"], "s": "plain"}
+    assert request_arguments(args) == {"page": "em_playground", "x": "2", "u": "été", "s": "plain"}
+    assert request_arguments(None) == {}
+
+
+def test_a_session_made_by_its_websocket_reads_the_request_arguments():
+    """With --num-procs 2 the websocket may reach another process than the GET: that process creates the
+    session from the token, whose location has no query yet; the page must still be the one asked for."""
+    loc = FakeLocation("")
+    state = UrlState(loc, loaded=False, arguments={"page": "neumann", "neumann.seed": "3"})
+    assert state.query() == {"page": "neumann", "neumann.seed": "3"}
+    # the address bar wins once it has a query, and after the page has loaded
+    loc.search = "?page=variational"
+    assert state.query() == {"page": "variational"}
+    loc.search = ""
+    state._on_load()
+    assert state.query() == {}

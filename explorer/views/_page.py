@@ -16,6 +16,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from explorer._memory import TRIMMER
 from explorer.views._banner import DataErrorBanner
 from explorer.views._weak import weak_callback
 from explorer.views._flow import flow
@@ -77,8 +78,10 @@ def quiet_closed_tab_writes() -> None:
     ``WebSocketClosedError`` is never read and asyncio logs "Task exception was never retrieved"
     with a traceback for every such tab: noise that hides real errors in a classroom server's log.
     This event-loop exception handler drops exactly that case (an unread closed-socket error of a
-    write task) and passes everything else to the handler that was there before.
+    write task) and passes everything else to the handler that was there before. The messages such a
+    tab sent but the server had not handled yet are kept out of the log by :class:`ClosedConnectionFilter`.
     """
+    _install_closed_connection_filter()
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -98,6 +101,35 @@ def quiet_closed_tab_writes() -> None:
 
     handler._explorer_quiet = True
     loop.set_exception_handler(handler)
+
+
+class ClosedConnectionFilter(logging.Filter):
+    """Drops Bokeh's "error handling message" records for a message of a connection that already closed.
+
+    A tab that closes while its messages wait for the server (a busy server, a page still sending its first
+    patches) has its connection detached from the session before those messages are handled; Bokeh then
+    fails on ``assert self._session is not None`` in ``ServerConnection.session`` and logs the message with
+    a traceback. Nothing is lost (the tab is gone). Only that exact failure is dropped: any other error of
+    the message handler is logged as before.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, AssertionError) or not str(record.msg).startswith("error handling message"):
+            return True
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code if tb is not None else None
+        closed = (code is not None and code.co_name == "session"
+                  and code.co_filename.replace("\\", "/").endswith("bokeh/server/connection.py"))
+        return not closed
+
+
+def _install_closed_connection_filter() -> None:
+    logger = logging.getLogger("bokeh.server.protocol_handler")
+    if not any(isinstance(f, ClosedConnectionFilter) for f in logger.filters):
+        logger.addFilter(ClosedConnectionFilter())
 
 
 def prefixed(bindings: Iterable[UrlBinding], prefix: str) -> list[UrlBinding]:
@@ -150,6 +182,8 @@ def page_template(title: str, create_view: Callable, *, extensions: tuple = (), 
     view = create_view()
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         quiet_closed_tab_writes()
+        # a closed session's heap goes back to the OS (glibc keeps it otherwise): one trim per burst of closes
+        pn.state.on_session_destroyed(TRIMMER.request)
     bindings = url(view) if url is not None else view.url_bindings()
     notice = url_notice()
     show_notices(notice, bind_url(bindings))

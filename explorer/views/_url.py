@@ -50,6 +50,18 @@ def read_query(search: str) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
 
 
+def request_arguments(arguments) -> dict[str, str]:
+    """Tornado-style request arguments (``{name: [b"value", ...]}``) as raw strings, last value wins."""
+    out = {}
+    for name, values in (arguments or {}).items():
+        if isinstance(values, (list, tuple)):
+            if not values:
+                continue
+            values = values[-1]
+        out[str(name)] = values.decode("utf-8", "replace") if isinstance(values, bytes) else str(values)
+    return out
+
+
 def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
@@ -158,8 +170,10 @@ class UrlState:
         ``pn.state.location`` of the session; None (not served) makes every method a no-op.
     """
 
-    def __init__(self, location=None, *, loaded: bool = True):
+    def __init__(self, location=None, *, loaded: bool = True, arguments: Mapping[str, str] | None = None):
         self._loc = location
+        # the request's query, for a session whose location is still empty (see query())
+        self._arguments = dict(arguments or {})
         self._watchers: list[tuple[param.Parameterized, object]] = []
         # before the browser has loaded the page, its own address replaces whatever the server writes:
         # writes wait until then (see of_session)
@@ -175,7 +189,7 @@ class UrlState:
         served = loc is not None and doc is not None and doc.session_context is not None
         if not served:
             return cls(None)
-        state = cls(loc, loaded=False)
+        state = cls(loc, loaded=False, arguments=request_arguments(pn.state.session_args))
         pn.state.onload(state._on_load)
         return state
 
@@ -190,8 +204,18 @@ class UrlState:
         return self._loc is not None
 
     def query(self) -> dict[str, str]:
-        """The query string now, as raw strings."""
-        return read_query(self._loc.search) if self._loc is not None else {}
+        """The query string now, as raw strings.
+
+        Before the page has loaded, a location without a query falls back to the request's arguments: a
+        session created by its websocket rather than by the page's GET (with ``--num-procs 2`` the two
+        may reach different server processes) has only those, taken from the session token.
+        """
+        if self._loc is None:
+            return {}
+        query = read_query(self._loc.search)
+        if not query and not self._loaded and self._arguments:
+            return dict(self._arguments)
+        return query
 
     def apply(self, bindings: Iterable[UrlBinding], query: Mapping[str, str] | None = None) -> list[str]:
         """Set the bound parameters from ``query`` (default: the URL now); returns notices (plain text).
