@@ -1,0 +1,648 @@
+"""Write imputations to files and save / load fitted models without pickle.
+
+Imputations
+-----------
+:func:`export_imputations` writes the single imputation (``transform``'s output), optionally ``m``
+multiple imputations (``sample``'s output) and the ``missing`` mask (True = the value was imputed)
+in the format its file suffix names; :func:`read_imputations` reads any of them back exactly.
+
+``.csv`` and ``.parquet`` - one long table:
+
+* ``imputation`` (int): 0 = the single imputation, 1..m = the multiple imputations (draws);
+* ``row``: the row label (the index given, default 0..n-1);
+* one column per feature, in the given order;
+* with ``missing``: one boolean column ``missing:<feature>`` per feature (True = imputed), the
+  same in every block.
+
+So ``df[df.imputation == 0]`` is the filled table and ``df[df.imputation > 0]`` is the usual long
+format of multiple-imputation software (pool with Rubin's rules by ``imputation``). CSV floats are
+written with the shortest representation that reads back to the same float64 (read them with
+``float_precision="round_trip"`` in pandas; :func:`read_imputations` does).
+
+``.nc`` - netCDF 3 (xarray's ``scipy`` engine, no extra package) holding the
+:class:`xarray.Dataset` of :func:`to_dataset`: ``imputed`` (row, column), ``samples``
+(imputation, row, column) with ``imputation`` = 1..m, ``missing`` (row, column, bool), and the
+``row`` / ``column`` coordinates.
+
+Models
+------
+:func:`save_model` writes a fitted :class:`~explorer.imputers.GaussianMixtureImputer`,
+:class:`~explorer.dp_imputer.DPGMMImputer`, :class:`~explorer.fa_imputers.FactorAnalysisImputer`
+or :class:`~explorer.fa_imputers.MFAImputer` as **one JSON file** (never pickle): the class name,
+``get_params()``, the explorer version, the feature names and every fitted attribute, arrays as
+``{"dtype", "shape", "data"}`` with ``data`` the flat (C-order) list of values. Python writes each
+float with the shortest decimal that reads back to the same float64, so a loaded model gives
+bit-identical ``transform``, ``score_samples`` and ``conditional`` results; non-finite floats are
+the strings ``"nan"``, ``"inf"``, ``"-inf"`` (the file stays standard JSON). One text file was
+chosen over JSON + ``.npz`` so that a model is a single, human-readable, diffable file that any
+language can read; it is about 2.5 times the size of the binary arrays. Not saved: ``history_``
+(the fit's trace, an xarray Dataset; not needed to use the model) and, unless
+``include_training_data=True``, the attributes that hold training rows (DPGMMImputer's ``resp_``
+and its copy of the training data, used only by ``weights="responsibilities"`` on that data).
+:func:`load_model` only ever builds one of the four classes above from numbers and strings: an
+unknown class, format version, parameter or attribute, or arrays of the wrong shape are refused
+with a :class:`~explorer.core._validation.BadInputError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from explorer.core._validation import BadInputError
+
+__all__ = [
+    "FORMATS",
+    "Imputations",
+    "export_imputations",
+    "load_model",
+    "read_imputations",
+    "save_model",
+    "to_dataset",
+    "to_long_frame",
+]
+
+#: File suffixes understood by :func:`export_imputations` / :func:`read_imputations`.
+FORMATS = {".csv": "CSV (long table)", ".parquet": "Parquet (long table)", ".nc": "netCDF 3 (xarray Dataset)"}
+
+_ID_COLUMNS = ("imputation", "row")
+_MASK_PREFIX = "missing:"
+
+
+# ============================================================================ imputations
+@dataclass(frozen=True)
+class Imputations:
+    """What :func:`read_imputations` returns (and :func:`export_imputations` writes).
+
+    Attributes
+    ----------
+    imputed : ndarray of shape (n_samples, n_features)
+        The single imputation.
+    samples : ndarray of shape (m, n_samples, n_features) or None
+        The multiple imputations.
+    missing : ndarray of bool, shape (n_samples, n_features), or None
+        True = the entry was imputed.
+    columns : list of str
+    index : list
+        Row labels.
+    """
+
+    imputed: np.ndarray
+    samples: np.ndarray | None
+    missing: np.ndarray | None
+    columns: list
+    index: list
+
+    def to_frame(self) -> pd.DataFrame:
+        """The single imputation as a DataFrame with the row labels and column names."""
+        return pd.DataFrame(self.imputed, index=pd.Index(self.index, name="row"), columns=self.columns)
+
+
+def _format_of(path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        known = ", ".join(f"{s} ({what})" for s, what in FORMATS.items())
+        raise BadInputError(
+            f"unknown file type {suffix or '(no suffix)'!r} for {os.fspath(path)!r}; the suffix chooses the "
+            f"format: {known}."
+        )
+    return suffix
+
+
+def _float_array(value, name: str) -> np.ndarray:
+    if isinstance(value, pd.DataFrame):
+        value = value.to_numpy()
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BadInputError(f"{name} must hold numbers only (a float array).") from None
+    return arr
+
+
+def _check_finite(arr: np.ndarray, name: str, columns) -> None:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        col = columns[where[-1]]
+        what = "NaN" if np.isnan(arr[tuple(where)]) else "infinite"
+        raise BadInputError(
+            f"{name} has {int(bad.sum())} NaN or infinite value(s) (the first, {what}, in column {col!r}); "
+            "export imputed data (the output of transform / sample), not the incomplete data."
+        )
+
+
+def _prepare(X_imputed, samples, missing, columns, index):
+    """Validated ``(X, samples, missing, columns, index)``: float arrays, bool mask, str names, row labels."""
+    if isinstance(X_imputed, pd.DataFrame):
+        columns = list(X_imputed.columns) if columns is None else columns
+        index = list(X_imputed.index) if index is None else index
+    X = _float_array(X_imputed, "X_imputed")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise BadInputError(f"X_imputed must be a non-empty 2-D table (rows x columns); got shape {X.shape}.")
+    n, d = X.shape
+    columns = [f"x{j}" for j in range(d)] if columns is None else [str(c) for c in columns]
+    if len(columns) != d:
+        raise BadInputError(f"{len(columns)} column name(s) given for the {d} column(s) of X_imputed.")
+    if len(set(columns)) != d:
+        dup = sorted({c for c in columns if columns.count(c) > 1})
+        raise BadInputError(f"column names must be unique; repeated: {dup}.")
+    index = list(range(n)) if index is None else list(np.asarray(index, dtype=object).tolist())
+    if len(index) != n:
+        raise BadInputError(f"{len(index)} row label(s) given for the {n} row(s) of X_imputed.")
+    if len(pd.unique(pd.Series(index, dtype=object))) != n:
+        raise BadInputError("row labels (index) must be unique.")
+    _check_finite(X, "X_imputed", columns)
+    if missing is not None:
+        m_arr = np.asarray(missing)
+        if m_arr.shape != (n, d):
+            raise BadInputError(f"missing has shape {m_arr.shape} but X_imputed has shape {(n, d)}.")
+        if m_arr.dtype != bool:
+            if not np.isin(m_arr, (0, 1)).all():
+                raise BadInputError("missing must be boolean (True = missing) or 0/1.")
+            m_arr = m_arr.astype(bool)
+        missing = m_arr
+    if samples is not None:
+        S = _float_array(samples, "samples")
+        if S.ndim != 3 or S.shape[1:] != (n, d) or S.shape[0] == 0:
+            raise BadInputError(
+                f"samples must have shape (m, {n}, {d}) (m imputations of X_imputed's rows and columns); "
+                f"got {S.shape}."
+            )
+        _check_finite(S, "samples", columns)
+        if missing is not None:
+            obs = ~missing
+            for k in range(S.shape[0]):
+                if not np.array_equal(S[k][obs], X[obs]):
+                    raise BadInputError(
+                        f"imputation {k + 1} differs from X_imputed on observed entries (missing is False); "
+                        "observed values are the data and must be the same in every imputation. Pass the "
+                        "samples and the single imputation of the same data."
+                    )
+        samples = S
+    return X, samples, missing, columns, index
+
+
+def to_long_frame(X_imputed, samples=None, missing=None, *, columns=None, index=None) -> pd.DataFrame:
+    """The long table written to CSV / Parquet (see the module docstring for its layout)."""
+    X, S, missing, columns, index = _prepare(X_imputed, samples, missing, columns, index)
+    clash = [c for c in columns if c in _ID_COLUMNS or c.startswith(_MASK_PREFIX)]
+    if clash:
+        raise BadInputError(
+            f"column name(s) {clash} clash with the long table's own columns ('imputation', 'row', "
+            f"'{_MASK_PREFIX}<column>'); rename them, or write a .nc file."
+        )
+    blocks = [X] if S is None else [X, *S]
+    n = X.shape[0]
+    frame = pd.DataFrame(np.concatenate(blocks, axis=0), columns=columns)
+    frame.insert(0, "row", pd.Series(index * len(blocks), dtype=object if not _all_int(index) else np.int64))
+    frame.insert(0, "imputation", np.repeat(np.arange(len(blocks), dtype=np.int64), n))
+    if missing is not None:
+        mask = pd.DataFrame(np.tile(missing, (len(blocks), 1)), columns=[_MASK_PREFIX + c for c in columns])
+        frame = pd.concat([frame, mask], axis=1)
+    return frame
+
+
+def _all_int(values) -> bool:
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
+
+
+def to_dataset(X_imputed, samples=None, missing=None, *, columns=None, index=None, attrs=None):
+    """The :class:`xarray.Dataset` written to netCDF: ``imputed``, ``samples`` (``imputation`` = 1..m), ``missing``."""
+    import xarray as xr
+
+    X, S, missing, columns, index = _prepare(X_imputed, samples, missing, columns, index)
+    row = np.asarray(index, dtype=np.int64 if _all_int(index) else object)
+    if row.dtype == object:
+        row = np.asarray([str(v) for v in index], dtype=object)
+    coords = {"row": row, "column": np.asarray(columns, dtype=object)}
+    data = {"imputed": (("row", "column"), X, {"long_name": "single imputation (observed values unchanged)"})}
+    if S is not None:
+        coords["imputation"] = np.arange(1, S.shape[0] + 1, dtype=np.int64)
+        data["samples"] = (("imputation", "row", "column"), S,
+                           {"long_name": "multiple imputations (draws of the missing values)"})
+    if missing is not None:
+        data["missing"] = (("row", "column"), missing, {"long_name": "True = the value was missing and imputed"})
+    from explorer import __version__
+
+    ds_attrs = {"title": "imputed data", "source": f"explorer {__version__}"}
+    ds_attrs.update(attrs or {})
+    return xr.Dataset(data, coords=coords, attrs=ds_attrs)
+
+
+def export_imputations(path, X_imputed, samples=None, missing=None, *, columns=None, index=None) -> Path:
+    """Write the single imputation, optionally ``m`` multiple imputations and the ``missing`` mask.
+
+    The format follows the suffix of ``path``: ``.csv`` / ``.parquet`` (one long table with an
+    ``imputation`` column, 0 = the single imputation, 1..m = the draws) or ``.nc`` (netCDF 3, an
+    xarray Dataset with an ``imputation`` dimension); see :mod:`explorer.export`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Overwritten if it exists.
+    X_imputed : array-like or DataFrame of shape (n_samples, n_features)
+        The single imputation (no NaN). A DataFrame gives the default ``columns`` and ``index``.
+    samples : array-like of shape (m, n_samples, n_features), optional
+        Multiple imputations (no NaN).
+    missing : array-like of bool, shape (n_samples, n_features), optional
+        True = imputed. When given, every imputation must equal ``X_imputed`` where it is False.
+    columns : sequence of str, optional
+        Default ``x0, x1, ...`` (or the DataFrame's columns).
+    index : sequence, optional
+        Row labels, unique; default 0..n-1 (or the DataFrame's index).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    BadInputError
+        Unknown suffix, shape mismatch, NaN / inf values, observed values that differ between
+        imputations, column names that clash with the long table's own, Parquet without pyarrow.
+    """
+    fmt = _format_of(path)
+    path = Path(path)
+    if fmt == ".nc":
+        ds = to_dataset(X_imputed, samples, missing, columns=columns, index=index)
+        ds.to_netcdf(path, engine="scipy")
+        return path
+    frame = to_long_frame(X_imputed, samples, missing, columns=columns, index=index)
+    if fmt == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        _require_pyarrow()
+        frame.to_parquet(path, index=False, engine="pyarrow")
+    return path
+
+
+def _require_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise BadInputError(
+            "writing or reading Parquet needs the pyarrow package (pip install pyarrow); or use .csv or .nc."
+        ) from None
+
+
+def read_imputations(path) -> Imputations:
+    """Read a file written by :func:`export_imputations` (format from the suffix)."""
+    fmt = _format_of(path)
+    if not Path(path).is_file():
+        raise BadInputError(f"no such file: {os.fspath(path)!r}.")
+    if fmt == ".nc":
+        import xarray as xr
+
+        with xr.open_dataset(path, engine="scipy") as ds:
+            ds = ds.load()
+        if "imputed" not in ds:
+            raise BadInputError(f"{os.fspath(path)!r} has no 'imputed' variable: not written by export_imputations.")
+        return Imputations(
+            imputed=np.asarray(ds["imputed"].values, dtype=np.float64),
+            samples=np.asarray(ds["samples"].values, dtype=np.float64) if "samples" in ds else None,
+            missing=np.asarray(ds["missing"].values, dtype=bool) if "missing" in ds else None,
+            columns=[str(c) for c in ds["column"].values],
+            index=ds["row"].values.tolist(),
+        )
+    if fmt == ".csv":
+        frame = pd.read_csv(path, float_precision="round_trip")
+    else:
+        _require_pyarrow()
+        frame = pd.read_parquet(path, engine="pyarrow")
+    if list(frame.columns[:2]) != list(_ID_COLUMNS):
+        raise BadInputError(f"{os.fspath(path)!r} does not start with the columns 'imputation', 'row': "
+                            "not written by export_imputations.")
+    mask_cols = [c for c in frame.columns if str(c).startswith(_MASK_PREFIX)]
+    columns = [str(c) for c in frame.columns[2:] if c not in mask_cols]
+    imp = frame["imputation"].to_numpy()
+    first = frame[imp == 0]
+    n, m = len(first), int(imp.max())
+    values = frame[columns].to_numpy(dtype=np.float64)
+    samples = values[n:].reshape(m, n, len(columns)) if m > 0 else None
+    missing = first[mask_cols].to_numpy(dtype=bool) if mask_cols else None
+    return Imputations(imputed=values[:n], samples=samples, missing=missing, columns=columns,
+                       index=first["row"].tolist())
+
+
+# ============================================================================ models
+FORMAT_NAME = "explorer-model"
+FORMAT_VERSION = 1
+
+# class name -> module; nothing else is ever built by load_model
+_MODEL_CLASSES = {
+    "GaussianMixtureImputer": "explorer.imputers",
+    "DPGMMImputer": "explorer.dp_imputer",
+    "FactorAnalysisImputer": "explorer.fa_imputers",
+    "MFAImputer": "explorer.fa_imputers",
+}
+# fitted attributes holding training rows: saved only with include_training_data=True
+_TRAINING_ATTRS = {"DPGMMImputer": ("resp_", "_fit_X")}
+# fitted attributes never saved (not needed to use the model)
+_SKIPPED_ATTRS = ("history_",)
+# what load_model checks before handing the model back
+_REQUIRED = {
+    "GaussianMixtureImputer": ("weights_", "means_", "covariances_"),
+    "DPGMMImputer": ("weights_", "means_", "covariances_", "center_", "scale_", "beta_", "nu_", "scatter_"),
+    "FactorAnalysisImputer": ("weights_", "means_", "mean_", "loadings_", "noise_variance_"),
+    "MFAImputer": ("weights_", "means_", "loadings_", "noise_variance_"),
+}
+_ATTR_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
+_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_, "str": object}
+
+
+def _encode_float(x: float):
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _decode_float(x, name: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+        raise BadInputError(f"attribute {name!r}: {x!r} is not a number.")
+    if isinstance(x, str):
+        if x not in ("nan", "inf", "-inf"):
+            raise BadInputError(f"attribute {name!r}: {x!r} is not a number.")
+        return float(x)
+    return float(x)
+
+
+def _is_json_value(v) -> bool:
+    if v is None or isinstance(v, (bool, str)):
+        return True
+    if isinstance(v, (int, float)):
+        return not isinstance(v, float) or math.isfinite(v)
+    if isinstance(v, (list, tuple)):
+        return all(_is_json_value(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _is_json_value(x) for k, x in v.items())
+    return False
+
+
+def _encode_value(value, name: str):
+    """A fitted attribute as a tagged JSON object (arrays, scalars, plain JSON data)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            data = [_encode_float(x) for x in value.astype(np.float64).ravel().tolist()]
+            dtype = "float64"
+        elif value.dtype.kind in "iu":
+            data, dtype = value.astype(np.int64).ravel().tolist(), "int64"
+        elif value.dtype.kind == "b":
+            data, dtype = value.ravel().tolist(), "bool"
+        elif value.dtype.kind in "OU" and all(isinstance(x, str) for x in value.ravel().tolist()):
+            data, dtype = [str(x) for x in value.ravel().tolist()], "str"
+        else:
+            raise BadInputError(f"cannot save attribute {name!r}: arrays of dtype {value.dtype} are not supported.")
+        return {"kind": "array", "dtype": dtype, "shape": list(value.shape), "data": data}
+    if isinstance(value, (bool, np.bool_)):
+        return {"kind": "bool", "value": bool(value)}
+    if isinstance(value, (int, np.integer)):
+        return {"kind": "int", "value": int(value)}
+    if isinstance(value, (float, np.floating)):
+        return {"kind": "float", "value": _encode_float(value)}
+    if value is None or isinstance(value, str):
+        return {"kind": "json", "value": value}
+    if isinstance(value, (list, tuple, dict)) and _is_json_value(value):
+        return {"kind": "json", "value": value}
+    raise BadInputError(
+        f"cannot save attribute {name!r} of type {type(value).__name__}: only arrays, numbers, strings and "
+        "lists / dicts of them can be saved (save_model never pickles)."
+    )
+
+
+def _decode_value(obj, name: str):
+    if not isinstance(obj, dict) or "kind" not in obj:
+        raise BadInputError(f"attribute {name!r} is not a tagged value (kind / value); the file is damaged.")
+    kind = obj["kind"]
+    if kind == "array":
+        dtype, shape, data = obj.get("dtype"), obj.get("shape"), obj.get("data")
+        if dtype not in _DTYPES:
+            raise BadInputError(f"attribute {name!r}: unknown dtype {dtype!r} (known: {sorted(_DTYPES)}).")
+        if not (isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                                for s in shape) and len(shape) <= 4):
+            raise BadInputError(f"attribute {name!r}: bad shape {shape!r}.")
+        if not isinstance(data, list) or len(data) != math.prod(shape):
+            raise BadInputError(f"attribute {name!r}: {len(data) if isinstance(data, list) else 'no'} value(s) "
+                                f"for shape {tuple(shape)}.")
+        if dtype == "float64":
+            values = [_decode_float(x, name) for x in data]
+        elif dtype == "int64":
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in data):
+                raise BadInputError(f"attribute {name!r}: int64 array with non-integer values.")
+            values = data
+        elif dtype == "bool":
+            if not all(isinstance(x, bool) for x in data):
+                raise BadInputError(f"attribute {name!r}: bool array with non-boolean values.")
+            values = data
+        else:
+            if not all(isinstance(x, str) for x in data):
+                raise BadInputError(f"attribute {name!r}: str array with non-string values.")
+            values = data
+        arr = np.empty(len(values), dtype=_DTYPES[dtype])
+        arr[:] = values
+        return arr.reshape(shape)
+    if kind == "bool" and isinstance(obj.get("value"), bool):
+        return obj["value"]
+    if kind == "int" and isinstance(obj.get("value"), int) and not isinstance(obj.get("value"), bool):
+        return obj["value"]
+    if kind == "float":
+        return _decode_float(obj.get("value"), name)
+    if kind == "json" and "value" in obj:
+        return obj["value"]
+    raise BadInputError(f"attribute {name!r}: unknown or malformed value of kind {kind!r}.")
+
+
+def _jsonable_params(estimator) -> dict:
+    params = {}
+    for key, value in estimator.get_params(deep=False).items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        if key == "random_state" and isinstance(value, np.random.Generator):
+            warnings.warn(
+                "random_state is a numpy.random.Generator, which cannot be saved; it is saved as None "
+                "(it only matters for refitting).", UserWarning, stacklevel=3)
+            value = None
+        if not _is_json_value(value):
+            raise BadInputError(f"cannot save parameter {key}={value!r}: only numbers, strings, None and "
+                                "lists / dicts of them can be saved.")
+        params[key] = value
+    return params
+
+
+def save_model(estimator, path, *, include_training_data: bool = False) -> Path:
+    """Save a fitted imputer as one JSON file (never pickle); see :mod:`explorer.export` for the layout.
+
+    Parameters
+    ----------
+    estimator : GaussianMixtureImputer, DPGMMImputer, FactorAnalysisImputer or MFAImputer
+        Fitted.
+    path : str or os.PathLike
+        Written (overwritten) as UTF-8 JSON; ``.json`` is the usual suffix.
+    include_training_data : bool, default False
+        Also save the attributes that hold training rows (DPGMMImputer's ``resp_`` and its copy of
+        the training data, which ``weights="responsibilities"`` uses to recognise that data).
+        Without them a loaded DPGMMImputer uses predictive weights for every row.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    BadInputError
+        Not one of the four classes, not fitted, or an attribute / parameter that is not numbers
+        and strings.
+    """
+    cls_name = type(estimator).__name__
+    if cls_name not in _MODEL_CLASSES or type(estimator).__module__ != _MODEL_CLASSES[cls_name]:
+        raise BadInputError(f"save_model saves {', '.join(_MODEL_CLASSES)}; got {type(estimator).__name__}.")
+    if not hasattr(estimator, "n_features_in_"):
+        raise BadInputError(f"this {cls_name} is not fitted: call fit before save_model.")
+    training = _TRAINING_ATTRS.get(cls_name, ())
+    if (cls_name == "DPGMMImputer" and not include_training_data
+            and getattr(estimator, "weights", None) == "responsibilities"):
+        warnings.warn(
+            "weights='responsibilities' uses the fitted responsibilities of the training rows, which are not "
+            "saved without include_training_data=True: the loaded model uses predictive weights for every row.",
+            UserWarning, stacklevel=2)
+    fitted, skipped = {}, []
+    for name, value in sorted(vars(estimator).items()):
+        public = _ATTR_NAME.match(name) is not None
+        if not public and name not in training:
+            continue
+        if name in _SKIPPED_ATTRS or (name in training and not include_training_data):
+            skipped.append(name)
+            continue
+        fitted[name] = _encode_value(value, name)
+    from explorer import __version__
+
+    names = getattr(estimator, "feature_names_in_", None)
+    doc = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "explorer_version": __version__,
+        "class": cls_name,
+        "params": _jsonable_params(estimator),
+        "feature_names": None if names is None else [str(c) for c in names],
+        "fitted": fitted,
+        "not_saved": skipped,
+    }
+    path = Path(path)
+    path.write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def _reject_constant(token: str):
+    raise BadInputError(f"the file holds the non-standard JSON value {token}; it was not written by save_model.")
+
+
+def load_model(path):
+    """Load a model written by :func:`save_model`.
+
+    Only the four imputer classes can come out, built from numbers and strings (the file is parsed
+    as JSON; nothing in it is executed or imported by name beyond that fixed list).
+
+    Raises
+    ------
+    BadInputError
+        Missing or unreadable file, not a model file, an unknown format version or class, unknown
+        parameters or attributes, arrays of the wrong shape or non-finite parameters.
+    """
+    label = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInputError(f"no such model file: {label!r}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read the model file {label!r}: {exc}.") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadInputError(f"{label!r} is not a model file written by save_model (not valid JSON: {exc}).") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        raise BadInputError(f"{label!r} is not a model file written by save_model (no 'format': {FORMAT_NAME!r}).")
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise BadInputError(f"{label!r} has model format version {doc.get('format_version')!r}; this explorer "
+                            f"reads version {FORMAT_VERSION} only. Refit the model or use the explorer that wrote it.")
+    cls_name = doc.get("class")
+    if cls_name not in _MODEL_CLASSES:
+        raise BadInputError(f"{label!r} holds an unknown model class {cls_name!r}; known: {', '.join(_MODEL_CLASSES)}.")
+    from explorer import __version__
+
+    if doc.get("explorer_version") != __version__:
+        warnings.warn(f"{label!r} was written by explorer {doc.get('explorer_version')!r}; this is {__version__}.",
+                      UserWarning, stacklevel=2)
+    import importlib
+
+    cls = getattr(importlib.import_module(_MODEL_CLASSES[cls_name]), cls_name)
+    params, fitted = doc.get("params"), doc.get("fitted")
+    if not isinstance(params, dict) or not isinstance(fitted, dict):
+        raise BadInputError(f"{label!r} lacks its 'params' or 'fitted' section; the file is damaged.")
+    estimator = cls()
+    valid = estimator.get_params(deep=False)
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for {cls_name}.")
+    estimator.set_params(**params)
+    allowed_private = _TRAINING_ATTRS.get(cls_name, ())
+    for name, obj in fitted.items():
+        if not isinstance(name, str) or not (_ATTR_NAME.match(name) or name in allowed_private):
+            raise BadInputError(f"{label!r}: {name!r} is not a fitted attribute name.")
+        if hasattr(cls, name):  # a method or property of the class: never overwrite
+            raise BadInputError(f"{label!r}: {name!r} is not a fitted attribute of {cls_name}.")
+        setattr(estimator, name, _decode_value(obj, name))
+    _check_loaded(estimator, cls_name, label)
+    return estimator
+
+
+def _check_loaded(est, cls_name: str, label: str) -> None:
+    """Shapes, finiteness and weights of a loaded model; a damaged file gives a clear error."""
+    need = ("n_features_in_", *_REQUIRED[cls_name])
+    absent = [a for a in need if not hasattr(est, a)]
+    if absent:
+        raise BadInputError(f"{label!r} lacks the fitted attribute(s) {absent} of {cls_name}.")
+    d = est.n_features_in_
+    if not isinstance(d, int) or d < 1:
+        raise BadInputError(f"{label!r}: n_features_in_ must be a positive integer, got {d!r}.")
+    names = getattr(est, "feature_names_in_", None)
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (d,)):
+        raise BadInputError(f"{label!r}: feature_names_in_ must list {d} names.")
+    weights = est.weights_
+    if not isinstance(weights, np.ndarray) or weights.ndim != 1 or weights.size < 1:
+        raise BadInputError(f"{label!r}: weights_ must be a non-empty 1-D array.")
+    k = weights.size
+    shapes = {"weights_": (k,), "means_": (k, d), "mean_": (d,), "center_": (d,), "scale_": (d,),
+              "beta_": (k,), "nu_": (k,), "scatter_": (k, d, d), "noise_variance_": (k, d)}
+    if cls_name == "FactorAnalysisImputer":
+        shapes["noise_variance_"] = (d,)
+    if cls_name in ("GaussianMixtureImputer", "DPGMMImputer"):
+        diag = getattr(est, "covariance_type", "full") == "diag"
+        shapes["covariances_"] = (k, d) if diag else (k, d, d)
+    if cls_name == "GaussianMixtureImputer":
+        shapes["col_means_"] = (d,)
+    for name, shape in shapes.items():
+        if name not in need and not hasattr(est, name):
+            continue
+        value = getattr(est, name)
+        if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype != np.float64:
+            got = value.shape if isinstance(value, np.ndarray) else type(value).__name__
+            raise BadInputError(f"{label!r}: {name} must be a float array of shape {shape}; got {got}.")
+        if not np.isfinite(value).all():
+            raise BadInputError(f"{label!r}: {name} holds NaN or infinite values; the file is damaged.")
+    if "loadings_" in need:
+        load = est.loadings_
+        ok = isinstance(load, np.ndarray) and load.dtype == np.float64 and np.isfinite(load).all()
+        lead = (d,) if cls_name == "FactorAnalysisImputer" else (k, d)
+        if not ok or load.ndim != len(lead) + 1 or load.shape[:-1] != lead:
+            raise BadInputError(f"{label!r}: loadings_ must be a finite float array of shape {(*lead, 'q')}.")
+    if (weights < 0).any() or not np.isclose(weights.sum(), 1.0, rtol=0, atol=1e-8):
+        raise BadInputError(f"{label!r}: weights_ must be non-negative and sum to 1; the file is damaged.")
