@@ -16,15 +16,40 @@ _EPS = 1e-9  # guards floor(D * sqrt(r)) against round-off (sqrt(0.09) * 10 = 2.
 
 # --------------------------------------------------------------------------- validation helpers
 def _complete(X, who: str) -> np.ndarray:
-    arr = as_float_matrix(X, name="X")
-    nan = np.isnan(arr)
-    if nan.any():
-        rows, cols = np.nonzero(nan)
-        raise BadInputError(
-            f"{who}: X has {int(nan.sum())} NaN value(s) (e.g. row {rows[0]}, column {cols[0]}), but "
-            "a missingness mechanism amputates COMPLETE data. Drop or impute the incomplete rows first."
-        )
-    return arr
+    """``X`` as a float matrix; NaN (an entry that is already missing) is accepted.
+
+    The name is historical: the mechanisms used to require complete data. They now add
+    missingness to the **observed** entries only (see :mod:`explorer.core.mechanisms`), and use
+    :func:`_observed` for the entries they may hide.
+    """
+    return as_float_matrix(X, name="X")
+
+
+def _observed(X: np.ndarray) -> np.ndarray:
+    """(n_samples, n_features) bool, True where ``X`` holds a value (not NaN)."""
+    return ~np.isnan(X)
+
+
+def emptied(observed: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns that had an observed entry and would have none once ``missing`` is hidden.
+
+    Parameters
+    ----------
+    observed : bool array (n_samples, n_features)
+        True where the data hold a value before amputation.
+    missing : bool array, same shape
+        True = the entry is hidden by the mechanism.
+
+    Returns
+    -------
+    rows, cols : int ndarrays
+        Indices of the rows / columns left with no observed entry (rows or columns that had
+        none to begin with are not counted: amputation did not empty them).
+    """
+    left = observed & ~missing
+    rows = np.flatnonzero(observed.any(axis=1) & ~left.any(axis=1))
+    cols = np.flatnonzero(observed.any(axis=0) & ~left.any(axis=0))
+    return rows, cols
 
 
 def _check_rng(rng, who: str) -> None:
@@ -101,8 +126,14 @@ def _image_shape(image_shape, n_features: int, who: str) -> tuple[int, int]:
 
 
 def _standardize(col: np.ndarray) -> np.ndarray:
-    sd = col.std()
-    return np.zeros_like(col) if sd == 0 else (col - col.mean()) / sd
+    """(col - mean) / std over the observed (non-NaN) values; NaN stays NaN; a constant column gives 0."""
+    obs = ~np.isnan(col)
+    if not obs.any():
+        return col.copy()
+    sd = col[obs].std()
+    if sd == 0:
+        return np.where(obs, 0.0, np.nan)
+    return (col - col[obs].mean()) / sd
 
 
 def _logistic_probs(z: np.ndarray, strength: float, q: float) -> np.ndarray:

@@ -1,14 +1,23 @@
-"""Missingness mechanisms ("amputation" of complete data) and their registry.
+"""Missingness mechanisms ("amputation") and their registry.
 
-Every mechanism is a pure function of the **complete** data, its parameters and an injected
+Every mechanism is a pure function of the data, its parameters and an injected
 ``numpy.random.Generator``::
 
-    missing = fn(X, rate, *, rng, **params)      # X: (n_samples, n_features) float, no NaN
+    missing = fn(X, rate, *, rng, **params)      # X: (n_samples, n_features) float, NaN = missing
 
-and returns a boolean array ``missing`` of the same shape, **True = missing**. ``rate`` is the
-requested *overall* fraction of missing entries (over the whole matrix) for the mechanisms that
-have one; the others fix their missing fraction through their parameters. Image mechanisms read
+and returns a boolean array ``missing`` of the same shape, **True = hidden by the mechanism**.
+``rate`` is the requested *overall* fraction of entries to hide for the mechanisms that have
+one; the others fix their missing fraction through their parameters. Image mechanisms read
 each row as a flattened image of ``image_shape=(height, width)`` in row-major (C) order.
+
+**Incomplete data.** ``X`` may already hold NaN (real gaps). The mechanisms then add missingness
+to the **observed** entries only: ``missing`` is False wherever ``X`` is NaN (already-missing
+entries stay missing and are not counted again), and ``rate`` is the expected fraction of the
+*observed* entries to hide, i.e. about ``rate * n_observed`` new gaps. Value-driven rules use
+observed values only; a MAR rule whose driver (control) value is missing does not trigger in
+that row (see each function). On complete data nothing changes: n_observed = N D and the masks
+are those of the complete-data rules. :func:`apply_mechanism` reports the realised rate
+relative to the observed entries.
 
 seed004 (Marlin) writes the response indicator with the opposite convention, ``r = 1`` for
 *observed*; here ``missing = ~r`` everywhere, and Marlin's ``mu_v = P(r = 1 | x = v)`` stays an
@@ -135,7 +144,13 @@ class Mechanism:
 
 @dataclass(frozen=True)
 class MaskResult:
-    """Output of :func:`apply_mechanism`; ``missing`` (n_samples, n_features) is read-only."""
+    """Output of :func:`apply_mechanism`; ``missing`` (n_samples, n_features) is read-only.
+
+    ``missing`` marks the entries hidden by the mechanism (never an entry that was already NaN).
+    ``realised_rate = missing.sum() / n_observed``, the fraction of the observed entries hidden
+    (the overall fraction of the matrix on complete data); ``n_observed`` counts the non-NaN
+    entries of the input (None when unknown, e.g. a mask given by the user).
+    """
 
     missing: np.ndarray
     requested_rate: float | None
@@ -143,6 +158,7 @@ class MaskResult:
     mechanism: str
     kind: str
     params: dict
+    n_observed: int | None = None
 
 
 _VARIANT = Param(
@@ -230,12 +246,13 @@ def list_mechanisms(kind: str | None = None, image: bool | None = None) -> list[
 
 
 def apply_mechanism(X, name: str, rate=None, *, rng, **params) -> MaskResult:
-    """Apply the registered mechanism ``name`` to complete data ``X``.
+    """Apply the registered mechanism ``name`` to the observed entries of ``X``.
 
     Parameters
     ----------
     X : array of shape (n_samples, n_features)
-        Complete data (no NaN).
+        The data; NaN marks an entry that is already missing (it is never part of the result,
+        and ``rate`` is relative to the observed entries).
     name : str
         Registry key (see :data:`MECHANISMS`).
     rate : float, optional
@@ -248,8 +265,9 @@ def apply_mechanism(X, name: str, rate=None, *, rng, **params) -> MaskResult:
     Returns
     -------
     MaskResult
-        ``missing`` (read-only bool array), requested and realised rate, and the effective
-        parameters (defaults filled in).
+        ``missing`` (read-only bool array, True = newly hidden), requested and realised rate
+        (relative to the observed entries), ``n_observed``, and the effective parameters
+        (defaults filled in).
     """
     mech = get_mechanism(name)
     accepted = ", ".join(mech.param_names) or "none"
@@ -269,8 +287,11 @@ def apply_mechanism(X, name: str, rate=None, *, rng, **params) -> MaskResult:
                 f"({accepted}). Pass rate=None."
             )
         missing = mech.func(X, rng=rng, **params)
-    missing = np.array(missing, dtype=bool)
+    observed = ~np.isnan(np.asarray(X, dtype=np.float64))
+    missing = np.array(missing, dtype=bool) & observed  # image masks are shape-only: keep gaps out
     missing.flags.writeable = False
+    n_observed = int(observed.sum())
+    realised = float(missing.sum() / n_observed) if n_observed else 0.0
     effective = {p.name: p.default for p in mech.params} | params
-    return MaskResult(missing, None if rate is None else float(rate), float(missing.mean()),
-                      name, mech.kind, effective)
+    return MaskResult(missing, None if rate is None else float(rate), realised,
+                      name, mech.kind, effective, n_observed)

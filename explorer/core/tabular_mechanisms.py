@@ -1,7 +1,13 @@
-"""Tabular missingness mechanisms: MCAR, MAR and NMAR masks of complete data (seed000, seed001, seed004).
+"""Tabular missingness mechanisms: MCAR, MAR and NMAR masks (seed000, seed001, seed004).
 
 The registry, the documentation table and :func:`~explorer.core.mechanisms.apply_mechanism` are in
 :mod:`explorer.core.mechanisms`, which re-exports every function here.
+
+Incomplete data (NaN entries) are accepted: every mechanism hides **observed** entries only (the
+returned mask is False wherever ``X`` is NaN) and ``rate`` is the expected fraction of the
+*observed* entries to hide. Value-driven rules use the observed values only (quantiles, ranks,
+standardisation); the exact rule for a missing driver is in each docstring. On complete data the
+masks are exactly those of the complete-data rules (same draws for the same generator).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from explorer.core._mask_helpers import (
     _columns,
     _complete,
     _logistic_probs,
+    _observed,
     _standardize,
 )
 from explorer.core._validation import BadInputError, as_float_matrix
@@ -49,7 +56,7 @@ def mcar(X, rate=0.2, *, rng) -> np.ndarray:
     """
     X = _complete(X, "mcar")
     _check_rng(rng, "mcar")
-    return rng.random(X.shape) < _check_rate(rate, "mcar")
+    return (rng.random(X.shape) < _check_rate(rate, "mcar")) & _observed(X)
 
 
 def mcar_rows(X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis") -> np.ndarray:
@@ -60,7 +67,9 @@ def mcar_rows(X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis"
       equal to the fractional part) so that the expected overall rate is exactly ``r``.
     * ``variant="code"``: each entry of a marked row is missing independently w.p. sqrt(r).
 
-    Parameters and returns as in :func:`mcar`; ``rate`` in [0, 1].
+    Parameters and returns as in :func:`mcar`; ``rate`` in [0, 1]. On incomplete data the rule
+    runs as on complete data and already-missing entries are then left out of the mask (so a
+    marked row loses about sqrt(r) of its *observed* entries).
     """
     X = _complete(X, "mcar_rows")
     _check_rng(rng, "mcar_rows")
@@ -69,11 +78,11 @@ def mcar_rows(X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis"
     n, d = X.shape
     marked = rng.random(n) < s
     if variant == "code":
-        return marked[:, None] & (rng.random((n, d)) < s)
+        return marked[:, None] & (rng.random((n, d)) < s) & _observed(X)
     k_float = s * d
     k = math.floor(k_float) + (rng.random(n) < k_float - math.floor(k_float))
     ranks = np.argsort(np.argsort(rng.random((n, d)), axis=1), axis=1)  # a random permutation per row
-    return marked[:, None] & (ranks < k[:, None])
+    return marked[:, None] & (ranks < k[:, None]) & _observed(X)
 
 
 # --------------------------------------------------------------------------- MAR
@@ -95,6 +104,11 @@ def mar_rows(
       5/4 N sqrt(r)) and drop **every** column, controlling and binary ones included, w.p. sqrt(r).
       Rate ~ r for any r in [0, 1]; since controlling values can be hidden the mask is strictly
       NMAR, not MAR.
+
+    Incomplete data: a row with a missing controlling value has no score (alpha = NaN) and is
+    never marked (a missing driver does not trigger); the number of marked rows (thesis) or the
+    quantile of alpha (code) is computed over all N rows and taken among the scored rows, so the
+    rate stays about r while few rows lack a score. Already-missing entries are left out.
 
     Returns a bool ndarray of shape (n_samples, n_features).
     """
@@ -120,26 +134,44 @@ def mar_rows(
     s = math.sqrt(_check_rate(rate, who, hi, why))
     ctrl = rng.choice(numeric, size=n_c, replace=False)
     alpha = X[:, ctrl] @ rng.uniform(-0.5, 0.5, size=n_c)
+    scored = ~np.isnan(alpha)  # a missing controlling value leaves the row unscored: never marked
     droppable = np.ones(d, dtype=bool)
+    marked = np.zeros(n, dtype=bool)
     if variant == "thesis":
-        marked = np.zeros(n, dtype=bool)
-        marked[np.argsort(alpha, kind="stable")[: int(round(n * s * d / (d - n_c)))]] = True
+        marked[np.argsort(alpha, kind="stable")[: int(round(n * s * d / (d - n_c)))]] = True  # NaN last
         droppable[ctrl] = False
-    else:
-        marked = alpha <= np.quantile(alpha, s)
-    return marked[:, None] & droppable[None, :] & (rng.random((n, d)) < s)
+    elif scored.any():
+        q = min(1.0, s * n / int(scored.sum()))
+        marked = alpha <= np.quantile(alpha[scored], q)
+    marked &= scored
+    return marked[:, None] & droppable[None, :] & (rng.random((n, d)) < s) & _observed(X)
 
 
 def _targets_and_control(X, rate, target, control, who):
+    """Control and target columns and the fraction q of the targets' observed entries to hide.
+
+    q = r n_obs / n_obs_targets (= r D / n_targets on complete data), feasible for q <= 1.
+    """
     n, d = X.shape
     ctrl = _column(control, d, who, "control")
     targets = _columns(target, d, who, "target")
     if ctrl in targets:
         raise BadInputError(f"{who}: the control column {ctrl} cannot also be a target; it stays observed.")
+    obs = _observed(X)
+    n_obs, n_obs_t = int(obs.sum()), int(obs[:, targets].sum())
+    if n_obs == n_obs_t:  # nothing observed outside the targets (or nothing at all)
+        hi = 1.0
+    else:
+        hi = n_obs_t / n_obs
     why = (f" (only the {targets.size} target column(s) out of {d} can be missing; add target "
            "columns or lower the rate)")
-    r = _check_rate(rate, who, targets.size / d, why)
-    return ctrl, targets, min(1.0, r * d / targets.size)
+    if n_obs < n * d:
+        why = (f" (only the {n_obs_t} observed entries of the {targets.size} target column(s) out of "
+               f"{n_obs} observed entries can be hidden; add target columns or lower the rate)")
+    r = _check_rate(rate, who, hi, why)
+    if n_obs == n * d:  # complete data: the original formula, bit for bit
+        return ctrl, targets, min(1.0, r * d / targets.size)
+    return ctrl, targets, (min(1.0, r * n_obs / n_obs_t) if n_obs_t else 0.0)
 
 
 def mar_threshold(
@@ -154,10 +186,15 @@ def mar_threshold(
     fate, so ties can add rows); ``rng`` is validated but unused. The control column is always
     observed.
 
+    Incomplete data: q is the fraction of the targets' *observed* entries to hide
+    (q = r n_observed / n_observed_in_targets); t is taken among the observed control values
+    with k = min(round(q N), n_observed_control), and a row whose control is missing never
+    triggers. The rate is then about r when the targets' own gaps do not depend on the control.
+
     Parameters
     ----------
     X : array of shape (n_samples, n_features)
-    rate : float in [0, n_targets / n_features]
+    rate : float in [0, n_targets / n_features] (complete data)
     target : int or sequence of int, default -1 (last column)
     control : int, default 0
     side : {"above", "below"}
@@ -170,14 +207,16 @@ def mar_threshold(
     _check_choice(side, ("above", "below"), who, "side")
     ctrl, targets, q = _targets_and_control(X, rate, target, control, who)
     n = X.shape[0]
-    x, k = X[:, ctrl], int(round(q * n))
+    x = X[:, ctrl]
+    xs = np.sort(x[~np.isnan(x)])  # a missing control value never triggers (NaN >= t is False)
+    n_c = xs.size
+    k = min(int(round(q * n)), n_c)
     rows = np.zeros(n, dtype=bool)
     if k > 0:
-        xs = np.sort(x)
-        rows = x >= xs[n - k] if side == "above" else x <= xs[k - 1]
+        rows = x >= xs[n_c - k] if side == "above" else x <= xs[k - 1]
     missing = np.zeros(X.shape, dtype=bool)
     missing[:, targets] = rows[:, None]
-    return missing
+    return missing & _observed(X)
 
 
 def mar_logistic(X, rate=0.2, *, rng, target=-1, control=0, strength=2.0) -> np.ndarray:
@@ -188,6 +227,11 @@ def mar_logistic(X, rate=0.2, *, rng, target=-1, control=0, strength=2.0) -> np.
     target on these data, mean_i sigmoid(a + b z_i), equals q = r D / n_targets (so the expected
     overall rate is r; ``r <= n_targets / D``). ``strength=0`` is MCAR on the targets; positive
     strength hides targets where the control is high. The control column is always observed.
+
+    Incomplete data: z is standardised over the observed control values; a row whose control is
+    missing never triggers (P = 0); ``a`` is solved over the rows with an observed control for the
+    mean probability min(1, q N / n_observed_control), q the fraction of the targets' observed
+    entries to hide (see :func:`mar_threshold`), so the rate stays about r.
 
     Parameters
     ----------
@@ -204,16 +248,28 @@ def mar_logistic(X, rate=0.2, *, rng, target=-1, control=0, strength=2.0) -> np.
     _check_rng(rng, who)
     b = _check_strength(strength, who)
     ctrl, targets, q = _targets_and_control(X, rate, target, control, who)
-    p = _logistic_probs(_standardize(X[:, ctrl]), b, q)
+    z = _standardize(X[:, ctrl])
+    has = ~np.isnan(z)
+    p = np.zeros(X.shape[0])
+    if has.any():
+        p[has] = _logistic_probs(z[has], b, min(1.0, q * X.shape[0] / int(has.sum())))
     missing = np.zeros(X.shape, dtype=bool)
     missing[:, targets] = rng.random((X.shape[0], targets.size)) < p[:, None]
-    return missing
+    return missing & _observed(X)
 
 
 # --------------------------------------------------------------------------- NMAR
 def _lowest(col: np.ndarray, m: int, rng) -> np.ndarray:
-    """Indices of the ``m`` lowest values of ``col``, ties broken at random."""
+    """Indices of the ``m`` lowest values of ``col``, ties broken at random (NaN sort last)."""
     return np.lexsort((rng.random(col.size), col))[:m]
+
+
+def _below_quantile(col: np.ndarray, q: float) -> np.ndarray:
+    """``col < quantile(observed values of col, q)``; False at NaN and for a column with no value."""
+    obs = ~np.isnan(col)
+    if not obs.any():
+        return np.zeros(col.shape, dtype=bool)
+    return col < np.quantile(col[obs], q)
 
 
 def _nmar_columns(X, rate, rng, variant, binary, who, hi=1.0, why=""):
@@ -246,6 +302,10 @@ def nmar_lowest(
     Expected rate ~ r (exactly floor(D sqrt r) round(N sqrt r) / (N D) for the thesis variant).
     In every amputated column, each removed value is <= every kept value.
 
+    Incomplete data: counts and quantiles are over each column's observed values (the thesis
+    variant hides round(n_observed_j sqrt r) of them), so the rate is about r of the observed
+    entries.
+
     Parameters
     ----------
     X : array of shape (n_samples, n_features)
@@ -257,11 +317,12 @@ def nmar_lowest(
     X, s, cols = _nmar_columns(X, rate, rng, variant, binary, "nmar_lowest")
     n = X.shape[0]
     missing = np.zeros(X.shape, dtype=bool)
+    n_obs = _observed(X).sum(axis=0)
     for j in cols:
         if variant == "thesis":
-            missing[_lowest(X[:, j], int(round(n * s)), rng), j] = True
+            missing[_lowest(X[:, j], int(round(n_obs[j] * s)), rng), j] = True
         else:
-            missing[:, j] = X[:, j] < np.quantile(X[:, j], s)
+            missing[:, j] = _below_quantile(X[:, j], s)
     return missing
 
 
@@ -283,6 +344,9 @@ def nmar_random(
        r = 0.1 / 0.3 / 0.5). This reproduces the published numbers of seed000, whose figures are
        labelled with the requested r. Use the thesis variant for the stated rate.
 
+    Incomplete data: counts and quantiles are over each column's observed values, as in
+    :func:`nmar_lowest`.
+
     Parameters
     ----------
     X : array of shape (n_samples, n_features)
@@ -294,13 +358,14 @@ def nmar_random(
     why = " (the marked fraction 7/5 sqrt(rate) must not exceed 1)"
     X, s, cols = _nmar_columns(X, rate, rng, variant, binary, "nmar_random", 25 / 49, why)
     n = X.shape[0]
+    n_obs = _observed(X).sum(axis=0)
     missing = np.zeros(X.shape, dtype=bool)
     for j in cols:
         if variant == "thesis":
-            marked = _lowest(X[:, j], int(round(1.4 * n * s)), rng)
+            marked = _lowest(X[:, j], int(round(1.4 * n_obs[j] * s)), rng)
             missing[rng.permutation(marked)[: int(round(marked.size * 5 / 7))], j] = True
         else:
-            marked = X[:, j] < np.quantile(X[:, j], min(1.0, 1.4 * s))
+            marked = _below_quantile(X[:, j], min(1.0, 1.4 * s))
             missing[:, j] = marked & (rng.random(n) < s / 1.4)
     return missing
 
@@ -312,6 +377,9 @@ def self_masking(X, rate=0.2, *, rng, strength=2.0) -> np.ndarray:
     a_j is solved with :func:`scipy.optimize.brentq` so that the expected missing fraction of
     column j on these data is ``rate``. Positive strength hides large values (missing values
     have a higher mean than observed ones), negative strength hides small values, 0 is MCAR.
+
+    Incomplete data: z and a_j use the observed values of column j only; the expected fraction
+    of its *observed* values hidden is ``rate``.
 
     Parameters
     ----------
@@ -325,8 +393,13 @@ def self_masking(X, rate=0.2, *, rng, strength=2.0) -> np.ndarray:
     _check_rng(rng, "self_masking")
     r = _check_rate(rate, "self_masking")
     b = _check_strength(strength, "self_masking")
-    p = np.column_stack([_logistic_probs(_standardize(X[:, j]), b, r) for j in range(X.shape[1])])
-    return rng.random(X.shape) < p
+    p = np.zeros(X.shape)
+    for j in range(X.shape[1]):
+        z = _standardize(X[:, j])
+        has = ~np.isnan(z)
+        if has.any():
+            p[has, j] = _logistic_probs(z[has], b, r)
+    return (rng.random(X.shape) < p) & _observed(X)
 
 
 def quantile_levels(X, n_levels: int) -> np.ndarray:
@@ -334,30 +407,47 @@ def quantile_levels(X, n_levels: int) -> np.ndarray:
 
     Level = 1 + floor((rank - 1/2) n_levels / N) with average ranks, so tied values share a level
     and, without ties and with N divisible by ``n_levels``, every level holds N / n_levels rows.
+    With NaN, ranks and N are those of each column's observed values, and NaN entries get level
+    0 (no level).
 
     Returns an int ndarray of the shape of ``X``.
     """
     from scipy.stats import rankdata  # local: keeps ``import explorer.core`` light
 
     X = as_float_matrix(X, name="X")
-    ranks = rankdata(X, method="average", axis=0)
-    return np.clip(1 + np.floor((ranks - 0.5) * n_levels / X.shape[0]), 1, n_levels).astype(int)
+    obs = _observed(X)
+    if obs.all():
+        ranks = rankdata(X, method="average", axis=0)
+        return np.clip(1 + np.floor((ranks - 0.5) * n_levels / X.shape[0]), 1, n_levels).astype(int)
+    out = np.zeros(X.shape, dtype=int)
+    for j in range(X.shape[1]):
+        o = obs[:, j]
+        if o.any():
+            ranks = rankdata(X[o, j], method="average")
+            out[o, j] = np.clip(1 + np.floor((ranks - 0.5) * n_levels / o.sum()), 1, n_levels)
+    return out
 
 
 def _levels(X, n_levels: int, levels: str, who: str) -> np.ndarray:
+    """Levels 1..n_levels of every observed entry (0 at NaN entries)."""
     _check_choice(levels, ("auto", "given", "quantile"), who, "levels")
-    is_given = bool(np.all((X == np.round(X)) & (X >= 1) & (X <= n_levels)))
+    obs = _observed(X)
+    vals = X[obs]
+    is_given = bool(np.all((vals == np.round(vals)) & (vals >= 1) & (vals <= n_levels)))
     if levels == "given" and not is_given:
         raise BadInputError(
             f"{who}: with levels='given', X must hold integer levels 1..{n_levels}; it does not. "
             "Use levels='quantile' to bin each column into equal-frequency levels."
         )
-    return X.astype(int) if levels != "quantile" and is_given else quantile_levels(X, n_levels)
+    if levels != "quantile" and is_given:
+        return np.where(obs, X, 0.0).astype(int)
+    return quantile_levels(X, n_levels)
 
 
 def _cpt_mask(X, mu: np.ndarray, levels: str, rng, who: str) -> np.ndarray:
     v = _levels(X, mu.size, levels, who)
-    return ~(rng.random(X.shape) < mu[v - 1])
+    obs = v > 0
+    return ~(rng.random(X.shape) < mu[np.where(obs, v, 1) - 1]) & obs
 
 
 def cpt_v(
@@ -370,7 +460,9 @@ def cpt_v(
     v = 1..V with V = len(mu): ``levels="given"`` requires X to hold such integers (ratings),
     ``"quantile"`` bins every column into V equal-frequency levels (:func:`quantile_levels`),
     ``"auto"`` uses the values when they are integers in 1..V and bins otherwise. The expected
-    rate is 1 - sum_v mu_v P(v) (1 - mean(mu) with quantile levels).
+    rate is 1 - sum_v mu_v P(v) (1 - mean(mu) with quantile levels). On incomplete data the
+    levels are those of the observed values (quantiles per column over its observed values) and
+    only observed entries can be hidden.
 
     Parameters
     ----------
@@ -423,7 +515,8 @@ def fixed_patterns(X, *, rng, patterns=None, probs=None) -> np.ndarray:
     patterns as response vectors with 1 = observed, e.g. {[1,1], [0,1], [1,0]}; convert with
     ``patterns = ~np.asarray(r, dtype=bool)`` (here [[F,F], [T,F], [F,T]]). The default is that
     generalised to D columns: the complete pattern plus each single-column-missing pattern.
-    ``probs`` defaults to uniform.
+    ``probs`` defaults to uniform. On incomplete data a pattern hides only the entries of the row
+    that are observed.
 
     Returns a bool ndarray of shape (n_samples, n_features).
     """
@@ -442,4 +535,4 @@ def fixed_patterns(X, *, rng, patterns=None, probs=None) -> np.ndarray:
     p = np.full(k, 1.0 / k) if probs is None else np.asarray(probs, dtype=float)
     if p.shape != (k,) or np.any(p < 0) or not np.isclose(p.sum(), 1.0, atol=1e-8):
         raise BadInputError(f"{who}: probs must be {k} non-negative numbers summing to 1; got {probs!r}.")
-    return pats[rng.choice(k, size=n, p=p / p.sum())].copy()
+    return pats[rng.choice(k, size=n, p=p / p.sum())] & _observed(X)

@@ -434,7 +434,6 @@ def test_mask_result_is_frozen_and_records_defaults():
 
 
 # -------------------------------------------------------------------------------------- bad input
-X_NAN = np.where(X_TAB > 3, np.nan, X_TAB)
 BAD = [  # (data, mechanism, rate, params, message regex)
     (X_TAB, "mcar", 1.2, {}, r"outside the feasible range \[0, 1\]"),
     (X_TAB, "mcar", float("nan"), {}, "feasible range"),
@@ -445,7 +444,6 @@ BAD = [  # (data, mechanism, rate, params, message regex)
     (X_TAB, "mcar_rows", 0.2, {"varient": "code"}, "accepted parameters: variant"),
     (X_TAB, "nope", None, {}, "Unknown missingness mechanism 'nope'. Available: .*mcar"),
     (X_TAB, "cpt_v", 0.3, {}, "has no rate"),
-    (X_NAN, "mcar", 0.1, {}, "NaN.*COMPLETE"),
     (X_IMG, "quarter", None, {"image_shape": (6, 6)}, "image_shape=.*36 pixels.*48"),
     (X_IMG, "half", None, {}, "needs image_shape"),
     (X_IMG, "square", None, {"image_shape": IMG, "size": 7}, r"size=7.*\[1, 6\]"),
