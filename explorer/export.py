@@ -46,6 +46,7 @@ with a :class:`~explorer.core._validation.BadInputError`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -356,7 +357,50 @@ _REQUIRED = {
     "MFAImputer": ("weights_", "means_", "loadings_", "noise_variance_"),
 }
 _ATTR_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
+# settings dataclasses (frozen, numbers and tuples only) that parameters / attributes may hold
+_SPEC_TYPES = {"NIWPrior": "explorer.core.em_gmm"}
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_, "str": object}
+
+
+def _plain(value, name: str):
+    """Tuples / lists / numbers / strings / None as JSON data (tuples become lists); None if not possible."""
+    if isinstance(value, (tuple, list)):
+        items = [_plain(v, name) for v in value]
+        return items
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise BadInputError(f"cannot save {name!r}: it holds a non-finite number.")
+        return value
+    raise BadInputError(f"cannot save {name!r}: a field of type {type(value).__name__} is not numbers or strings.")
+
+
+def _encode_spec(value, name: str):
+    """A whitelisted settings dataclass (e.g. NIWPrior) as ``{"kind": "spec", "type", "fields"}``, else None."""
+    cls = type(value)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type) or cls.__name__ not in _SPEC_TYPES \
+            or cls.__module__ != _SPEC_TYPES[cls.__name__]:
+        return None
+    fields = {f.name: _plain(getattr(value, f.name), f"{name}.{f.name}") for f in dataclasses.fields(value)}
+    return {"kind": "spec", "type": cls.__name__, "fields": fields}
+
+
+def _decode_spec(obj, name: str):
+    import importlib
+
+    type_name, fields = obj.get("type"), obj.get("fields")
+    if type_name not in _SPEC_TYPES or not isinstance(fields, dict):
+        raise BadInputError(f"{name!r}: unknown settings type {type_name!r} (known: {sorted(_SPEC_TYPES)}).")
+    cls = getattr(importlib.import_module(_SPEC_TYPES[type_name]), type_name, None)
+    if cls is None:
+        raise BadInputError(f"{name!r}: this explorer has no {type_name}; use the explorer that wrote the file.")
+    try:
+        return cls(**fields)
+    except TypeError as exc:
+        raise BadInputError(f"{name!r}: bad fields for {type_name}: {exc}.") from None
 
 
 def _encode_float(x: float):
@@ -413,6 +457,9 @@ def _encode_value(value, name: str):
         return {"kind": "json", "value": value}
     if isinstance(value, (list, tuple, dict)) and _is_json_value(value):
         return {"kind": "json", "value": value}
+    spec = _encode_spec(value, name)
+    if spec is not None:
+        return spec
     raise BadInputError(
         f"cannot save attribute {name!r} of type {type(value).__name__}: only arrays, numbers, strings and "
         "lists / dicts of them can be saved (save_model never pickles)."
@@ -458,6 +505,8 @@ def _decode_value(obj, name: str):
         return _decode_float(obj.get("value"), name)
     if kind == "json" and "value" in obj:
         return obj["value"]
+    if kind == "spec":
+        return _decode_spec(obj, name)
     raise BadInputError(f"attribute {name!r}: unknown or malformed value of kind {kind!r}.")
 
 
@@ -471,6 +520,10 @@ def _jsonable_params(estimator) -> dict:
                 "random_state is a numpy.random.Generator, which cannot be saved; it is saved as None "
                 "(it only matters for refitting).", UserWarning, stacklevel=3)
             value = None
+        spec = _encode_spec(value, key)
+        if spec is not None:
+            params[key] = spec
+            continue
         if not _is_json_value(value):
             raise BadInputError(f"cannot save parameter {key}={value!r}: only numbers, strings, None and "
                                 "lists / dicts of them can be saved.")
@@ -592,6 +645,8 @@ def load_model(path):
     unknown = sorted(set(params) - set(valid))
     if unknown:
         raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for {cls_name}.")
+    params = {k: _decode_spec(v, k) if isinstance(v, dict) and v.get("kind") == "spec" else v
+              for k, v in params.items()}
     estimator.set_params(**params)
     allowed_private = _TRAINING_ATTRS.get(cls_name, ())
     for name, obj in fitted.items():

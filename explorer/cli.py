@@ -1,0 +1,274 @@
+"""The ``explorer`` command line: impute a CSV file without writing Python.
+
+::
+
+    explorer impute data.csv --model gmm --components 3 --multiple 10 --seed 0 --out imputed.nc
+    explorer impute data.csv --model mfa --factors 2 --out imputed.csv --save-model model.json
+    python -m explorer --help
+
+``impute`` reads the file with :func:`explorer.io.from_csv` (empty cells, ``?`` and ``NA`` are
+missing), fits the chosen imputer on the observed entries, and writes the single imputation and,
+with ``--multiple m``, ``m`` draws with :func:`explorer.export.export_imputations` (format from the
+suffix of ``--out``: ``.csv``, ``.parquet`` or ``.nc``); ``--save-model`` writes the fitted model
+with :func:`explorer.export.save_model`. Progress (one line per stage: read, fit, impute, write,
+with the elapsed time) goes to stderr, the summary to stdout. Bad input or options print
+``explorer: error: ...`` and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+__all__ = ["main"]
+
+MODELS = {
+    "gmm": "GaussianMixtureImputer (EM Gaussian mixture)",
+    "dpgmm": "DPGMMImputer (variational Dirichlet-process mixture)",
+    "fa": "FactorAnalysisImputer (one factor analyser)",
+    "mfa": "MFAImputer (mixture of factor analysers)",
+}
+
+
+class CommandError(Exception):
+    """A problem with the command's options or input, printed as ``explorer: error: ...`` (exit status 2)."""
+
+
+# ---------------------------------------------------------------------------- progress
+class _Stages:
+    """Progress over the stages of a command, on stderr.
+
+    On a terminal: a tqdm bar (stage name, stages done, elapsed time) redrawn every 0.2 s, so the
+    clock runs during a long fit. Otherwise (a log file, a pipe): one line per finished stage with
+    its duration. Nothing when disabled.
+    """
+
+    def __init__(self, stages, enabled: bool):
+        self._n, self._enabled = len(stages), enabled
+        self._tty = enabled and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+        self._bar = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _open_bar(self):
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=self._n, file=sys.stderr, leave=True, dynamic_ncols=True,
+                         bar_format="{desc} |{bar}| {n_fmt}/{total_fmt} stages [{elapsed}]")
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+
+    def _tick(self):
+        while not self._stop.wait(0.2):
+            self._bar.refresh()
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        if self._tty and self._bar is None:
+            self._open_bar()
+        if self._bar is not None:
+            self._bar.set_description_str(f"{name:<6}", refresh=True)
+        start = time.perf_counter()
+        yield
+        if self._bar is not None:
+            self._bar.update(1)
+        elif self._enabled:
+            print(f"explorer: {name:<6} done in {time.perf_counter() - start:.2f} s", file=sys.stderr)
+
+    def write(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._bar is not None:
+            self._bar.close()
+
+
+# ---------------------------------------------------------------------------- options
+def _components(text: str):
+    if text == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'auto', got {text!r}")
+    return value
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
+    from explorer import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="explorer",
+        description="Probabilistic imputation of missing data (Gaussian mixtures, factor analysers).",
+    )
+    parser.add_argument("--version", action="version", version=f"explorer {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    imp = sub.add_parser(
+        "impute", help="fit an imputer on a CSV file and write imputed data",
+        description="Fit an imputer on the observed entries of a CSV file (empty cells, '?' and 'NA' are missing) "
+                    "and write the single imputation and, with --multiple, m multiple imputations.",
+        epilog="Output layout: .csv / .parquet hold one long table with an 'imputation' column (0 = the single "
+               "imputation, 1..m = the draws), 'row', the data columns and 'missing:<column>' (True = imputed); "
+               ".nc holds an xarray Dataset (imputed, samples with an 'imputation' dimension, missing).",
+    )
+    imp.add_argument("input", help="CSV file with missing values")
+    imp.add_argument("--out", "-o", required=True, help="output file: .csv, .parquet or .nc")
+    imp.add_argument("--model", choices=sorted(MODELS), default="gmm",
+                     help="; ".join(f"{k}: {v}" for k, v in MODELS.items()) + " (default gmm)")
+    imp.add_argument("--components", "-k", type=_components, default=None,
+                     help="number of mixture components, or 'auto' (gmm, dpgmm: truncation level, mfa); "
+                          "default: the estimator's own")
+    imp.add_argument("--factors", type=_count(1), default=None, help="latent dimension q (fa, mfa; default 1)")
+    imp.add_argument("--multiple", "-m", type=_count(0), default=0, metavar="M",
+                     help="also write M multiple imputations (draws from p(missing | observed)); default 0")
+    imp.add_argument("--seed", type=_count(0), default=None, help="random seed (fit and draws) for reproducible runs")
+    imp.add_argument("--max-iter", type=_count(1), default=None, help="maximum number of iterations of the fit")
+    imp.add_argument("--save-model", metavar="PATH", default=None,
+                     help="also save the fitted model as JSON (explorer.export.load_model reads it)")
+    imp.add_argument("--drop-non-numeric", action="store_true",
+                     help="drop text columns instead of stopping with an error")
+    imp.add_argument("--empty-rows", choices=("raise", "marginal"), default="raise",
+                     help="rows with every value missing: stop with an error (default) or impute them from the "
+                          "marginal distribution")
+    imp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    imp.set_defaults(run=_impute)
+    return parser
+
+
+# ---------------------------------------------------------------------------- impute
+def _estimator(args):
+    kwargs = {"random_state": args.seed, "empty_rows": args.empty_rows}
+    if args.max_iter is not None:
+        kwargs["max_iter"] = args.max_iter
+    if args.model == "fa":
+        if args.components is not None:
+            raise CommandError("--components does not apply to --model fa (one factor analyser); "
+                               "use --factors, or --model mfa for a mixture.")
+    elif args.components is not None:
+        kwargs["n_components"] = args.components
+    if args.factors is not None:
+        if args.model not in ("fa", "mfa"):
+            raise CommandError(f"--factors applies to --model fa or mfa, not {args.model}.")
+        kwargs["n_factors"] = args.factors
+    if args.model == "gmm":
+        from explorer.imputers import GaussianMixtureImputer as cls
+    elif args.model == "dpgmm":
+        from explorer.dp_imputer import DPGMMImputer as cls
+    elif args.model == "fa":
+        from explorer.fa_imputers import FactorAnalysisImputer as cls
+    else:
+        from explorer.fa_imputers import MFAImputer as cls
+    return cls(**kwargs)
+
+
+def _check_output(path: str, what: str) -> None:
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise CommandError(f"cannot write {what} {path!r}: the folder {str(parent)!r} does not exist.")
+
+
+def _impute(args, progress: _Stages) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from explorer import export
+    from explorer.io import from_csv
+
+    export._format_of(args.out)  # an unknown suffix fails before the fit
+    _check_output(args.out, "the output")
+    if args.save_model is not None:
+        _check_output(args.save_model, "the model")
+    estimator = _estimator(args)
+    with progress.stage("read"):
+        if not Path(args.input).exists():
+            raise CommandError(f"no such file: {args.input!r}.")
+        data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+    values = np.array(data.values)
+    frame = pd.DataFrame(values, columns=list(data.columns))  # fit on a frame: the model keeps the names
+    with progress.stage("fit"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            estimator.fit(frame)
+    for w in caught:
+        progress.write(f"explorer: warning: {w.message}")
+    with progress.stage("impute"):
+        imputed = np.asarray(estimator.transform(values), dtype=np.float64)
+        samples = None
+        if args.multiple > 0:
+            rng = np.random.default_rng(None if args.seed is None else [args.seed, 1])
+            samples = np.asarray(estimator.sample(values, n_imputations=args.multiple, random_state=rng),
+                                 dtype=np.float64)
+    with progress.stage("write"):
+        export.export_imputations(args.out, imputed, samples, data.missing, columns=list(data.columns))
+        if args.save_model is not None:
+            export.save_model(estimator, args.save_model)
+    progress.close()
+    n, d = imputed.shape
+    n_missing = int(data.missing.sum())
+    print(f"{args.input}: {n} rows x {d} columns, {n_missing} missing value(s) ({n_missing / (n * d):.1%}) imputed "
+          f"with {type(estimator).__name__}"
+          + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
+    print(f"wrote {args.out}" + (f" and {args.save_model}" if args.save_model else ""))
+    return 0
+
+
+# ---------------------------------------------------------------------------- entry point
+def main(argv=None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    0 on success, 2 on bad options or input (the message on stderr, no traceback), 130 when
+    interrupted.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help / --version (0) or a usage error (2), already printed
+        return int(exc.code or 0)
+    from explorer.core._validation import BadInputError
+
+    stages = ("read", "fit", "impute", "write")
+    progress = _Stages(stages, enabled=not getattr(args, "quiet", False) and args.command == "impute")
+    started = time.perf_counter()
+    try:
+        return args.run(args, progress)
+    except (CommandError, BadInputError, ValueError, OSError) as exc:
+        progress.close()
+        message = str(exc) if not isinstance(exc, OSError) or not exc.filename else (
+            f"{exc.strerror or exc}: {exc.filename!r}")
+        print(f"explorer: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"explorer: interrupted after {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        return 130
+    finally:
+        progress.close()
