@@ -17,7 +17,7 @@ in the format its file suffix names; :func:`read_imputations` reads any of them 
 So ``df[df.imputation == 0]`` is the filled table and ``df[df.imputation > 0]`` is the usual long
 format of multiple-imputation software (pool with Rubin's rules by ``imputation``). CSV floats are
 written with the shortest representation that reads back to the same float64 (read them with
-``float_precision="round_trip"`` in pandas; :func:`read_imputations` does).
+``float_precision="round_trip"`` in pandas 2; pandas 3 does by default).
 
 ``.nc`` - netCDF 3 (xarray's ``scipy`` engine, no extra package) holding the
 :class:`xarray.Dataset` of :func:`to_dataset`: ``imputed`` (row, column), ``samples``
@@ -75,6 +75,8 @@ __all__ = [
 FORMATS = {".csv": "CSV (long table)", ".parquet": "Parquet (long table)", ".nc": "netCDF 3 (xarray Dataset)"}
 
 _ID_COLUMNS = ("imputation", "row")
+# pandas < 3 needs the round-trip float parser to read back the float64 it wrote; pandas 3 does by default
+_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
 _MASK_PREFIX = "missing:"
 
 
@@ -315,7 +317,7 @@ def read_imputations(path) -> Imputations:
             index=ds["row"].values.tolist(),
         )
     if fmt == ".csv":
-        frame = pd.read_csv(path, float_precision="round_trip")
+        frame = pd.read_csv(path, **_EXACT_FLOATS)
     else:
         _require_pyarrow()
         frame = pd.read_parquet(path, engine="pyarrow")
