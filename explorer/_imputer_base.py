@@ -6,6 +6,18 @@
 ``score`` / ``regress`` path, input validation with clear errors (non-numeric or sparse input,
 infinities, all-missing rows and columns, wrong shapes) and feature names; each subclass supplies its
 core fit and its conditional through a few hooks.
+
+Input kinds: numpy arrays (and anything ``numpy.asarray`` reads), pandas DataFrames (numeric
+columns; a non-numeric column is an error naming it, see :func:`explorer.io.encode_categoricals`),
+2-D xarray DataArrays (rows along the first dimension, columns along the second) and
+:class:`~explorer.core.data.IncompleteData` (what :func:`explorer.io.from_csv` returns).
+``transform`` / ``fit_transform`` return the kind they were given (index, columns, dims,
+coordinates kept; an IncompleteData comes back with no missing entry); ``sample`` returns an
+``imputation`` axis in front (see :meth:`_MixtureImputerBase.sample`).
+
+No NaN or infinity leaves ``transform``, ``sample``, ``score_samples`` or ``regress``: values
+beyond ``±1e100`` are refused with a clear error (the models square them), and a result that is
+not finite anyway raises :class:`~explorer.core._validation.BadInputError` naming the rows.
 """
 
 from __future__ import annotations
@@ -22,9 +34,12 @@ from explorer.core._validation import (
     BadInputError,
     as_float_matrix,
     check_incomplete,
+    check_magnitude,
     check_no_empty_rows,
+    column_label,
 )
 from explorer.core.conditional import regression
+from explorer.core.data import IncompleteData
 from explorer.core.gaussian import (
     DegenerateCovarianceError,
     observed_diagonal,
@@ -36,8 +51,20 @@ from explorer.core.patterns import group_patterns
 _EMPTY_ROWS = ("raise", "marginal")
 
 
+#: The ``random_state`` convention of every estimator (scikit-learn's), quoted in their docstrings.
+RANDOM_STATE_DOC = """random_state : int, numpy.random.Generator or None, default None
+        Seed of the random initialisation, following scikit-learn's convention: an int makes every
+        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
+        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
+        state) differ; None draws fresh entropy at every fit."""
+
+
 def _rng(random_state, name: str = "random_state") -> np.random.Generator:
-    """``numpy.random.default_rng`` of an int, None or Generator, with a clear error otherwise."""
+    """The Generator of ``random_state`` (scikit-learn's convention, see :data:`RANDOM_STATE_DOC`).
+
+    An int gives a new ``default_rng(seed)`` (reproducible), a Generator is returned itself (shared,
+    its state consumed), None gives fresh entropy; anything else is a clear error.
+    """
     if random_state is None or isinstance(random_state, np.random.Generator):
         return np.random.default_rng(random_state)
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
@@ -67,14 +94,117 @@ def _feature_names(X):
     return None
 
 
+def _kind(X) -> str:
+    """``"incomplete"``, ``"dataframe"``, ``"dataarray"`` or ``"array"`` (anything else numpy reads)."""
+    if isinstance(X, IncompleteData):
+        return "incomplete"
+    module = type(X).__module__ or ""
+    if module.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "iloc"):
+        return "dataframe"
+    if module.startswith("xarray"):
+        if type(X).__name__ == "DataArray":
+            return "dataarray"
+        raise BadInputError(
+            f"X is an xarray {type(X).__name__}; pass a 2-D DataArray (rows x columns), e.g. "
+            "ds.to_dataarray(dim='feature').T, or convert it with explorer.io.from_xarray(ds)."
+        )
+    return "array"
+
+
+def _unwrap(X, name: str = "X"):
+    """``(matrix, names, labels)`` of any accepted input kind.
+
+    ``matrix`` is what :func:`as_float_matrix` validates, ``names`` the string column names (for
+    ``feature_names_in_``; None when the columns are unnamed or not all strings) and ``labels``
+    column names for error messages (or None).
+    """
+    kind = _kind(X)
+    if kind == "incomplete":
+        names = np.asarray(X.columns, dtype=object)
+        return np.array(X.values), names, list(X.columns)
+    _reject_sparse(X)
+    if kind == "dataframe":
+        from explorer.io import frame_values
+
+        names = _feature_names(X)
+        return frame_values(X, name=name), names, [str(c) for c in X.columns]
+    if kind == "dataarray":
+        if X.ndim != 2:
+            raise BadInputError(
+                f"{name} must be a 2-D DataArray (rows x columns); got dims {X.dims}. Stack or select "
+                "dimensions first (DataArray.stack / .sel)."
+            )
+        col_dim = X.dims[1]
+        names = None
+        if col_dim in X.coords:
+            coord = list(X.coords[col_dim].values)
+            if coord and all(isinstance(c, str) for c in coord):
+                names = np.asarray(coord, dtype=object)
+        labels = None if names is None else list(names)
+        return np.asarray(X.values), names, labels
+    names = _feature_names(X)
+    return X, names, None if names is None else [str(c) for c in names]
+
+
+def _wrap(X, out: np.ndarray, what: str = ""):
+    """``out`` (n_samples, n_features) in the kind of ``X``: DataFrame, DataArray, IncompleteData or array."""
+    kind = _kind(X)
+    if kind == "dataframe":
+        import pandas as pd
+
+        return pd.DataFrame(out, index=X.index, columns=X.columns)
+    if kind == "dataarray":
+        return X.copy(data=out)
+    if kind == "incomplete":
+        note = f"{int(X.missing.sum())} missing entries imputed{what}"
+        return IncompleteData(
+            values=out, missing=np.zeros(out.shape, dtype=bool), columns=X.columns, binary=X.binary,
+            name=X.name, description=f"{X.description}; {note}" if X.description else note,
+        )
+    return out
+
+
+def _wrap_draws(X, draws: np.ndarray):
+    """``draws`` (n_imputations, n_samples, n_features) in the kind of ``X`` (see ``sample``)."""
+    kind = _kind(X)
+    m = draws.shape[0]
+    if kind == "dataframe":
+        import pandas as pd
+
+        frames = [pd.DataFrame(d, index=X.index, columns=X.columns) for d in draws]
+        return pd.concat(frames, keys=range(m), names=["imputation", *X.index.names])
+    if kind == "dataarray":
+        import xarray as xr
+
+        if "imputation" in X.dims:
+            raise BadInputError("X already has a dimension named 'imputation'; rename it before sampling.")
+        coords = {k: v for k, v in X.coords.items()}
+        coords["imputation"] = np.arange(m)
+        return xr.DataArray(draws, dims=("imputation", *X.dims), coords=coords, name=X.name, attrs=dict(X.attrs))
+    if kind == "incomplete":
+        import xarray as xr
+
+        return xr.DataArray(
+            draws, dims=("imputation", "sample", "feature"),
+            coords={"imputation": np.arange(m), "feature": list(X.columns)},
+            name=X.name or None, attrs={"description": X.description} if X.description else {},
+        )
+    return draws
+
+
 def _fit_input(X, empty_rows):
     """Validate training data: ``(X_nan, missing, names, columns)`` (``names`` for ``feature_names_in_``)."""
     if empty_rows not in _EMPTY_ROWS:
         raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {empty_rows!r}.")
-    _reject_sparse(X)
-    names = _feature_names(X)
+    matrix, names, labels = _unwrap(X)
     columns = None if names is None else [str(c) for c in names]
-    Xn, missing = check_incomplete(X, columns=columns, allow_empty_rows=empty_rows == "marginal")
+    Xn, missing = check_incomplete(matrix, columns=labels, allow_empty_rows=empty_rows == "marginal")
+    check_magnitude(Xn, columns=labels)
+    if Xn.shape[0] < 2:
+        raise BadInputError(
+            f"X has n_samples={Xn.shape[0]}; at least 2 rows are needed to fit a model (a covariance needs "
+            "two observations)."
+        )
     return Xn, missing, names, columns
 
 
@@ -162,14 +292,35 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         data, config, context = self._fit_setup(Xn, missing, columns, config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", self._core.ConvergenceWarning)
-            result = self._core.fit(data, config, rng)
+            try:
+                result = self._core.fit(data, config, rng)
+            except BadInputError:
+                raise
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                raise BadInputError(self._breakdown_message(Xn, columns, f"{type(exc).__name__}: {exc}")) from exc
         _checked_result(result, self._core.ConvergenceWarning, self._algorithm)
         self._set_features(names, Xn.shape[1])
         self._store_fit(result, data, config, columns, context)
+        if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
+            raise BadInputError(self._breakdown_message(Xn, columns, "the fitted parameters are not finite"))
         self.converged_ = bool(result.converged)
         self.n_iter_ = int(result.n_iter)
         self.stop_reason_ = result.stop_reason
         return self
+
+    def _breakdown_message(self, Xn, columns, what: str) -> str:
+        """A numerical failure of the fit said in terms of the data (column spreads), with remedies."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            spread = np.nanmax(np.abs(Xn), axis=0)
+        j_big, j_small = int(np.argmax(spread)), int(np.argmin(spread))
+        ratio = spread[j_big] / spread[j_small] if spread[j_small] > 0 else np.inf
+        return (
+            f"{type(self).__name__}: the {self._algorithm} fit broke down numerically ({what}). The observed "
+            f"values reach {spread[j_big]:.3g} in {column_label(j_big, columns)} and {spread[j_small]:.3g} in "
+            f"{column_label(j_small, columns)} (ratio {ratio:.3g}). Rescale columns on very different or extreme "
+            "scales (e.g. standardise them, or divide by a power of ten), drop constant or duplicated columns, "
+            "or increase the regularisation."
+        )
 
     def _fit_setup(self, Xn, missing, columns, config):
         """``(data, config, context)``: what ``_core.fit`` runs on, and anything ``_store_fit`` needs."""
@@ -184,15 +335,60 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
 
+        Parameters
+        ----------
+        X : array-like, DataFrame, 2-D DataArray or IncompleteData of shape (n_samples, n_features)
+            NaN (or ``missing``) marks a missing entry.
+
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
-            No NaN.
+        ndarray, DataFrame, DataArray or IncompleteData of shape (n_samples, n_features)
+            The kind of ``X``: a DataFrame keeps its index and columns, a DataArray its dims,
+            coordinates, name and attributes, an IncompleteData comes back with no missing entry
+            (same columns, ``binary`` flags and name; ``truth`` is not carried over). No NaN.
+
+        Raises
+        ------
+        BadInputError
+            Values beyond ``±1e100``, or rows whose imputation is not finite under the model
+            (observed values extremely far from the fitted data).
         """
-        return self._impute(self._validate(X))
+        arr = self._validate(X)
+        out = self._impute(arr)
+        self._check_finite(out, arr, "transform")
+        return _wrap(X, out, f" by {type(self).__name__}")
 
     def _impute(self, arr: np.ndarray) -> np.ndarray:
         return self.conditional(arr).mean()
+
+    def _check_finite(self, out: np.ndarray, arr: np.ndarray, method: str) -> None:
+        """The final guard: raise (naming the rows and their most distant value) if ``out`` is not finite."""
+        bad = ~np.isfinite(out)
+        if not bad.any():
+            return
+        # score_samples (n,), transform (n, D), sample (m, n, D)
+        rows = np.flatnonzero(bad if out.ndim == 1 else bad.any(axis=1) if out.ndim == 2 else bad.any(axis=(0, 2)))
+        weights = np.asarray(self.weights_)
+        means = np.asarray(self.means_)
+        cov = np.asarray(self.covariances_)
+        var_k = cov if cov.ndim == 2 else np.diagonal(cov, axis1=1, axis2=2)
+        mean = weights @ means
+        sd = np.sqrt(np.maximum(weights @ (var_k + means**2) - mean**2, np.finfo(float).tiny))
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = np.abs(arr[rows] - mean) / sd
+        r = int(rows[0])
+        detail = ""
+        if np.isfinite(z[0]).any():
+            j = int(np.nanargmax(z[0]))
+            detail = (f" Row {r}: {column_label(j, self._columns)} = {arr[r, j]:.6g} lies {z[0, j]:.3g} standard "
+                      f"deviations from the fitted mean {mean[j]:.6g}.")
+        shown = ", ".join(str(i) for i in rows[:5]) + (" ..." if rows.size > 5 else "")
+        raise BadInputError(
+            f"{method}: the fitted model gives no finite result for {rows.size} row(s) (rows {shown}): their "
+            f"observed values are so far from the fitted data that the density there is below floating-point "
+            f"range.{detail} Check those values (a sentinel code or a unit error?), mark them missing (NaN), or "
+            "refit on data that include such values."
+        )
 
     def score_samples(self, X) -> np.ndarray:
         """Observed-data log-likelihood of every row, :math:`\\log\\sum_k \\pi_k N(x^o; \\mu_k^o, \\Sigma_k^{oo})`.
@@ -201,13 +397,17 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, DataFrame, 2-D DataArray or IncompleteData of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            Finite (a row whose log-density is not a finite float raises ``BadInputError``).
         """
-        return self._score_rows(self._validate(X))
+        arr = self._validate(X)
+        out = self._score_rows(arr)
+        self._check_finite(out, arr, "score_samples")
+        return out
 
     def _score_rows(self, arr: np.ndarray) -> np.ndarray:
         return _mixture_score_samples(arr, self.weights_, self.means_, self.covariances_, self._covariance_type)
@@ -227,20 +427,21 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
     def _validate(self, X) -> np.ndarray:
         """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
         check_is_fitted(self, "means_")
-        _reject_sparse(X)
-        names = _feature_names(X)
+        matrix, names, labels = _unwrap(X)
         fitted = getattr(self, "feature_names_in_", None)
         if names is not None and fitted is not None and not np.array_equal(names, fitted):
             raise BadInputError(
                 f"X has columns {list(names)} but the imputer was fitted on {list(fitted)}. "
                 "Pass the same columns in the same order."
             )
-        arr = as_float_matrix(X, name="X", columns=self._columns if names is None else list(names))
+        labels = self._columns if labels is None else labels
+        arr = as_float_matrix(matrix, name="X", columns=labels)
         if arr.shape[1] != self.n_features_in_:
             raise BadInputError(
-                f"X has {arr.shape[1]} feature(s) but the imputer was fitted on {self.n_features_in_}. "
-                "Pass data with the same columns, in the same order, as in fit."
+                f"X has {arr.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input. Pass data with the same columns, in the same order, as in fit."
             )
+        check_magnitude(arr, columns=labels)
         self._check_empty_rows(np.isnan(arr))
         return arr
 
@@ -253,17 +454,29 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, DataFrame, 2-D DataArray or IncompleteData of shape (n_samples, n_features)
         n_imputations : int, default 5
         random_state : int, numpy.random.Generator or None
+            An int makes the draws reproducible; a Generator is consumed (successive calls differ).
 
         Returns
         -------
-        ndarray of shape (n_imputations, n_samples, n_features)
-            Observed entries equal ``X`` in every imputation.
+        ndarray, DataFrame or DataArray
+            Observed entries equal ``X`` in every imputation; no NaN.
+
+            * array ``X``: ndarray of shape (n_imputations, n_samples, n_features);
+            * DataFrame: a long DataFrame, the imputations stacked, with a MultiIndex
+              ``(imputation, <X's index>)`` and ``X``'s columns (``out.loc[i]`` is imputation i);
+            * DataArray with dims (row, col): a DataArray with dims ("imputation", row, col), ``X``'s
+              coordinates and an ``imputation`` coordinate 0..n_imputations-1;
+            * IncompleteData: a DataArray with dims ("imputation", "sample", "feature") and the
+              column names as the ``feature`` coordinate (``to_netcdf`` writes it as is).
         """
         rng = _rng(random_state)
-        return self.conditional(X).sample(n_imputations, rng)
+        arr = self._validate(X)
+        draws = self.conditional(arr).sample(n_imputations, rng)
+        self._check_finite(draws, arr, "sample")
+        return _wrap_draws(X, draws)
 
     def score(self, X, y=None) -> float:
         """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
@@ -290,9 +503,10 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "means_")
         columns = self._columns
-        if np.ndim(X) == 1:  # a single input column given as a vector
+        if _kind(X) == "array" and np.ndim(X) == 1:  # a single input column given as a vector
             X = np.asarray(X).reshape(-1, 1)
-        arr = as_float_matrix(X, name="X")
+        arr = as_float_matrix(_unwrap(X)[0], name="X")
+        check_magnitude(arr)
         inp = np.atleast_1d(np.asarray(inputs, dtype=object))
         if arr.shape[1] == self.n_features_in_:
             idx = [self._column_index(j) for j in inp]
@@ -306,7 +520,14 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             self.weights_, self.means_, self.covariances_, arr,
             inputs=inputs, targets=targets, covariance_type=self._covariance_type, columns=columns,
         )
-        return mix.mean()
+        out = mix.mean()
+        if not np.isfinite(out).all():
+            rows = np.flatnonzero(~np.isfinite(out).all(axis=1))
+            raise BadInputError(
+                f"regress: no finite prediction for {rows.size} row(s) (e.g. row {rows[0]}): their inputs are so "
+                "far from the fitted data that the density there is below floating-point range. Check those values."
+            )
+        return out
 
     def _column_index(self, j) -> int:
         columns = self._columns

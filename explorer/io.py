@@ -23,7 +23,16 @@ import pandas as pd
 from explorer.core._validation import BadInputError
 from explorer.core.data import IncompleteData
 
-__all__ = ["DEFAULT_MAX_BYTES", "from_csv", "from_dataframe", "from_numpy", "from_xarray", "to_dataframe"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "encode_categoricals",
+    "frame_values",
+    "from_csv",
+    "from_dataframe",
+    "from_numpy",
+    "from_xarray",
+    "to_dataframe",
+]
 
 #: Default size limit for uploaded CSV content (bytes or file-like objects).
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
@@ -192,6 +201,146 @@ def _column_to_float(s: pd.Series, na: set[str]) -> tuple[np.ndarray | None, str
     return out, None
 
 
+def _list_bad(bad) -> str:
+    listed = ", ".join(f"{c!r} (e.g. {ex!r})" for c, ex in bad[:8])
+    more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
+    return f"{len(bad)} column(s) are not numeric: {listed}{more}"
+
+
+def frame_values(df: pd.DataFrame, *, name: str = "X", na_values: Sequence[str] = _NA_DEFAULT) -> np.ndarray:
+    """The float64 matrix of a DataFrame's numeric columns (NaN / None / ``pd.NA`` / ``na_values`` = missing).
+
+    What the estimators do with a DataFrame: the conversion of :func:`from_dataframe`, column by
+    column, with an error naming every non-numeric column (categorical, text, dates) and the remedy
+    (:func:`encode_categoricals`).
+
+    Raises
+    ------
+    BadInputError
+        Non-numeric columns.
+    """
+    na = {str(t).strip() for t in (na_values or ())}
+    arrays, bad = [], []
+    for j in range(df.shape[1]):
+        arr, example = _column_to_float(df.iloc[:, j], na)
+        if arr is None:
+            bad.append((f"{str(df.columns[j])!r} (column {j})", example))
+        else:
+            arrays.append(arr)
+    if bad:
+        listed = ", ".join(f"{c}, e.g. {ex!r}" for c, ex in bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+        raise BadInputError(
+            f"{name}: {len(bad)} column(s) are not numeric: {listed}. One-hot encode categories with "
+            "explorer.io.encode_categoricals(df, how='onehot'), drop those columns "
+            "(encode_categoricals(df, how='drop')), or encode them as numbers yourself (0/1 for yes/no); "
+            "missing cells are NaN."
+        )
+    if not arrays:
+        return np.empty((df.shape[0], 0))
+    return np.column_stack(arrays)
+
+
+def encode_categoricals(df: pd.DataFrame, how: str = "onehot", *, columns: Sequence[str] | None = None,
+                        max_levels: int = 50, na_values: Sequence[str] = _NA_DEFAULT, sep: str = "=") -> pd.DataFrame:
+    """Make a DataFrame numeric for the imputers: one-hot encode or drop its non-numeric columns.
+
+    Numeric, boolean and nullable columns, and text columns whose cells all parse as numbers, are
+    kept unchanged. Every other column (categorical, text, dates) is either replaced, in place, by
+    one 0/1 indicator column per level named ``"<column><sep><level>"`` (``how="onehot"``), or
+    dropped (``how="drop"``). A missing cell (NaN, None, ``pd.NA`` or one of ``na_values``) stays
+    missing: all indicators of that row are NaN, so an imputer fills them in (with real numbers
+    between about 0 and 1; the largest of a group is the most likely level).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    how : {"onehot", "drop"}, default "onehot"
+    columns : sequence of str, optional
+        Columns to encode (they may be numeric, e.g. integer codes of categories); default: every
+        non-numeric column.
+    max_levels : int, default 50
+        Refuse to one-hot encode a column with more distinct values (an identifier or free text
+        would add a column per row); drop such columns instead.
+    na_values : sequence of str, default ('?', 'NA', '')
+        Cell texts that mean "missing".
+    sep : str, default "="
+        Between the column name and the level in the indicator names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same index; the numeric columns first kept in their order with the indicators in place of
+        their column.
+
+    Raises
+    ------
+    BadInputError
+        Unknown ``how`` or column, a date column with ``how="onehot"``, more than ``max_levels`` levels.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from explorer.io import encode_categoricals
+    >>> df = pd.DataFrame({"size": [1.0, 2.0, None], "colour": ["red", None, "blue"]})
+    >>> encode_categoricals(df)
+       size  colour=blue  colour=red
+    0   1.0          0.0         1.0
+    1   2.0          NaN         NaN
+    2   NaN          1.0         0.0
+    >>> list(encode_categoricals(df, how="drop").columns)
+    ['size']
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise BadInputError(f"encode_categoricals expects a pandas DataFrame; got {type(df).__name__}.")
+    if how not in ("onehot", "drop"):
+        raise BadInputError(f"how must be 'onehot' or 'drop', got {how!r}.")
+    na = {str(t).strip() for t in (na_values or ())}
+    labels = [str(c) for c in df.columns]
+    if columns is not None:
+        wanted = [str(c) for c in columns]
+        unknown = [c for c in wanted if c not in labels]
+        if unknown:
+            raise BadInputError(f"unknown column(s) {unknown}; available columns: {labels[:20]}.")
+    parts = []
+    for j, label in enumerate(labels):
+        s = df.iloc[:, j]
+        numeric = _column_to_float(s, na)[0]
+        encode = label in wanted if columns is not None else numeric is None
+        if not encode:
+            parts.append(s.rename(label).to_frame())
+            continue
+        if how == "drop":
+            continue
+        if pd.api.types.is_datetime64_any_dtype(s.dtype) or pd.api.types.is_timedelta64_dtype(s.dtype):
+            raise BadInputError(
+                f"column {label!r} holds dates or durations, which one-hot encoding would turn into a column per "
+                "value; convert it to a number (e.g. days since a start date) or drop it (how='drop')."
+            )
+        present = s.notna().to_numpy()
+        text = [str(v).strip() if ok else None for v, ok in zip(s.tolist(), present)]
+        text = [None if t is None or t in na else t for t in text]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            levels = [str(c).strip() for c in s.cat.categories]
+        else:
+            levels = sorted({t for t in text if t is not None})
+        if len(levels) > max_levels:
+            raise BadInputError(
+                f"column {label!r} has {len(levels)} distinct values (more than max_levels={max_levels}); one-hot "
+                "encoding would add a column for each. Drop it (how='drop' or leave it out of columns=), or "
+                "raise max_levels."
+            )
+        miss = np.array([t is None for t in text], dtype=bool)
+        block = {}
+        for level in levels:
+            ind = np.array([t == level for t in text], dtype=np.float64)
+            ind[miss] = np.nan
+            block[f"{label}{sep}{level}"] = ind
+        parts.append(pd.DataFrame(block, index=df.index))
+    if not parts:
+        return pd.DataFrame(index=df.index)
+    return pd.concat(parts, axis=1)
+
+
 def _frame_to_data(
     df: pd.DataFrame, *, na_values, drop_non_numeric: bool, name: str, description: str
 ) -> IncompleteData:
@@ -205,12 +354,10 @@ def _frame_to_data(
             cols.append(str(label))
             arrays.append(arr)
     if bad and not drop_non_numeric:
-        listed = ", ".join(f"{c!r} (e.g. {ex!r})" for c, ex in bad[:8])
-        more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
         raise BadInputError(
-            f"{len(bad)} column(s) are not numeric: {listed}{more}. Drop them (drop_non_numeric=True "
-            "or select columns=...) or encode them as numbers (e.g. 0/1 for yes/no); mark missing "
-            f"cells with one of {sorted(na)}."
+            f"{_list_bad(bad)}. Drop them (drop_non_numeric=True or select columns=...) or encode them as "
+            "numbers (0/1 for yes/no; explorer.io.encode_categoricals(df) one-hot encodes categories); mark "
+            f"missing cells with one of {sorted(na)}."
         )
     if not arrays:
         raise BadInputError("no numeric column left; the data need at least one numeric column.")

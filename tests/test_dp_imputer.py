@@ -184,7 +184,7 @@ def test_history_dims_and_feature_names(data):
     np.testing.assert_array_equal(ds["weights"].values[-1], imp.weights_)
     assert ds.attrs["stop_reason"] == "tol" and ds.attrs["standardized"] == 1
     assert list(imp.feature_names_in_) == ["a", "b", "c"]
-    out = imp.transform(df)
+    out = imp.transform(df).to_numpy()  # a DataFrame out for a DataFrame in
     assert np.array_equal(out[~np.isnan(Xm)], Xm[~np.isnan(Xm)])
     with pytest.raises(BadInputError, match="fitted on"):
         imp.transform(df[["b", "a", "c"]])

@@ -159,8 +159,8 @@ def test_dataframes_and_feature_names(data):
     df = pd.DataFrame(Xm[:100], columns=[f"c{j}" for j in range(7)])
     imp = fitted(IMPUTERS[1], df, max_iter=30)
     assert list(imp.feature_names_in_) == list(df.columns)
-    out = imp.transform(df)
-    assert out.shape == (100, 7) and not np.isnan(out).any()
+    out = imp.transform(df)  # a DataFrame out for a DataFrame in
+    assert isinstance(out, pd.DataFrame) and out.shape == (100, 7) and not np.isnan(out.to_numpy()).any()
     with pytest.raises(BadInputError, match="fitted on"):
         imp.transform(df[df.columns[::-1]])
 

@@ -20,6 +20,7 @@ __all__ = [
     "check_draws",
     "check_incomplete",
     "check_level",
+    "check_magnitude",
     "check_missing_matches_nan",
     "check_no_empty_rows",
     "column_label",
@@ -110,18 +111,26 @@ def as_float_matrix(X, *, name: str = "X", columns: Sequence[str] | None = None)
             ) from None
     elif arr.dtype.kind == "b":
         arr = arr.astype(np.float64)
+    elif arr.dtype.kind == "c":
+        raise BadInputError(
+            f"{name} has dtype {arr.dtype}: complex data not supported. Split real and imaginary parts "
+            "into separate columns (or keep the modulus)."
+        )
     elif arr.dtype.kind not in "iuf":
         raise BadInputError(f"{name} has dtype {arr.dtype}, which is not numeric.")
     arr = np.array(arr, dtype=np.float64, copy=True)
     if arr.ndim == 1:
         raise BadInputError(
             f"{name} must be 2-D (n_samples, n_features); got a 1-D array of length {arr.shape[0]}. "
-            "Use X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+            "Reshape your data: X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
         )
     if arr.ndim != 2:
         raise BadInputError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise BadInputError(f"{name} is empty (shape {arr.shape}).")
+        what = "sample(s)" if arr.shape[0] == 0 else "feature(s)"
+        raise BadInputError(
+            f"{name} is empty: 0 {what} (shape={arr.shape}) while a minimum of 1 is required."
+        )
     inf = np.isinf(arr)
     if inf.any():
         rows, cols = np.nonzero(inf)
@@ -131,6 +140,33 @@ def as_float_matrix(X, *, name: str = "X", columns: Sequence[str] | None = None)
             "or clip them to a finite range."
         )
     return arr
+
+
+#: Largest magnitude an observed value may have: the Gaussian models square values and multiply them by
+#: covariances, which overflows float64 (about 1.8e308) well before the values themselves do.
+MAX_ABS_VALUE = 1e100
+
+
+def check_magnitude(arr: np.ndarray, *, name: str = "X", columns: Sequence[str] | None = None,
+                    limit: float = MAX_ABS_VALUE) -> None:
+    """Refuse finite values beyond ``±limit`` (NaN ignored), naming the first one and what to do.
+
+    Squares and products of such values overflow float64 inside the models (a log-density of
+    :math:`-x^2/2` with :math:`x = 10^{300}`), which would turn results into NaN or infinity.
+    """
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr) > limit
+    if big.any():
+        rows, cols = np.nonzero(big)
+        cols_big = np.unique(cols)
+        raise BadInputError(
+            f"{name} has {int(big.sum())} value(s) beyond ±{limit:.0e}, e.g. {arr[rows[0], cols[0]]:.6g} in row "
+            f"{rows[0]} of {column_label(cols[0], columns)}"
+            + (f" (in {_list_labels(cols_big, columns)})" if cols_big.size > 1 else "") + ". "
+            "The models square values and multiply them by covariances, which overflows floating point. "
+            "Check for a sentinel code or a unit error, mark such values missing (NaN), or rescale the "
+            "column(s) (e.g. divide by a power of ten, or take the logarithm of a positive column)."
+        )
 
 
 def check_missing(missing, shape: tuple[int, int], *, name: str = "missing") -> np.ndarray:
