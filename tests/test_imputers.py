@@ -260,9 +260,9 @@ def test_dataframe_input_keeps_feature_names(data):
     df = pd.DataFrame(X_nan, columns=["a", "b", "c"], index=np.arange(100, 100 + len(X_nan)))
     imp = GaussianMixtureImputer(n_components=2, random_state=0).fit(df)
     np.testing.assert_array_equal(imp.feature_names_in_, ["a", "b", "c"])
-    out = imp.transform(df)
-    assert isinstance(out, np.ndarray)
-    np.testing.assert_array_equal(out, GaussianMixtureImputer(n_components=2, random_state=0).fit(X_nan).transform(X_nan))
+    out = imp.transform(df)  # a DataFrame in, a DataFrame out (index and columns kept)
+    assert isinstance(out, pd.DataFrame) and out.index.equals(df.index) and list(out.columns) == ["a", "b", "c"]
+    np.testing.assert_array_equal(out.to_numpy(), GaussianMixtureImputer(n_components=2, random_state=0).fit(X_nan).transform(X_nan))
     assert list(imp.history_["feature"].values) == ["a", "b", "c"]
     np.testing.assert_array_equal(imp.get_feature_names_out(), ["a", "b", "c"])
     imp.set_output(transform="pandas")
@@ -313,7 +313,7 @@ def test_regress_not_fitted():
 
 @pytest.mark.parametrize("method", ["transform", "sample", "score_samples", "conditional"])
 def test_wrong_number_of_features(fitted, method):
-    with pytest.raises(BadInputError, match="X has 4 feature\\(s\\) but the imputer was fitted on 3"):
+    with pytest.raises(BadInputError, match="X has 4 features, but GaussianMixtureImputer is expecting 3 features"):
         getattr(fitted, method)(np.zeros((3, 4)))
 
 
