@@ -1,0 +1,172 @@
+"""The ``explorer`` command line (explorer.cli), run in-process with ``main([...])``.
+
+What the command writes is checked against the library called directly (the oracle: the same
+estimator, seed and data give the same numbers); errors must be one line on stderr, exit status 2,
+and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explorer.cli import main
+from explorer.export import load_model, read_imputations
+from explorer.io import from_csv
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def csv_path(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) @ np.array([[1.0, 0.5, 0.2], [0.0, 1.0, 0.4], [0.0, 0.0, 1.0]]) + [5, 10, 20]
+    frame = pd.DataFrame(X, columns=["Ozone", "Wind", "Temp"])
+    frame.loc[::4, "Ozone"] = np.nan
+    frame.loc[1::7, "Temp"] = np.nan
+    path = tmp_path / "air.csv"
+    frame.to_csv(path, index=False, na_rep="NA")
+    return path
+
+
+def _error_line(capsys):
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".csv", ".parquet"])
+def test_impute_writes_what_the_library_computes(tmp_path, csv_path, capsys, suffix):
+    out = tmp_path / f"imputed{suffix}"
+    status = main(["impute", str(csv_path), "--model", "gmm", "--components", "2", "--multiple", "4",
+                   "--seed", "3", "--out", str(out), "--save-model", str(tmp_path / "m.json")])
+    assert status == 0
+    captured = capsys.readouterr()
+    assert "60 rows x 3 columns" in captured.out and f"wrote {out}" in captured.out
+    for stage in ("read", "fit", "impute", "write"):
+        assert f"explorer: {stage}" in captured.err  # one progress line per stage (stderr is not a terminal)
+    got = read_imputations(out)
+    data = from_csv(csv_path)
+    # oracle: the library with the same settings
+    from explorer.imputers import GaussianMixtureImputer
+
+    X = np.array(data.values)
+    est = GaussianMixtureImputer(n_components=2, random_state=3).fit(pd.DataFrame(X, columns=list(data.columns)))
+    assert np.array_equal(got.imputed, np.asarray(est.transform(X)))
+    draws = np.asarray(est.sample(X, n_imputations=4, random_state=np.random.default_rng([3, 1])))
+    assert np.array_equal(got.samples, draws)
+    assert np.array_equal(got.missing, data.missing)
+    assert got.columns == ["Ozone", "Wind", "Temp"]
+    assert np.array_equal(got.imputed[~data.missing], X[~data.missing])
+    assert np.isfinite(got.samples).all()
+    model = load_model(tmp_path / "m.json")
+    assert np.array_equal(np.asarray(model.transform(X)), got.imputed)
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "expected"),
+    [
+        ("dpgmm", ["--components", "4"], {"n_components": 4}),
+        ("fa", ["--factors", "1"], {"n_factors": 1}),
+        ("mfa", ["--components", "2", "--factors", "1"], {"n_components": 2, "n_factors": 1}),
+    ],
+)
+def test_every_model(tmp_path, csv_path, model, extra, expected):
+    out = tmp_path / "o.csv"
+    status = main(["impute", str(csv_path), "--model", model, *extra, "--seed", "0", "--max-iter", "50",
+                   "--quiet", "--out", str(out), "--save-model", str(tmp_path / "m.json")])
+    assert status == 0
+    got = read_imputations(out)
+    assert got.samples is None and np.isfinite(got.imputed).all()
+    params = json.loads((tmp_path / "m.json").read_text())["params"]
+    assert {k: params[k] for k in expected} == expected and params["max_iter"] == 50
+
+
+def test_same_seed_same_file(tmp_path, csv_path):
+    for name in ("a.nc", "b.nc"):
+        assert main(["impute", str(csv_path), "-k", "2", "-m", "3", "--seed", "5", "-q", "-o", str(tmp_path / name)]) == 0
+    a, b = read_imputations(tmp_path / "a.nc"), read_imputations(tmp_path / "b.nc")
+    assert np.array_equal(a.samples, b.samples) and np.array_equal(a.imputed, b.imputed)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["impute", "{tmp}/absent.csv", "-o", "{tmp}/o.nc"], "no such file"),
+        (["impute", "{csv}", "-o", "{tmp}/o.xlsx"], "unknown file type '.xlsx'"),
+        (["impute", "{csv}", "-o", "{tmp}/nodir/o.nc"], "does not exist"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--model", "fa", "--components", "2"], "--components does not apply"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--model", "gmm", "--factors", "2"], "--factors applies to"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--components", "0"], "positive integer or 'auto'"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--components", "many"], "positive integer or 'auto'"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--model", "knn"], "invalid choice: 'knn'"),
+        (["impute", "{csv}", "-o", "{tmp}/o.nc", "--multiple", "-1"], "integer >= 0"),
+        (["impute", "{csv}"], "required: --out"),
+        (["frobnicate"], "invalid choice"),
+        (["impute", "{text}", "-o", "{tmp}/o.nc"], "not numeric"),
+        (["impute", "{text}", "-o", "{tmp}/o.nc", "--drop-non-numeric"], "no numeric column"),
+    ],
+)
+def test_errors_exit_2_with_one_line(tmp_path, csv_path, capsys, args, match):
+    text = tmp_path / "text.csv"
+    text.write_text("name,city\nann,paris\nbob,\n")
+    args = [a.format(tmp=tmp_path, csv=csv_path, text=text) for a in args]
+    assert main(args) == 2
+    line = _error_line(capsys)
+    assert match in line, line
+    assert not (tmp_path / "o.nc").exists()
+
+
+def test_components_auto_is_passed_to_the_estimator(tmp_path, csv_path, capsys):
+    """``--components auto`` reaches the estimator as n_components="auto": it works, or the estimator's error shows."""
+    status = main(["impute", str(csv_path), "--components", "auto", "--seed", "0", "-q", "-o", str(tmp_path / "o.nc")])
+    if status == 0:
+        assert read_imputations(tmp_path / "o.nc").imputed.shape == (60, 3)
+    else:
+        assert status == 2
+        assert "auto" in _error_line(capsys)
+
+
+def test_warnings_of_the_fit_are_one_line_each(tmp_path, csv_path, capsys):
+    assert main(["impute", str(csv_path), "-k", "2", "--max-iter", "1", "--seed", "0", "-o", str(tmp_path / "o.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "explorer: warning:" in err and "Traceback" not in err and "warnings.warn" not in err
+
+
+def test_help_and_version(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "impute" in out
+    assert main(["impute", "--help"]) == 0
+    out = capsys.readouterr().out
+    for option in ("--model", "--components", "--multiple", "--seed", "--save-model", "--out"):
+        assert option in out
+    assert main(["--version"]) == 0
+    assert "explorer 0.1.0" in capsys.readouterr().out
+
+
+def test_python_dash_m_explorer_help():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-m", "explorer", "--help"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: explorer" in proc.stdout and "impute" in proc.stdout
+
+
+def test_library_modules_never_import_panel():
+    """explorer.export and explorer.cli are L1 (docs/ARCHITECTURE.md): no Panel / HoloViews / Bokeh."""
+    code = ("import sys, explorer.export, explorer.cli; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'panel', 'holoviews', 'bokeh'}))")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
