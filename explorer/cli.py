@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import sys
 import threading
 import time
@@ -161,29 +162,60 @@ def _parser() -> argparse.ArgumentParser:
                           "marginal distribution")
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     imp.set_defaults(run=_impute)
+    if importlib.util.find_spec("explorer.evaluation") is not None:
+        _add_evaluate(sub)
     return parser
 
 
+def _add_evaluate(sub) -> None:
+    ev = sub.add_parser(
+        "evaluate", help="score imputers on hidden observed entries of a CSV file",
+        description="Hide a share of the observed entries (by a missingness mechanism, over several seeds), fit "
+                    "each imputer on the data with its real and hidden gaps, and print NRMSE, MAE, the coverage "
+                    "of the 95%% intervals and the NLL on the hidden entries (explorer.evaluation.evaluate), "
+                    "mean +- standard deviation over the repeats.",
+    )
+    ev.add_argument("input", help="CSV file with missing values")
+    ev.add_argument("--model", nargs="+", choices=sorted(MODELS), default=["gmm"], metavar="MODEL",
+                    help="one or more of " + ", ".join(sorted(MODELS)) + " (default gmm)")
+    ev.add_argument("--components", "-k", type=_components, default=None,
+                    help="number of components of gmm, dpgmm and mfa, or 'auto'")
+    ev.add_argument("--factors", type=_count(1), default=None, help="latent dimension q (fa, mfa)")
+    ev.add_argument("--mechanism", default="mcar", help="missingness mechanism that hides entries (default mcar)")
+    ev.add_argument("--rate", type=float, default=0.2, help="fraction of the observed entries hidden (default 0.2)")
+    ev.add_argument("--repeats", type=_count(1), default=5, help="number of masks (seeds); default 5")
+    ev.add_argument("--seed", type=_count(0), default=0, help="seed of the masks and the fits (default 0)")
+    ev.add_argument("--max-iter", type=_count(1), default=None, help="maximum number of iterations of each fit")
+    ev.add_argument("--no-baseline", action="store_true",
+                    help="leave out the column-mean imputer (scikit-learn's SimpleImputer) kept for reference")
+    ev.add_argument("--out", "-o", default=None, help="also write the tidy table (one row per imputer, repeat and "
+                                                      "metric) to this CSV file")
+    ev.add_argument("--drop-non-numeric", action="store_true", help="drop text columns instead of stopping")
+    ev.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    ev.set_defaults(run=_evaluate, empty_rows="marginal")
+
+
 # ---------------------------------------------------------------------------- impute
-def _estimator(args):
+def _estimator(args, model=None):
+    model = args.model if model is None else model
     kwargs = {"random_state": args.seed, "empty_rows": args.empty_rows}
     if args.max_iter is not None:
         kwargs["max_iter"] = args.max_iter
-    if args.model == "fa":
+    if model == "fa":
         if args.components is not None:
             raise CommandError("--components does not apply to --model fa (one factor analyser); "
                                "use --factors, or --model mfa for a mixture.")
     elif args.components is not None:
         kwargs["n_components"] = args.components
     if args.factors is not None:
-        if args.model not in ("fa", "mfa"):
-            raise CommandError(f"--factors applies to --model fa or mfa, not {args.model}.")
+        if model not in ("fa", "mfa"):
+            raise CommandError(f"--factors applies to --model fa or mfa, not {model}.")
         kwargs["n_factors"] = args.factors
-    if args.model == "gmm":
+    if model == "gmm":
         from explorer.imputers import GaussianMixtureImputer as cls
-    elif args.model == "dpgmm":
+    elif model == "dpgmm":
         from explorer.dp_imputer import DPGMMImputer as cls
-    elif args.model == "fa":
+    elif model == "fa":
         from explorer.fa_imputers import FactorAnalysisImputer as cls
     else:
         from explorer.fa_imputers import MFAImputer as cls
@@ -241,6 +273,69 @@ def _impute(args, progress: _Stages) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- evaluate
+def _evaluate(args, progress: _Stages) -> int:
+    import numpy as np
+
+    from explorer import evaluation
+    from explorer.io import from_csv
+
+    if args.out is not None:
+        if Path(args.out).suffix.lower() != ".csv":
+            raise CommandError(f"--out writes a CSV table; give a .csv file, not {args.out!r}.")
+        _check_output(args.out, "the table")
+    if args.components is not None and set(args.model) == {"fa"}:
+        raise CommandError("--components does not apply to --model fa (one factor analyser); use --factors.")
+    imputers = {}
+    for model in dict.fromkeys(args.model):
+        components = args.components if model != "fa" else None
+        factors = args.factors if model in ("fa", "mfa") else None
+        sub = argparse.Namespace(**{**vars(args), "components": components, "factors": factors})
+        imputers[model] = _estimator(sub, model)
+    if not args.no_baseline:
+        from sklearn.impute import SimpleImputer
+
+        imputers["column mean"] = SimpleImputer(strategy="mean")
+    with progress.stage("read"):
+        if not Path(args.input).exists():
+            raise CommandError(f"no such file: {args.input!r}.")
+        data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+    with progress.stage("score"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = evaluation.evaluate(imputers, np.array(data.values), mechanism=args.mechanism, rate=args.rate,
+                                          n_repeats=args.repeats, random_state=args.seed)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        progress.write(f"explorer: warning: {message}")
+    with progress.stage("write"):
+        if args.out is not None:
+            results.to_csv(args.out, index=False)
+    progress.close()
+    print(_evaluation_table(evaluation.summarize(results), args, data))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _evaluation_table(summary, args, data) -> str:
+    """``mean +- std`` per imputer (rows) and metric (columns), with a heading that says what was hidden."""
+    import pandas as pd
+
+    cells = {}
+    for (imputer, metric), row in summary.iterrows():
+        text = "n/a" if row["n"] == 0 else f"{row['mean']:.4g}" + (
+            f" +- {row['std']:.2g}" if row["n"] > 1 else "")
+        cells.setdefault(imputer, {})[metric] = text
+    table = pd.DataFrame.from_dict(cells, orient="index")
+    table.index.name = "imputer"
+    n, d = data.values.shape
+    head = (f"{args.input}: {n} rows x {d} columns, {int(data.missing.sum())} missing; {args.rate:.0%} of the "
+            f"observed entries hidden by {args.mechanism!r}, {args.repeats} repeat(s), seed {args.seed}.\n"
+            "nrmse: RMSE / observed column sd (lower is better); mae in data units; coverage of the 95% "
+            "intervals (0.95 is calibrated; n/a without a predictive distribution); nll per hidden entry.")
+    return head + "\n" + table.to_string()
+
+
 # ---------------------------------------------------------------------------- entry point
 def main(argv=None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
@@ -255,8 +350,8 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     from explorer.core._validation import BadInputError
 
-    stages = ("read", "fit", "impute", "write")
-    progress = _Stages(stages, enabled=not getattr(args, "quiet", False) and args.command == "impute")
+    stages = ("read", "fit", "impute", "write") if args.command == "impute" else ("read", "score", "write")
+    progress = _Stages(stages, enabled=not getattr(args, "quiet", False))
     started = time.perf_counter()
     try:
         return args.run(args, progress)

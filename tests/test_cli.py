@@ -170,3 +170,50 @@ def test_library_modules_never_import_panel():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+needs_evaluation = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("explorer.evaluation") is None, reason="explorer.evaluation not available")
+
+
+@needs_evaluation
+def test_evaluate_prints_the_table_of_the_library(tmp_path, csv_path, capsys):
+    from sklearn.impute import SimpleImputer
+
+    from explorer import evaluation
+    from explorer.fa_imputers import FactorAnalysisImputer
+
+    out = tmp_path / "scores.csv"
+    status = main(["evaluate", str(csv_path), "--model", "fa", "--factors", "1", "--repeats", "2", "--seed", "4",
+                   "--max-iter", "50", "--out", str(out)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    for word in ("nrmse", "mae", "coverage", "nll", "fa", "column mean", "n/a"):
+        assert word in printed
+    tidy = pd.read_csv(out)
+    # oracle: the library's evaluate with the same imputers, data and seed
+    data = from_csv(csv_path)
+    expected = evaluation.evaluate(
+        {"fa": FactorAnalysisImputer(n_factors=1, max_iter=50, random_state=4, empty_rows="marginal"),
+         "column mean": SimpleImputer(strategy="mean")},
+        np.array(data.values), n_repeats=2, random_state=4)
+    assert list(tidy["imputer"]) == list(expected["imputer"])
+    assert np.allclose(tidy["value"], expected["value"], rtol=1e-12, equal_nan=True)
+    fa_nrmse = expected[(expected.imputer == "fa") & (expected.metric == "nrmse")]["value"].mean()
+    assert f"{fa_nrmse:.4g}" in printed
+
+
+@needs_evaluation
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["evaluate", "{tmp}/absent.csv"], "no such file"),
+        (["evaluate", "{csv}", "--model", "fa", "--components", "2"], "--components does not apply"),
+        (["evaluate", "{csv}", "--out", "{tmp}/t.nc"], "give a .csv file"),
+        (["evaluate", "{csv}", "--repeats", "0"], "integer >= 1"),
+    ],
+)
+def test_evaluate_errors(tmp_path, csv_path, capsys, args, match):
+    args = [a.format(tmp=tmp_path, csv=csv_path) for a in args]
+    assert main(args) == 2
+    assert match in _error_line(capsys)
