@@ -418,16 +418,24 @@ def format_report(runs: list[dict]) -> str:
            "Scaling out (N server processes, each with its own memory):", "",
            f"    {FULL_COMMAND} --num-procs 2 --name procs2", "",
            f"Smoke check (`{QUICK_COMMAND}`) writes to test-results/load_sessions/ instead.", "",
-           "Targets: first render p95 <= 5 s (from `goto` to the Bokeh document idle with the plots drawn); Step "
-           "click-to-update p95 <= 1 s on an extra EM session while the others play; server memory (RSS of the "
-           "process tree) 60 s after closing every session within 10 % of the warm baseline; threads back to the "
-           "warm baseline. The cold baseline (right after start, before any page module is imported) is shown too.",
-           "",
-           "Reading the numbers: the browsers run on the same machine as the server (their CPU is reported), so "
-           "a busy machine makes every latency longer than students on their own computers would see. Threads "
-           "above the warm baseline after closing may be Panel's thread pool (`--num-threads 4` in serve.sh), "
-           "which starts its threads on demand and keeps them, or per-session threads that did not stop: the "
-           "timeline in the JSON shows when they appeared.", ""]
+           "Targets: first render p95 <= 5 s; Step click-to-update p95 <= 1 s on an extra EM session while the "
+           "others play; server memory (RSS of the process tree) 60 s after closing every session within 10 % of "
+           "the warm baseline; threads back to the warm baseline. The cold baseline (right after start, before any "
+           "page module is imported) is shown too.", "",
+           "How the class is simulated: by default the 30 sessions are *protocol students* "
+           "(`benchmarks/_protocol_students.py`): each makes the requests a browser makes (the page's GET, then "
+           "Bokeh's websocket protocol: the document, `document_ready`, Play and Reset, every patch of a playing "
+           "page) but draws nothing. Their first render, *server part*, runs from the GET to the whole document "
+           "received. Real pages are timed in Chromium beside them: 8 *probes* (one per page, opened one at a "
+           "time while the class is on; from `goto` to the Bokeh document idle with the plots drawn) and the extra "
+           "EM session (Step clicks, Play rate). Thirty Chromium tabs on this 2-core machine used four times the "
+           "CPU of the server itself (an earlier run with `--clients browser`), so they measured the browsers; "
+           "students' browsers run on their own computers.", "",
+           "Reading the numbers: every client runs on the same machine as the server (their CPU is reported), so "
+           "the Chromium probes also pay for their own rendering. Threads above the warm baseline after closing "
+           "may be Panel's thread pool (`--num-threads 4` in serve.sh), which starts its threads on demand and "
+           "keeps them, or per-session threads that did not stop: the timeline in the JSON shows when they "
+           "appeared.", ""]
     if not runs:
         out.append("No run yet.")
     for res in runs:
