@@ -51,6 +51,10 @@ from explorer.core.patterns import group_patterns
 _EMPTY_ROWS = ("raise", "marginal")
 
 
+class ScaleWarning(UserWarning):
+    """A column's spread is so small that the estimator's variance floor (in squared data units) dominates it."""
+
+
 #: The ``random_state`` convention of every estimator (scikit-learn's), quoted in their docstrings.
 RANDOM_STATE_DOC = """random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -289,6 +293,7 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         config = self._config()  # parameter errors before data errors
         rng = _rng(self.random_state)
         Xn, missing, names, columns = _fit_input(X, self.empty_rows)
+        self._warn_small_scale(Xn, columns)
         data, config, context = self._fit_setup(Xn, missing, columns, config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", self._core.ConvergenceWarning)
@@ -307,6 +312,33 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.stop_reason_ = result.stop_reason
         return self
+
+    def _variance_floor(self):
+        """``(parameter name, value)`` of the variance floor in squared data units, or None."""
+        for name in ("min_psi", "reg_covar"):
+            value = getattr(self, name, None)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0:
+                return name, float(value)
+        return None
+
+    def _warn_small_scale(self, Xn, columns) -> None:
+        """Warn (:class:`ScaleWarning`) about columns whose observed variance is within 100x the variance floor."""
+        floor = self._variance_floor()
+        if floor is None:
+            return
+        name, value = floor
+        with np.errstate(invalid="ignore"):
+            var = np.nanvar(Xn, axis=0)
+        small = np.flatnonzero((var > 0) & (var < 100 * value))
+        if small.size:
+            j = int(small[0])
+            warnings.warn(
+                f"{column_label(j, columns)} has observed variance {var[j]:.3g}, within 100 times {name}={value:g} "
+                f"(a floor on variances, in squared data units){f' (and {small.size - 1} more column(s))' if small.size > 1 else ''}: "
+                f"the fit is dominated by it. Rescale the column(s) (e.g. multiply by a power of ten, or standardise) "
+                f"or lower {name}.",
+                ScaleWarning, stacklevel=3,
+            )
 
     def _breakdown_message(self, Xn, columns, what: str) -> str:
         """A numerical failure of the fit said in terms of the data (column spreads), with remedies."""

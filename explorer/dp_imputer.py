@@ -77,6 +77,10 @@ class DPGMMImputer(_MixtureImputerBase):
     empty_rows : {"raise", "marginal"}, default "raise"
         Rows with every value missing: raise, or impute them from the marginal mixture.
     random_state : int, numpy.random.Generator or None, default None
+        Seed of the random initialisation, following scikit-learn's convention: an int makes every
+        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
+        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
+        state) differ; None draws fresh entropy at every fit.
 
     Attributes
     ----------
@@ -167,6 +171,10 @@ class DPGMMImputer(_MixtureImputerBase):
         )
 
     # ------------------------------------------------------------------ fitting
+    def _variance_floor(self):
+        """None when standardising (``reg_covar`` then applies on the standardised scale)."""
+        return None if self.standardize else super()._variance_floor()
+
     def _fit_setup(self, Xn, missing, columns, config):
         """Standardise (or centre the prior on the column means); context = ``(Xn, center, scale)``."""
         center = np.nanmean(Xn, axis=0)

@@ -82,6 +82,16 @@ class _FactorImputerBase(_MixtureImputerBase):
         self._check_solver()
         return config
 
+    def _fit_setup(self, Xn, missing, columns, config):
+        q = self.n_factors
+        if isinstance(q, (int, np.integer)) and not isinstance(q, bool) and q >= Xn.shape[1] >= 1:
+            raise BadInputError(
+                f"n_factors={q} must be smaller than the number of features (n_features={Xn.shape[1]}); with "
+                "n_factors >= n_features the factor model is a full-covariance Gaussian. Use fewer factors, or "
+                "GaussianMixtureImputer."
+            )
+        return super()._fit_setup(Xn, missing, columns, config)
+
     def _store_fit(self, result, data, config, columns, context) -> None:
         self._store(result.state.params)
         self.log_likelihood_ = float(result.state.log_likelihood)
@@ -110,7 +120,8 @@ class _FactorImputerBase(_MixtureImputerBase):
             With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``
             and ``to_mixture()`` (a dense :class:`~explorer.core.conditional.ConditionalMixture`).
         """
-        return self._core.conditional(self._model(), self._validate(X))
+        arr = self._validate(X)  # NotFittedError before the model is read
+        return self._core.conditional(self._model(), arr)
 
 
 class FactorAnalysisImputer(_FactorImputerBase):
@@ -141,6 +152,10 @@ class FactorAnalysisImputer(_FactorImputerBase):
         (:data:`explorer.core.factor_analysis.UPDATES`).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
+        Seed of the random initialisation, following scikit-learn's convention: an int makes every
+        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
+        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
+        state) differ; None draws fresh entropy at every fit.
 
     Attributes
     ----------
@@ -223,6 +238,10 @@ class MFAImputer(_FactorImputerBase):
         that loses its rows solvable; 0 = exact maximum likelihood).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
+        Seed of the random initialisation, following scikit-learn's convention: an int makes every
+        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
+        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
+        state) differ; None draws fresh entropy at every fit.
 
     Attributes
     ----------
@@ -287,7 +306,8 @@ class MFAImputer(_FactorImputerBase):
 
     def predict_proba(self, X) -> np.ndarray:
         """Responsibilities :math:`p(k \\mid x^o)` on the observed entries, shape (n_samples, n_components)."""
-        return mfa.responsibilities(self._model(), self._validate(X))
+        arr = self._validate(X)  # NotFittedError before the model is read
+        return mfa.responsibilities(self._model(), arr)
 
     def predict(self, X) -> np.ndarray:
         """Most responsible component of every row, shape (n_samples,)."""

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from explorer.core._validation import BadInputError
+from explorer.core._validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
 
 __all__ = [
@@ -229,7 +229,7 @@ def frame_values(df: pd.DataFrame, *, name: str = "X", na_values: Sequence[str] 
             arrays.append(arr)
     if bad:
         listed = ", ".join(f"{c}, e.g. {ex!r}" for c, ex in bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
-        raise BadInputError(
+        raise NonNumericError(
             f"{name}: {len(bad)} column(s) are not numeric: {listed}. One-hot encode categories with "
             "explorer.io.encode_categoricals(df, how='onehot'), drop those columns "
             "(encode_categoricals(df, how='drop')), or encode them as numbers yourself (0/1 for yes/no); "

@@ -15,6 +15,7 @@ import numpy as np
 __all__ = [
     "constant_columns",
     "BadInputError",
+    "NonNumericError",
     "as_float_matrix",
     "check_missing",
     "check_draws",
@@ -29,6 +30,10 @@ __all__ = [
 
 class BadInputError(ValueError):
     """Raised when the data or a parameter cannot be used; the message gives the remedy."""
+
+
+class NonNumericError(BadInputError, TypeError):
+    """Cells that are not numbers (text, categories, objects): a :class:`BadInputError` and a ``TypeError``."""
 
 
 class InfeasibleRateError(BadInputError):
@@ -94,26 +99,28 @@ def as_float_matrix(X, *, name: str = "X", columns: Sequence[str] | None = None)
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError):
-            bad = []
+            bad, why = [], ""
             flat = np.atleast_2d(np.asarray(X, dtype=object))
             for j in range(flat.shape[1] if flat.ndim == 2 else 0):
                 for v in flat[:, j]:
                     try:
                         float(v)
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError) as exc:
                         if v is not None:
                             bad.append(j)
+                            why = why or f" ({exc})"
                             break
             where = _list_labels(bad, columns) if bad else "some cells"
-            raise BadInputError(
-                f"{name} contains non-numeric values in {where}. Encode categories as numbers "
-                "(e.g. 0/1 for binary columns) or drop those columns; use NaN for missing cells."
+            raise NonNumericError(
+                f"{name} contains non-numeric values in {where}{why}. Encode categories as numbers "
+                "(e.g. 0/1 for binary columns; explorer.io.encode_categoricals one-hot encodes a DataFrame's) "
+                "or drop those columns; use NaN for missing cells."
             ) from None
     elif arr.dtype.kind == "b":
         arr = arr.astype(np.float64)
     elif arr.dtype.kind == "c":
         raise BadInputError(
-            f"{name} has dtype {arr.dtype}: complex data not supported. Split real and imaginary parts "
+            f"{name} has dtype {arr.dtype}. Complex data not supported: split real and imaginary parts "
             "into separate columns (or keep the modulus)."
         )
     elif arr.dtype.kind not in "iuf":
