@@ -773,6 +773,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
                     warnings.warn(
                         f"{hit.sum()} {what} of {column_label(j, cols)} go {side} {bound:g}, a bound its observed "
                         f"values never cross (e.g. row {r}: {shown}). Consider TransformedImputer(transforms="
-                        f"{{{(cols[j] if cols else j)!r}: {suggestion}}}) or transforms='suggest'.",
+                        f"{{{(cols[j] if cols else j)!r}: {suggestion}}}); suggest_transforms(X) gives each "
+                        "column's reason.",
                         BoundCrossingWarning, stacklevel=3,
                     )
