@@ -18,23 +18,30 @@ registered mechanisms of :mod:`explorer.core.mechanisms`.
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from explorer._imputer_base import _EMPTY_ROWS, _MixtureImputerBase, _rng
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError, as_float_matrix
 from explorer.core.conditional import ConditionalMixture
+from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
+from explorer.core._mask_helpers import emptied
 from explorer.core.mechanisms import apply_mechanism
 
-__all__ = ["GaussianMixtureImputer", "amputate"]
+__all__ = ["GaussianMixtureImputer", "NIWPrior", "ComponentCollapseWarning", "amputate", "EmptyRowsWarning"]
 
 
 class GaussianMixtureImputer(_MixtureImputerBase):
     """Impute missing values with a Gaussian mixture fitted by EM on the incomplete data.
 
-    The model :math:`p(x) = \\sum_k \\pi_k N(x; \\mu_k, \\Sigma_k)` is fitted by maximum
-    likelihood on the observed entries (EM with missing values, valid when the data are missing
-    at random). Missing entries are then imputed from :math:`p(x^m \\mid x^o)`, a Gaussian
+    The model :math:`p(x) = \\sum_k \\pi_k N(x; \\mu_k, \\Sigma_k)` is fitted on the observed entries
+    (EM with missing values, valid when the data are missing at random): by default as the posterior
+    mode (MAP-EM) under Fraley & Raftery's (2007) conjugate Normal-inverse-Wishart prior scaled to the
+    data, which keeps small components from collapsing onto a few points; ``prior=None`` gives the
+    maximum-likelihood fit. Missing entries are then imputed from :math:`p(x^m \\mid x^o)`, a Gaussian
     mixture per row.
 
     Parameters
@@ -52,19 +59,32 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     init : {"kmeans", "kmeans++", "random"}, default "kmeans"
         Initialisation (k-means on the observed entries, k-means++ seeds, random responsibilities).
     n_init : int, default 1
-        Number of restarts; the one with the highest log-likelihood is kept.
+        Number of restarts; the one with the highest objective (log-likelihood, or log-posterior
+        with a prior) is kept.
     variant : {"em", "naive", "mean_impute"}, default "em"
         ``"em"`` is exact EM. The others are ablations kept for teaching: ``"naive"`` refits on
         conditional means without the conditional-covariance correction (not EM; covariances
         shrink), ``"mean_impute"`` fits on the column-mean-filled matrix and its ``transform``
         returns the observed column means (the classical mean imputation); its ``sample``
         still draws from the mixture fitted on the mean-filled data.
+    prior : "auto", None or explorer.core.em_gmm.NIWPrior, default "auto"
+        ``"auto"``: MAP-EM with the data-scaled prior of Fraley & Raftery (2007) on every component:
+        mean :math:`\\sim N(\\bar x, \\Sigma_k / 0.01)`, covariance :math:`\\sim` inverse-Wishart
+        with D + 2 degrees of freedom and scale :math:`\\hat\\Sigma / K^{2/D}` (:math:`\\bar x`,
+        :math:`\\hat\\Sigma`: the mean and covariance of the training data, by a one-component EM fit
+        when values are missing); for ``"diag"`` the matching inverse-gamma prior per coordinate.
+        ``None``: maximum likelihood (the fit before the prior existed; components can collapse on
+        small data). An ``NIWPrior(mean=..., kappa=..., dof=..., scale=...)`` sets the prior's
+        fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.em_gmm`.
     empty_rows : {"raise", "marginal"}, default "raise"
         What to do with rows whose every value is missing: raise an error (in ``fit`` and in
         every method that takes ``X``), or accept them (they do not inform the fit and are
         imputed from the marginal distribution, e.g. the mixture mean).
     random_state : int, numpy.random.Generator or None, default None
-        Seed of the initialisation (``numpy.random.default_rng(random_state)``).
+        Seed of the random initialisation, following scikit-learn's convention: an int makes every
+        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
+        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
+        state) differ; None draws fresh entropy at every fit.
 
     Attributes
     ----------
@@ -79,6 +99,11 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         ``"tol"`` or ``"max_iter"``.
     log_likelihood_ : float
         Observed-data log-likelihood of the training data (a sum over rows, not a mean).
+    log_prior_ : float
+        Log prior density of the fitted parameters (0 with ``prior=None``); EM maximised
+        ``log_likelihood_ + log_prior_``.
+    prior_ : NIWPrior or None
+        The prior used, every field resolved (None with ``prior=None``).
     history_ : xarray.Dataset
         Trace of the kept restart (see :func:`explorer.history.em_history`).
     col_means_ : ndarray of shape (n_features,)
@@ -86,6 +111,13 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names (e.g. a pandas DataFrame).
+
+    Warns
+    -----
+    ComponentCollapseWarning
+        In ``fit``, naming every component whose effective size (sum of responsibilities) is below
+        the number of features: its covariance then reflects the prior (or ``reg_covar``) more than
+        the data. Use fewer components.
 
     Examples
     --------
@@ -105,7 +137,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     _core = em_gmm
 
     def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
-                 init="kmeans", n_init=1, variant="em", empty_rows="raise", random_state=None):
+                 init="kmeans", n_init=1, variant="em", prior="auto", empty_rows="raise", random_state=None):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -114,6 +146,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.init = init
         self.n_init = n_init
         self.variant = variant
+        self.prior = prior
         self.empty_rows = empty_rows
         self.random_state = random_state
 
@@ -128,6 +161,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         return em_gmm.EMConfig(
             n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
             tol=self.tol, max_iter=self.max_iter, init=self.init, n_init=self.n_init, variant=self.variant,
+            prior=self.prior,
         )
 
     def _store_fit(self, result, data, config, columns, context) -> None:
@@ -139,6 +173,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.covariances_ = np.array(state.covariances)
         self.col_means_ = np.array(data.col_mean)
         self.log_likelihood_ = float(state.log_likelihood)
+        self.log_prior_ = float(state.log_prior)
+        self.prior_ = None if state.prior is None else state.prior.spec
         self.history_ = em_history(result.trace, columns=columns, config=config, stop_reason=result.stop_reason)
 
     # ------------------------------------------------------------------ using the model
@@ -167,30 +203,61 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         return super()._impute(arr)
 
 
-def amputate(X, mechanism="mcar", rate=0.2, random_state=None, **params):
-    """Make missing values in complete data with a registered missingness mechanism.
+class EmptyRowsWarning(UserWarning):
+    """:func:`amputate` hid every observed entry of some rows."""
+
+
+def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="rows", return_info=False,
+             **params):
+    """Hide observed entries of ``X`` with a registered missingness mechanism.
+
+    ``X`` may be complete or already incomplete (NaN = missing). The mechanism only hides
+    **observed** entries; entries that are already missing stay missing.
 
     Parameters
     ----------
     X : array-like or DataFrame of shape (n_samples, n_features)
-        Complete data (no NaN). Never modified.
+        The data, NaN at the entries that are already missing. Never modified.
     mechanism : str, default "mcar"
         A key of :data:`explorer.core.mechanisms.MECHANISMS` ("mcar", "mar_threshold",
         "self_masking", "square", ...).
     rate : float or None, default 0.2
-        Overall fraction of entries to remove; must be None for mechanisms without a rate
-        (e.g. "square", "half", "patterns").
+        Fraction of the **observed** entries to hide (about ``rate * n_observed`` new gaps, e.g.
+        0.2 of the 800 observed entries of a 100 x 10 matrix with 200 real gaps hides about 160;
+        on complete data, the overall fraction of missing entries). Must be None for mechanisms
+        without a rate (e.g. "square", "half", "patterns").
     random_state : int, numpy.random.Generator or None
+    allow_empty : {"rows", False, True}, default "rows"
+        What to do when the hidden entries would leave a row or a column that had an observed
+        entry with none left:
+
+        * ``"rows"`` (default): an emptied **column** is refused (BadInputError, e.g.
+          ``rate=1.0``); emptied rows are accepted with an :class:`EmptyRowsWarning` (a random
+          mechanism empties some rows of narrow data at any rate: under MCAR a row of d observed
+          entries is emptied with probability rate**d).
+        * ``False``: emptied rows are refused too.
+        * ``True``: both accepted, silently.
+
+        The error gives the largest rate that empties nothing refused, for the same
+        ``random_state`` (found by bisection on the same draws).
+    return_info : bool, default False
+        Also return the :class:`~explorer.core.mechanisms.MaskResult` (``realised_rate``,
+        ``n_observed``, effective parameters).
     **params
         Parameters of the mechanism (e.g. ``target=1, control=0`` for "mar_threshold").
 
     Returns
     -------
     X_nan : ndarray or DataFrame of shape (n_samples, n_features)
-        A float copy of ``X`` with NaN at the missing entries (a DataFrame with the same index
-        and columns when ``X`` is one).
+        A float copy of ``X`` with NaN at the entries that were missing **or** are now hidden
+        (a DataFrame with the same index and columns when ``X`` is one).
     missing : ndarray of bool, shape (n_samples, n_features)
-        True = missing.
+        True = hidden by this call: only entries that were observed in ``X`` (their true values
+        are ``X[missing]``). On complete data it is the whole missing mask; on incomplete data
+        the total mask is ``np.isnan(X_nan) == missing | np.isnan(X)``. The realised rate is
+        ``missing.sum() / (~np.isnan(X)).sum()``.
+    info : MaskResult
+        Only with ``return_info=True``.
 
     Examples
     --------
@@ -200,16 +267,83 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, **params):
     >>> X_nan, missing = amputate(X, "mar_threshold", rate=0.25, target=1, control=0)
     >>> int(missing[:, 1].sum()), bool(np.isnan(X_nan[missing]).all()), bool(np.isnan(X).any())
     (5, True, False)
+    >>> X[:4, 0] = np.nan  # real gaps: 16 observed entries
+    >>> X_nan, hidden, info = amputate(X, "mcar", rate=0.25, random_state=0, return_info=True)
+    >>> bool(hidden[:4, 0].any()), info.n_observed, info.realised_rate == hidden.sum() / 16
+    (False, 16, True)
     """
+    import copy
+
+    if allow_empty not in (False, True, "rows"):
+        raise BadInputError(f"allow_empty must be False, 'rows' or True; got {allow_empty!r}.")
     rng = _rng(random_state)
+    replay = copy.deepcopy(rng)  # the same draws, to search for the largest safe rate
     names = getattr(X, "columns", None)
     arr = as_float_matrix(X, name="X", columns=None if names is None else [str(c) for c in names])
+    observed = ~np.isnan(arr)
     result = apply_mechanism(arr, mechanism, rate, rng=rng, **params)
     missing = np.array(result.missing, dtype=bool)
+    if allow_empty is not True:
+        _refuse_empty(arr, observed, missing, mechanism, result.requested_rate, replay, params,
+                      rows_ok=allow_empty == "rows", names=names)
+        rows, _ = emptied(observed, missing)
+        if rows.size:
+            warnings.warn(
+                f"amputate: {mechanism!r} hid every observed entry of {rows.size} row(s) (e.g. row "
+                f"{', '.join(str(r) for r in rows[:5])}). explorer's imputers refuse such rows unless "
+                "empty_rows='marginal'; pass allow_empty=False to refuse them here, or True to silence this.",
+                EmptyRowsWarning, stacklevel=2,
+            )
     out = arr.copy()
     out[missing] = np.nan
     if names is not None and hasattr(X, "index"):
         import pandas as pd
 
-        return pd.DataFrame(out, index=X.index, columns=X.columns), missing
-    return out, missing
+        out = pd.DataFrame(out, index=X.index, columns=X.columns)
+    return (out, missing, result) if return_info else (out, missing)
+
+
+def _refuse_empty(arr, observed, missing, mechanism, rate, replay, params, *, rows_ok, names):
+    """BadInputError when ``missing`` empties a row (unless ``rows_ok``) or a column that had values."""
+
+    def bad(m):
+        rows, cols = emptied(observed, m)
+        return cols.size > 0 or (rows.size > 0 and not rows_ok)
+
+    if not bad(missing):
+        return
+    rows, cols = emptied(observed, missing)
+    parts = []
+    if cols.size:
+        labels = [str(names[j]) if names is not None else str(j) for j in cols[:5]]
+        parts.append(f"{cols.size} column(s) ({', '.join(labels)}{', ...' if cols.size > 5 else ''})")
+    if rows.size and not rows_ok:
+        parts.append(f"{rows.size} row(s) (e.g. row {', '.join(str(r) for r in rows[:5])})")
+    what = " and ".join(parts)
+    rate_txt = "" if rate is None else f" at rate={rate:g}"
+    advice = ("Change the mechanism's parameters" if rate is None else
+              f"Lower the rate: the largest rate that leaves every {'column' if rows_ok else 'row and column'} "
+              f"an observed entry with this random_state is "
+              f"{math.floor(_largest_safe_rate(arr, mechanism, rate, replay, params, bad) * 1000) / 1000:g}")
+    raise BadInputError(
+        f"amputate: {mechanism!r}{rate_txt} would hide every observed entry of {what}. {advice}; or pass "
+        "allow_empty='rows' to accept rows with no observed entry (explorer's imputers then need "
+        "empty_rows='marginal'), or allow_empty=True to accept empty columns too."
+    )
+
+
+def _largest_safe_rate(arr, mechanism, rate, replay, params, bad) -> float:
+    """Bisection over [0, rate] on the same draws for the largest rate whose mask is not ``bad``."""
+    import copy
+
+    lo, hi = 0.0, float(rate)
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        m = apply_mechanism(arr, mechanism, mid, rng=copy.deepcopy(replay), **params).missing
+        if bad(m):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-4:
+            break
+    return lo

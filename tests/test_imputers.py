@@ -23,7 +23,7 @@ from explorer.imputers import GaussianMixtureImputer, amputate
 
 PARAMS = {
     "n_components": 1, "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
-    "init": "kmeans", "n_init": 1, "variant": "em", "empty_rows": "raise", "random_state": None,
+    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "empty_rows": "raise", "random_state": None,
 }
 
 
@@ -94,7 +94,7 @@ def test_fit_sets_sklearn_attributes_and_keeps_params(data, fitted):
 def test_fit_matches_core_em(data, fitted):
     """The estimator is a thin wrapper: same seed, same result as em_gmm.fit."""
     _, X_nan, _ = data
-    res = em_gmm.fit(em_gmm.prepare(X_nan), em_gmm.EMConfig(n_components=2), np.random.default_rng(0))
+    res = em_gmm.fit(em_gmm.prepare(X_nan), em_gmm.EMConfig(n_components=2, prior="auto"), np.random.default_rng(0))
     np.testing.assert_array_equal(fitted.means_, res.state.means)
     np.testing.assert_array_equal(fitted.covariances_, res.state.covariances)
     assert fitted.n_iter_ == res.n_iter
@@ -376,7 +376,7 @@ def test_max_iter_warns_once(data):
 def test_collapse_raises_instead_of_returning_garbage():
     X = np.repeat(np.array([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0]]), 5, axis=0)
     with pytest.raises(DegenerateCovarianceError, match="reg_covar"):
-        GaussianMixtureImputer(n_components=3, reg_covar=0.0, random_state=0).fit(X)
+        GaussianMixtureImputer(n_components=3, reg_covar=0.0, prior=None, random_state=0).fit(X)
 
 
 def test_degenerate_stop_midway_raises(monkeypatch):
@@ -390,7 +390,7 @@ def test_degenerate_stop_midway_raises(monkeypatch):
         return real_fit(data, config, rng, init_state=start, **kw)
 
     monkeypatch.setattr(em_gmm, "fit", fit_from_a_valid_start)
-    imp = GaussianMixtureImputer(n_components=3, reg_covar=0.0)
+    imp = GaussianMixtureImputer(n_components=3, reg_covar=0.0, prior=None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # the error replaces the warning
         with pytest.raises(DegenerateCovarianceError, match="EM stopped after 1 iteration.*singular"):
@@ -422,7 +422,7 @@ def test_amputate_rates_and_no_mutation():
 def test_amputate_dataframe():
     df = pd.DataFrame({"a": np.arange(10, dtype=np.int64), "b": np.linspace(0, 1, 10)}, index=list("abcdefghij"))
     df0 = df.copy()
-    out, missing = amputate(df, "mcar", rate=0.5, random_state=0)
+    out, missing = amputate(df, "mcar", rate=0.5, random_state=0, allow_empty=True)  # 2 columns: rows may empty
     pd.testing.assert_frame_equal(df, df0)
     assert isinstance(out, pd.DataFrame) and list(out.columns) == ["a", "b"] and list(out.index) == list(df.index)
     np.testing.assert_array_equal(out.isna().to_numpy(), missing)
@@ -434,8 +434,8 @@ def test_amputate_bad_input():
     X = np.ones((5, 2))
     with pytest.raises(BadInputError, match="Unknown missingness mechanism 'mcr'"):
         amputate(X, "mcr")
-    with pytest.raises(BadInputError, match="already|COMPLETE"):
-        amputate(np.array([[1.0, np.nan], [1.0, 2.0]]))
+    with pytest.raises(BadInputError, match=r"every observed entry of 2 column\(s\).*largest rate"):
+        amputate(np.array([[1.0, np.nan], [1.0, 2.0]]), rate=1.0)  # incomplete data are fine, empty columns not
     with pytest.raises(BadInputError, match="has no rate"):
         amputate(np.ones((4, 4)), "half", rate=0.5, image_shape=(2, 2))
     with pytest.raises(BadInputError, match="Unknown parameter"):

@@ -31,6 +31,42 @@ the :math:`D \times D` matrix that is :math:`Q_{ij}` on the (m, m) block and 0 e
 empty component does not divide by zero. The observed-data log-likelihood
 :math:`\ell = \sum_i \log \sum_j \pi_j N(x_i^o; \mu_j^o, \Sigma_j^{oo})` never decreases.
 
+MAP-EM (``EMConfig.prior``; Fraley & Raftery 2007). With a conjugate Normal-inverse-Wishart prior
+on every component, :math:`\mu_j \mid \Sigma_j \sim N(\mu_P, \Sigma_j / \kappa_P)` and
+:math:`\Sigma_j \sim \mathcal{IW}(\nu_P, \Lambda_P)` (density
+:math:`\propto |\Sigma|^{-(\nu_P + D + 1)/2} \exp(-\tfrac12 \operatorname{tr} \Lambda_P \Sigma^{-1})`),
+the E-step is unchanged and the M-step takes the posterior mode given the expected sufficient
+statistics :math:`N_j`, :math:`\bar x_j = \mu_j^{ML}` and
+:math:`W_j = \sum_i h_{ij}[(\tilde x_{ij}-\bar x_j)(\tilde x_{ij}-\bar x_j)^\top + C_{ij}]`
+(Fraley & Raftery 2007, Table 2, model VVV):
+
+.. math::
+
+    \mu_j = \frac{N_j \bar x_j + \kappa_P \mu_P}{N_j + \kappa_P}, \qquad
+    \Sigma_j = \frac{\Lambda_P + W_j + \frac{\kappa_P N_j}{\kappa_P + N_j}
+                     (\bar x_j - \mu_P)(\bar x_j - \mu_P)^\top}{\nu_P + N_j + D + 2} + \varepsilon I .
+
+(The joint mode of :math:`(\mu, \Sigma)`: the Gaussian prior on :math:`\mu` contributes
+:math:`|\Sigma|^{-1/2}`, hence :math:`D + 2`.) The weights keep their ML update (no prior on them).
+For ``"diag"`` the matching prior is independent per coordinate:
+:math:`\mu_{jd} \mid \sigma^2_{jd} \sim N(\mu_{Pd}, \sigma^2_{jd}/\kappa_P)`,
+:math:`\sigma^2_{jd} \sim \text{Inv-Gamma}(\nu_P/2, \Lambda_{P,dd}/2)`, whose mode is the formula above
+with :math:`D = 1` per coordinate (denominator :math:`\nu_P + N_j + 3`), as F&R's diagonal models.
+The tracked objective is then the log-posterior :math:`\ell + \sum_j \log p(\mu_j, \Sigma_j)` (normalised
+prior densities), which never decreases (with ``reg_covar = 0`` the M-step is its exact maximiser).
+Defaults (``prior="auto"`` or fields of :class:`NIWPrior` left None; F&R's ``priorControl``):
+:math:`\mu_P` = data mean, :math:`\kappa_P = 0.01`, :math:`\nu_P = D + 2`,
+:math:`\Lambda_P = \hat\Sigma / K^{2/D}`, with :math:`(\hat\mu, \hat\Sigma)` the data mean and (ML)
+covariance: sample moments for complete data, and for incomplete data the ML fit of a single Gaussian
+by this EM (K = 1), which is consistent under MAR and positive definite, unlike pairwise-complete
+moments (biased unless MCAR, and not always positive semi-definite). F&R use R's ``var`` (divisor
+n - 1); here the divisor is n (a factor n / (n - 1) on :math:`\Lambda_P`). See :func:`resolve_prior`.
+``EMConfig.prior`` defaults to None (maximum likelihood), so the paper reproductions are unchanged.
+
+At the end of :func:`fit`, a :class:`ComponentCollapseWarning` names every component whose effective
+size :math:`N_j` is below the dimension D (its covariance is then set by ``reg_covar`` or the prior,
+not by the data).
+
 Variants (``EMConfig.variant``), kept as ablations for teaching:
 
 * ``"em"``: the algorithm above.
@@ -48,16 +84,19 @@ parameters); they are imputed with the mixture mean.
 
 References: Z. Ghahramani and M. I. Jordan, *Learning from incomplete data*, MIT AI Memo 1509
 (1994); O. Delalleau, A. Courville and Y. Bengio, *Efficient EM training of Gaussian mixtures
-with missing data*.
+with missing data*; C. Fraley and A. E. Raftery, *Bayesian regularization for normal mixture
+estimation and model-based clustering*, Journal of Classification 24:155-181 (2007).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.linalg import solve_triangular
+from scipy.special import gammaln, logsumexp, multigammaln
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_incomplete
@@ -67,6 +106,10 @@ from .patterns import MissingPatterns, group_patterns
 
 __all__ = [
     "EMConfig",
+    "NIWPrior",
+    "ComponentCollapseWarning",
+    "resolve_prior",
+    "log_prior",
     "EMData",
     "EMState",
     "EMResult",
@@ -79,6 +122,9 @@ __all__ = [
     "impute",
     "observed_log_likelihood",
     "snapshot",
+    "data_moments",
+    "effective_sizes",
+    "collapsed_components",
     "COVARIANCE_TYPES",
     "VARIANTS",
     "INIT_METHODS",
@@ -88,6 +134,66 @@ COVARIANCE_TYPES = ("full", "diag")
 VARIANTS = ("em", "naive", "mean_impute")
 INIT_METHODS = ("kmeans", "kmeans++", "random")
 _EPS10 = 10 * np.finfo(float).eps
+
+
+class ComponentCollapseWarning(UserWarning):
+    """A fitted component's effective size (sum of responsibilities) is below the dimension."""
+
+
+def _as_tuple(value, name: str, ndim: tuple[int, ...]):
+    arr = np.array(value, dtype=float)
+    if arr.ndim not in ndim or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise BadInputError(f"NIWPrior.{name} must be a finite non-empty array with {' or '.join(map(str, ndim))} "
+                            f"dimension(s); got shape {arr.shape}.")
+    if arr.ndim == 1:
+        return tuple(float(v) for v in arr)
+    return tuple(tuple(float(v) for v in row) for row in arr)
+
+
+@dataclass(frozen=True, slots=True)
+class NIWPrior:
+    """Conjugate Normal-inverse-Wishart prior on every component (MAP-EM, Fraley & Raftery 2007).
+
+    :math:`\\mu_k \\mid \\Sigma_k \\sim N(\\text{mean}, \\Sigma_k / \\text{kappa})`,
+    :math:`\\Sigma_k \\sim \\mathcal{IW}(\\text{dof}, \\text{scale})`; for ``covariance_type="diag"``
+    the matching independent prior per coordinate (inverse-gamma(dof / 2, scale_dd / 2) variances).
+    A field left None takes its data-scaled default when the fit starts (see :func:`resolve_prior`):
+    ``mean`` = data mean, ``dof`` = D + 2, ``scale`` = data covariance / K^(2/D). ``kappa`` defaults
+    to 0.01. Arrays are stored as tuples (the prior is hashable and JSON-serialisable).
+
+    Parameters
+    ----------
+    mean : array-like of shape (n_features,), optional
+    kappa : float, default 0.01
+        Prior pseudo-count on the mean (> 0).
+    dof : float, optional
+        Degrees of freedom :math:`\nu_P` (> D - 1 for "full", > 0 for "diag").
+    scale : array-like of shape (n_features, n_features) or (n_features,), optional
+        :math:`\\Lambda_P` (symmetric positive definite); a vector is a diagonal matrix.
+    """
+
+    mean: tuple | None = None
+    kappa: float = 0.01
+    dof: float | None = None
+    scale: tuple | None = None
+
+    def __post_init__(self):
+        if isinstance(self.kappa, bool) or not isinstance(self.kappa, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(self.kappa) and self.kappa > 0):
+            raise BadInputError(f"NIWPrior.kappa must be a positive number, got {self.kappa!r}.")
+        object.__setattr__(self, "kappa", float(self.kappa))
+        if self.dof is not None:
+            if isinstance(self.dof, bool) or not isinstance(self.dof, (int, float, np.integer, np.floating)) \
+                    or not (np.isfinite(self.dof) and self.dof > 0):
+                raise BadInputError(f"NIWPrior.dof must be a positive number, got {self.dof!r}.")
+            object.__setattr__(self, "dof", float(self.dof))
+        if self.mean is not None:
+            object.__setattr__(self, "mean", _as_tuple(self.mean, "mean", (1,)))
+        if self.scale is not None:
+            object.__setattr__(self, "scale", _as_tuple(self.scale, "scale", (1, 2)))
+
+
+PRIORS = (None, "auto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +218,10 @@ class EMConfig:
         Number of restarts; the one with the highest final objective is kept.
     variant : {"em", "naive", "mean_impute"}
         See the module docstring.
+    prior : None, "auto" or NIWPrior, default None
+        None: maximum likelihood. ``"auto"`` (= ``NIWPrior()``): MAP-EM with Fraley & Raftery's
+        data-scaled Normal-inverse-Wishart prior; a :class:`NIWPrior` sets its fields. The objective
+        is then the log-posterior. See the module docstring.
     """
 
     n_components: int = 1
@@ -122,6 +232,7 @@ class EMConfig:
     init: str = "kmeans"
     n_init: int = 1
     variant: str = "em"
+    prior: object = None
 
     def __post_init__(self):
         if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
@@ -140,6 +251,9 @@ class EMConfig:
             raise BadInputError(f"n_init must be a positive integer, got {self.n_init!r}.")
         if self.variant not in VARIANTS:
             raise BadInputError(f"variant must be one of {VARIANTS}, got {self.variant!r}.")
+        if not (self.prior is None or isinstance(self.prior, NIWPrior)
+                or (isinstance(self.prior, str) and self.prior == "auto")):
+            raise BadInputError(f"prior must be None (maximum likelihood), 'auto' or an NIWPrior, got {self.prior!r}.")
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -243,8 +357,12 @@ class EMState:
     log_likelihood : float
         Observed-data log-likelihood of these parameters on the rows with data.
     objective : float
-        The quantity the variant maximises (equal to ``log_likelihood`` except for ``mean_impute``,
-        where it is the complete-data log-likelihood of the mean-filled matrix).
+        The quantity the variant maximises: ``log_likelihood`` (for ``mean_impute`` the complete-data
+        log-likelihood of the mean-filled matrix), plus ``log_prior`` under a prior (the log-posterior).
+    log_prior : float
+        :math:`\\sum_j \\log p(\\mu_j, \\Sigma_j)` under the prior (0 without one).
+    prior : _ResolvedPrior or None
+        The prior resolved at initialisation (carried from step to step).
     resp : ndarray of shape (n_samples, n_components)
         Responsibilities :math:`h_{ij}` (the weights for rows with nothing observed).
     """
@@ -258,6 +376,8 @@ class EMState:
     resp: np.ndarray
     xhat: np.ndarray = field(repr=False)  # (K, n, D) rows completed per component, in the fit layout (see _fit_view)
     cond_cov: tuple = field(repr=False)  # per component, per group: (n_unique, m, m) (full only)
+    log_prior: float = 0.0
+    prior: object = field(default=None, repr=False)
 
     @property
     def n_components(self) -> int:
@@ -288,6 +408,154 @@ def _readonly(*arrays):
     for a in arrays:
         if isinstance(a, np.ndarray):
             a.setflags(write=False)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class _ResolvedPrior:
+    """A concrete :class:`NIWPrior` (``spec``) as arrays for one covariance type, with its constants."""
+
+    spec: NIWPrior
+    mean: np.ndarray  # (D,)
+    kappa: float
+    dof: float
+    scale: np.ndarray  # (D, D) for "full", (D,) for "diag"
+    scale_chol: np.ndarray | None  # lower Cholesky factor of scale ("full")
+    log_norm: float  # log-normaliser of one component's prior density
+
+
+def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (ML, divisor n) covariance of the data the fit runs on, plus ``reg_covar`` on the diagonal.
+
+    Complete rows: the sample moments. Incomplete data: the ML single Gaussian fitted by this EM
+    (K = 1, from the observed column means and variances, until no parameter moves by more than
+    1e-9 of the largest covariance entry, at most 500 steps), which uses every observed entry and is consistent under MAR. The ``mean_impute``
+    variant uses the mean-filled matrix it fits on.
+    """
+    Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
+    X, miss = Xfit[rows_fit], miss_fit[rows_fit]
+    D = X.shape[1]
+    if not miss.any():
+        mean = X.mean(axis=0)
+        diff = X - mean
+        cov = diff.T @ diff / X.shape[0]
+        cov = 0.5 * (cov + cov.T)
+        cov.flat[:: D + 1] += config.reg_covar
+        return mean, cov
+    one = EMConfig(n_components=1, covariance_type="full", reg_covar=config.reg_covar, variant="em")
+    var = np.nanvar(data.X[data.fit_rows], axis=0) + config.reg_covar
+    try:
+        state = init_from_parameters(data, one, np.ones(1), data.col_mean[None], np.diag(var)[None])
+        for _ in range(500):
+            new = step(state, data, one)
+            size = 1.0 + np.abs(new.covariances).max()
+            done = max(np.abs(new.means - state.means).max(), np.abs(new.covariances - state.covariances).max()) < 1e-9 * size
+            state = new
+            if done:
+                break
+        return np.array(state.means[0]), np.array(state.covariances[0])
+    except DegenerateCovarianceError:  # e.g. a constant column with reg_covar = 0: the diagonal moments
+        return np.array(data.col_mean), np.diag(var)
+
+
+def resolve_prior(data: EMData, config: EMConfig) -> NIWPrior | None:
+    """The concrete prior of a fit: ``config.prior`` with every field left None set from the data.
+
+    Defaults (Fraley & Raftery 2007, section 4; mclust's ``priorControl``): ``mean`` = data mean,
+    ``kappa`` = 0.01, ``dof`` = D + 2, ``scale`` = data covariance / K^(2/D) (see
+    :func:`data_moments`); for ``"diag"`` only the diagonal of ``scale`` is used. None without a prior.
+
+    Raises
+    ------
+    BadInputError
+        A given field of the wrong shape, ``dof`` <= D - 1 ("full"), or a scale that is not
+        positive definite (e.g. a constant column with ``reg_covar=0``).
+    """
+    spec = config.prior
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        spec = NIWPrior()
+    D, K = data.n_features, config.n_components
+    mean, scale = spec.mean, spec.scale
+    if mean is None or scale is None:
+        m_hat, c_hat = data_moments(data, config)
+        if mean is None:
+            mean = m_hat
+        if scale is None:
+            scale = c_hat / K ** (2.0 / D)
+    mean, scale = np.asarray(mean, dtype=float), np.asarray(scale, dtype=float)
+    if scale.ndim == 1:
+        scale = np.diag(scale)
+    if mean.shape != (D,) or scale.shape != (D, D):
+        raise BadInputError(f"NIWPrior has mean of shape {mean.shape} and scale of shape {scale.shape}; the data have "
+                            f"{D} feature(s): expected ({D},) and ({D}, {D}) (or ({D},) for a diagonal scale).")
+    dof = float(D + 2) if spec.dof is None else spec.dof
+    if config.covariance_type == "full" and dof <= D - 1:
+        raise BadInputError(f"NIWPrior.dof must be larger than D - 1 = {D - 1} for full covariances, got {dof}.")
+    if not np.allclose(scale, scale.T, rtol=1e-10, atol=0):
+        raise BadInputError("NIWPrior.scale must be a symmetric matrix.")
+    scale = 0.5 * (scale + scale.T)
+    bad = np.flatnonzero(~(np.diag(scale) > 0))
+    if bad.size:
+        raise BadInputError(
+            f"The prior scale is not positive definite: column(s) {bad.tolist()} have zero variance. Drop constant "
+            "columns or set reg_covar > 0."
+        )
+    return NIWPrior(mean=mean, kappa=spec.kappa, dof=dof, scale=scale)
+
+
+def _resolve(data: EMData, config: EMConfig) -> _ResolvedPrior | None:
+    """:func:`resolve_prior` as arrays and constants for the kernels."""
+    spec = resolve_prior(data, config)
+    if spec is None:
+        return None
+    D = data.n_features
+    mean, scale = np.array(spec.mean), np.array(spec.scale)
+    kappa, dof = spec.kappa, spec.dof
+    if config.covariance_type == "full":
+        try:
+            chol = np.linalg.cholesky(scale)
+        except np.linalg.LinAlgError:
+            raise BadInputError(
+                "The prior scale is not positive definite (collinear or constant columns): drop them or set "
+                "reg_covar > 0."
+            ) from None
+        logdet = 2.0 * np.log(np.diag(chol)).sum()
+        log_norm = (-0.5 * D * np.log(2 * np.pi) + 0.5 * D * np.log(kappa) + 0.5 * dof * logdet
+                    - 0.5 * dof * D * np.log(2.0) - multigammaln(0.5 * dof, D))
+    else:
+        chol = None
+        scale = np.diag(scale).copy()
+        log_norm = float(np.sum(-0.5 * np.log(2 * np.pi) + 0.5 * np.log(kappa) + 0.5 * dof * np.log(0.5 * scale)
+                                - gammaln(0.5 * dof)))
+    _readonly(mean, scale, chol)
+    return _ResolvedPrior(spec=spec, mean=mean, kappa=kappa, dof=dof, scale=scale, scale_chol=chol,
+                          log_norm=float(log_norm))
+
+
+def log_prior(means, covariances, prior: _ResolvedPrior | None) -> float:
+    """:math:`\\sum_j \\log p(\\mu_j, \\Sigma_j)`: normalised NIW densities ("full", covariances (K, D, D))
+    or products of normal x inverse-gamma densities per coordinate ("diag", covariances (K, D)); 0 without prior."""
+    if prior is None:
+        return 0.0
+    means, covariances = np.asarray(means), np.asarray(covariances)
+    K = means.shape[0]
+    dev = means - prior.mean
+    if covariances.ndim == 2:  # diag
+        var = covariances
+        total = K * prior.log_norm - np.sum(
+            0.5 * (prior.dof + 3.0) * np.log(var) + (0.5 * prior.scale + 0.5 * prior.kappa * dev**2) / var
+        )
+        return float(total)
+    D = means.shape[1]
+    L = np.linalg.cholesky(covariances)
+    total = K * prior.log_norm
+    for k in range(K):
+        logdet = 2.0 * np.log(np.diag(L[k])).sum()
+        z = solve_triangular(L[k], dev[k], lower=True)
+        T = solve_triangular(L[k], prior.scale_chol, lower=True)  # tr(Sigma^-1 Lambda) = ||L^-1 L_Lambda||_F^2
+        total -= 0.5 * (prior.dof + D + 2.0) * logdet + 0.5 * np.sum(T * T) + 0.5 * prior.kappa * (z @ z)
+    return float(total)
 
 
 def _component_loglik(Xf, missing, patterns, means, covariances, covariance_type, conditionals):
@@ -335,8 +603,27 @@ def _e_step(Xf, missing, patterns, weights, means, covariances, covariance_type,
     return total, resp, xhat, cond
 
 
-def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMConfig):
-    """Closed-form M-step from the E-step computed at the previous parameters."""
+def _posterior_mode(nk: float, xbar: np.ndarray, scatter: np.ndarray, prior: _ResolvedPrior):
+    """Mode of one component's NIW posterior from its (expected) sufficient statistics.
+
+    ``nk`` = :math:`N_j`, ``xbar`` = :math:`\\bar x_j`, ``scatter`` = :math:`W_j` (D x D, or its
+    diagonal (D,) for the independent inverse-gamma prior of "diag"). Returns
+    :math:`((N_j \\bar x_j + \\kappa_P \\mu_P) / (N_j + \\kappa_P),
+    (\\Lambda_P + W_j + \\frac{\\kappa_P N_j}{\\kappa_P + N_j} d d^\\top) / (\\nu_P + N_j + D + 2))` with
+    :math:`d = \\bar x_j - \\mu_P` (F&R 2007, Table 2, VVV); for "diag" the same per coordinate with
+    D = 1 (denominator :math:`\\nu_P + N_j + 3`).
+    """
+    shrink = prior.kappa * nk / (prior.kappa + nk)
+    dev = xbar - prior.mean
+    mean = (nk * xbar + prior.kappa * prior.mean) / (nk + prior.kappa)
+    if scatter.ndim == 2:
+        D = scatter.shape[0]
+        return mean, (prior.scale + scatter + shrink * np.outer(dev, dev)) / (prior.dof + nk + D + 2.0)
+    return mean, (prior.scale + scatter + shrink * dev * dev) / (prior.dof + nk + 3.0)
+
+
+def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMConfig, prior=None):
+    """Closed-form M-step from the E-step computed at the previous parameters (ML, or MAP under ``prior``)."""
     K = config.n_components
     n_features = xhat.shape[2]
     h_all = np.zeros_like(resp)
@@ -346,6 +633,7 @@ def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMCo
     means = (h_all.T[:, None, :] @ xhat)[:, 0, :] / nk[:, None]
     full = config.covariance_type == "full"
     covs = np.empty((K, n_features, n_features) if full else (K, n_features))
+    map_means = np.empty_like(means)
     exact = config.variant == "em"
     if not full and exact:
         # C term of the diagonal case: Q_ij = diag(sigma^2_jd) on the missing coordinates
@@ -359,7 +647,10 @@ def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMCo
                 for g, q in zip(patterns.groups, cond[k]):
                     if g.n_missing:
                         embed_add(cov, g, q, np.bincount(g.inverse, weights=h[g.rows], minlength=g.n_unique))
-            cov /= nk[k]
+            if prior is None:
+                cov /= nk[k]
+            else:  # cov holds the scatter W_k here
+                map_means[k], cov = _posterior_mode(nk[k], means[k], cov, prior)
             cov = 0.5 * (cov + cov.T)
             cov.flat[:: n_features + 1] += config.reg_covar
             covs[k] = cov
@@ -367,11 +658,16 @@ def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMCo
             var = h @ (diff * diff)
             if exact:
                 var = var + prev_covariances[k] * missing_mass[k]
-            covs[k] = var / nk[k] + config.reg_covar
-    return weights, means, covs
+            if prior is None:
+                covs[k] = var / nk[k] + config.reg_covar
+            else:
+                map_means[k], var = _posterior_mode(nk[k], means[k], var, prior)
+                covs[k] = var + config.reg_covar
+    return weights, means if prior is None else map_means, covs
 
 
-def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, means, covariances) -> EMState:
+def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, means, covariances,
+                           prior=None) -> EMState:
     Xfit, miss_fit, pats_fit, rows_fit, perm = _fit_view(data, config)
     objective, resp_p, xhat, cond = _e_step(
         Xfit, miss_fit, pats_fit, weights, means, covariances, config.covariance_type, rows_fit
@@ -381,6 +677,7 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
         ll = observed_log_likelihood(data, weights, means, covariances, config.covariance_type)[data.fit_rows].sum()
     else:
         ll = objective
+    lp = log_prior(means, covariances, prior)
     _readonly(weights, means, covariances, resp, xhat)
     return EMState(
         iteration=iteration,
@@ -388,10 +685,12 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
         means=means,
         covariances=covariances,
         log_likelihood=float(ll),
-        objective=float(objective),
+        objective=float(objective) + lp,
         resp=resp,
         xhat=xhat,
         cond_cov=cond,
+        log_prior=lp,
+        prior=prior,
     )
 
 
@@ -430,7 +729,7 @@ def init_from_parameters(data: EMData, config: EMConfig, weights, means, covaria
         )
     if np.any(weights < 0) or not np.isclose(weights.sum(), 1.0):
         raise BadInputError("Initial weights must be non-negative and sum to one.")
-    return _state_from_parameters(data, config, 0, weights, means, covariances)
+    return _state_from_parameters(data, config, 0, weights, means, covariances, _resolve(data, config))
 
 
 def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
@@ -466,25 +765,31 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
     col_means = (r.T @ Xr + _EPS10 * data.col_mean) / (r.T @ obs_f + _EPS10)  # observed mean per cluster
     D = data.n_features
     full = config.covariance_type == "full"
+    prior = _resolve(data, config)
     covs = np.empty((K, D, D) if full else (K, D))
     means = np.empty((K, D))
     for k in range(K):
         filled = np.where(obs, Xr, col_means[k])
         means[k] = r[:, k] @ filled / nk[k]
         diff = filled - means[k]
+        scatter = (r[:, k, None] * diff).T @ diff if full else r[:, k] @ (diff * diff)
+        if prior is not None:  # the posterior mode of the cluster, as the M-step (no singular start)
+            means[k], cov = _posterior_mode(nk[k], means[k], scatter, prior)
+        else:
+            cov = scatter / nk[k]
         if full:
-            cov = (r[:, k, None] * diff).T @ diff / nk[k]
             cov.flat[:: D + 1] += config.reg_covar
             covs[k] = 0.5 * (cov + cov.T)
         else:
-            covs[k] = r[:, k] @ (diff * diff) / nk[k] + config.reg_covar
-    return _state_from_parameters(data, config, 0, weights, means, covs)
+            covs[k] = cov + config.reg_covar
+    return _state_from_parameters(data, config, 0, weights, means, covs, prior)
 
 
 def step(state: EMState, data: EMData, config: EMConfig) -> EMState:
     """One EM iteration (M-step from the cached E-step, then the E-step at the new parameters).
 
-    Pure: returns a new :class:`EMState`; ``state`` is unchanged.
+    Pure: returns a new :class:`EMState`; ``state`` is unchanged. The prior is the one ``state``
+    carries (resolved by :func:`init`), so ``config.prior="auto"`` is not recomputed at every step.
 
     Raises
     ------
@@ -493,8 +798,12 @@ def step(state: EMState, data: EMData, config: EMConfig) -> EMState:
     """
     _, _, pats_fit, rows_fit, perm = _fit_view(data, config)
     resp_p = state.resp if perm is None else state.resp[perm]
-    weights, means, covs = _m_step(resp_p, state.xhat, state.cond_cov, state.covariances, pats_fit, rows_fit, config)
-    return _state_from_parameters(data, config, state.iteration + 1, weights, means, covs)
+    prior = state.prior
+    if prior is None and config.prior is not None:  # a state from an ML run continued under a prior
+        prior = _resolve(data, config)
+    weights, means, covs = _m_step(resp_p, state.xhat, state.cond_cov, state.covariances, pats_fit, rows_fit, config,
+                                   prior)
+    return _state_from_parameters(data, config, state.iteration + 1, weights, means, covs, prior)
 
 
 def impute(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:
@@ -523,6 +832,17 @@ def observed_log_likelihood(data: EMData, weights, means, covariances, covarianc
         out = logsumexp(ll + np.log(np.asarray(weights)), axis=1)
     out[p.empty_rows] = 0.0
     return _to_original(out, p.perm)
+
+
+def effective_sizes(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:
+    """:math:`N_j = \\sum_i h_{ij}` over the rows the fit uses (shape (n_components,))."""
+    rows = _fit_view(data, config)[3] if config.variant == "mean_impute" else data.fit_rows
+    return state.resp[rows].sum(axis=0)
+
+
+def collapsed_components(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:
+    """Indices of the components whose effective size :math:`N_j` is below the dimension D."""
+    return np.flatnonzero(effective_sizes(state, data, config) < data.n_features)
 
 
 def snapshot(state: EMState, data: EMData, config: EMConfig, truth=None) -> dict:
@@ -578,15 +898,21 @@ def fit(
     -----
     ConvergenceWarning
         When the kept run stopped at ``max_iter`` or on a degenerate component.
+    ComponentCollapseWarning
+        When a component of the kept run has an effective size (sum of responsibilities) below
+        the number of features (see :func:`collapsed_components`).
     """
     if truth is not None:
         truth = np.asarray(truth, dtype=float)
         if truth.shape != data.X.shape:
             raise BadInputError(f"truth has shape {truth.shape}, expected {data.X.shape}.")
     n_fit = _fit_view(data, config)[3].size
+    run_config = config
+    if config.prior is not None and init_state is None:  # resolve "auto" once for every restart
+        run_config = replace(config, prior=resolve_prior(data, config))
     out = run_restarts(
         n_runs=1 if init_state is not None else config.n_init,
-        start=lambda: init_state if init_state is not None else init(data, config, rng),
+        start=lambda: init_state if init_state is not None else init(data, run_config, rng),
         step=lambda state: step(state, data, config),
         snapshot=lambda state: snapshot(state, data, config, truth),
         change=lambda old, new: (new.objective - old.objective) / n_fit,
@@ -594,6 +920,19 @@ def fit(
         tol=config.tol,
         callback=callback,
     )
+    small = collapsed_components(out.state, data, config)
+    if small.size:
+        nk = effective_sizes(out.state, data, config)
+        names = ", ".join(f"component {k} (effective size {nk[k]:.3g})" for k in small)
+        remedy = ("use fewer components" if config.prior is not None
+                  else "use fewer components or the data-scaled prior (prior='auto')")
+        warnings.warn(
+            f"{names} of {config.n_components} fitted to {data.n_features} feature(s): fewer rows than features "
+            f"support {'it' if small.size == 1 else 'them'}, so {'its' if small.size == 1 else 'their'} covariance "
+            f"is set by {'the prior' if config.prior is not None else 'reg_covar'} rather than the data and "
+            f"predictive intervals may be unreliable; {remedy}.",
+            ComponentCollapseWarning, stacklevel=2,
+        )
     return EMResult(
         state=out.state,
         converged=out.stop_reason == "tol",
