@@ -1,0 +1,389 @@
+"""Evaluate imputers on data with their own gaps, by hiding observed entries.
+
+Real incomplete data have no truth at their missing entries, so an imputer is scored on
+entries it *could* have seen: a mechanism of :mod:`explorer.core.mechanisms` hides a share of
+the **observed** entries (:func:`hide_observed`), the imputer is fitted on and imputes the data
+with both kinds of gap, and the hidden entries are scored against their known values.
+
+* :func:`evaluate` repeats this over several seeds for several imputers and returns a tidy
+  table; :func:`summarize` reduces it to the mean and spread per imputer and metric.
+* :func:`held_out_scorer` is a scikit-learn scorer, so ``GridSearchCV`` can tune an imputer by
+  held-out observed entries of its validation rows.
+* :func:`imputation_scores` scores one imputation (the metrics below).
+
+Metrics (over the set H of hidden entries, x the true value, x̂ the imputation):
+
+``nrmse``
+    ``sqrt( mean_{(i,j) in H} ((x_ij - x̂_ij) / s_j)**2 )``: the RMSE in standardised units,
+    pooled over hidden entries, where ``s_j`` is the standard deviation (ddof=0) of the
+    **observed** entries of column j of the data given (before hiding); a column with s_j = 0
+    uses s_j = 1. Imputing every hidden entry by its column's observed mean gives about 1 under
+    MCAR. (This is not :func:`explorer.core.metrics.nrmse`, which normalises by the variance of
+    the hidden true values pooled over columns and so mixes units.)
+``mae``
+    ``mean_{(i,j) in H} |x_ij - x̂_ij|`` in the data's own units
+    (:func:`explorer.core.metrics.mae`).
+``coverage``
+    Fraction of hidden true values inside the equal-tailed ``level`` (default 95 %) predictive
+    interval of their entry (:func:`explorer.core.metrics.interval_coverage`).
+``nll``
+    ``mean_{(i,j) in H} -log p(x_ij | observed entries of row i)``: the per-entry marginal
+    predictive density (the other missing entries of the row, real or hidden, integrated out),
+    in the data's units; a mixture's marginal is a 1-D mixture, not a Gaussian.
+
+``coverage`` and ``nll`` need a predictive distribution: they are computed for estimators with a
+``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.conditional.ConditionalMixture`,
+its Student-t variant, the factor-analysis conditionals) and are **NaN** for any other
+imputer (scikit-learn's SimpleImputer, IterativeImputer, KNNImputer, ...), which only get the
+point metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+from scipy.special import logsumexp
+
+from explorer._imputer_base import _rng
+from explorer.core import metrics as _metrics
+from explorer.core._mask_helpers import emptied
+from explorer.core._validation import BadInputError, as_float_matrix
+from explorer.core.mechanisms import MaskResult, apply_mechanism
+
+__all__ = ["METRICS", "observed_scale", "hide_observed", "entry_logpdf", "imputation_scores", "evaluate", "summarize", "held_out_scorer"]
+
+#: Metrics computed by :func:`evaluate`, in table order.
+METRICS = ("nrmse", "mae", "coverage", "nll")
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+# --------------------------------------------------------------------------- data
+def _as_matrix(X) -> np.ndarray:
+    """Float (n, D) copy of an array, DataFrame or IncompleteData; NaN = missing."""
+    from explorer.core.data import IncompleteData
+
+    if isinstance(X, IncompleteData):
+        return np.array(X.values, dtype=np.float64)
+    names = getattr(X, "columns", None)
+    return as_float_matrix(X, name="X", columns=None if names is None else [str(c) for c in names])
+
+
+def observed_scale(X) -> np.ndarray:
+    """``s_j``: the standard deviation (ddof=0) of the observed entries of every column (1 if 0 or none)."""
+    arr = _as_matrix(X)
+    obs = ~np.isnan(arr)
+    n = obs.sum(axis=0)
+    mean = np.where(n > 0, np.nansum(arr, axis=0) / np.maximum(n, 1), 0.0)
+    var = np.where(n > 0, np.nansum((arr - mean) ** 2, axis=0) / np.maximum(n, 1), 0.0)
+    sd = np.sqrt(var)
+    return np.where(sd > 0, sd, 1.0)
+
+
+def hide_observed(X, mechanism="mcar", rate=0.2, random_state=None, **params):
+    """Hide a share of the observed entries of ``X`` for evaluation.
+
+    As :func:`explorer.imputers.amputate` (``rate`` = fraction of the observed entries), with one
+    rule for scoring: a row the mechanism would empty keeps its observed entries (none of them is
+    hidden: with nothing observed an imputer can only return the marginal, and explorer's
+    imputers refuse such rows by default). A mechanism that would empty a column is refused.
+
+    Returns
+    -------
+    X_hidden : ndarray (n_samples, n_features)
+        NaN at the real gaps and at the hidden entries.
+    hidden : ndarray of bool
+        True = hidden here (observed in ``X``, so ``X[hidden]`` is the truth).
+    info : MaskResult
+        ``realised_rate = hidden.sum() / n_observed`` after the rows were restored.
+    """
+    from explorer.imputers import EmptyRowsWarning, amputate
+
+    arr = _as_matrix(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyRowsWarning)
+        _, hidden, info = amputate(arr, mechanism, rate, random_state, allow_empty="rows", return_info=True,
+                                   **params)
+    observed = ~np.isnan(arr)
+    rows, _ = emptied(observed, hidden)
+    hidden = hidden.copy()
+    hidden[rows] = False
+    n_obs = int(observed.sum())
+    info = MaskResult(hidden, info.requested_rate, float(hidden.sum() / n_obs) if n_obs else 0.0,
+                      info.mechanism, info.kind, info.params, n_obs)
+    X_hidden = np.where(hidden, np.nan, arr)
+    return X_hidden, hidden, info
+
+
+# --------------------------------------------------------------------------- densities
+def _gauss_logpdf(x, mean, var):
+    var = np.maximum(var, np.finfo(np.float64).tiny)
+    with np.errstate(over="ignore", divide="ignore"):
+        return -0.5 * (_LOG_2PI + np.log(var) + (x - mean) ** 2 / var)
+
+
+def entry_logpdf(cond, truth, hidden) -> np.ndarray:
+    """``log p(x_ij | observed entries of row i)`` of every hidden entry, row-major order.
+
+    ``cond`` is the conditional of an imputer on the data with the entries hidden (hidden
+    entries are missing in it). Exact per-entry marginals for
+    :class:`~explorer.core.conditional.ConditionalMixture` (a 1-D Gaussian mixture),
+    ``StudentTConditionalMixture`` (a 1-D t mixture), ``FAConditional`` (Gaussian) and
+    ``MFAConditional`` (a Gaussian mixture); any other object with ``mean()`` and
+    ``variance()`` is scored as a Gaussian with that mean and variance.
+    """
+    from explorer.core.conditional import ConditionalMixture
+    from explorer.core.conditional_t import StudentTConditionalMixture, log_student_t
+    from explorer.core.fa_conditional import MFAConditional
+
+    ri, ci = np.nonzero(hidden)
+    x = np.asarray(truth, dtype=np.float64)[ri, ci]
+    if isinstance(cond, ConditionalMixture):
+        M = cond.completions[:, ri, ci]  # (K, h)
+        V = cond._conditional_variances()[:, ri, ci]
+        with np.errstate(divide="ignore"):
+            logw = np.log(cond.weights[ri].T)
+        return logsumexp(logw + _gauss_logpdf(x, M, V), axis=0)
+    if isinstance(cond, StudentTConditionalMixture):
+        M = cond.completions[:, ri, ci]
+        S = np.maximum(cond._scale_diag()[:, ri, ci], np.finfo(np.float64).tiny)
+        with np.errstate(divide="ignore"):
+            logw = np.log(cond.weights[ri].T)
+        return logsumexp(logw + log_student_t((x - M) ** 2 / S, np.log(S), cond.dof[ri].T, 1), axis=0)
+    if isinstance(cond, MFAConditional):
+        comp = np.stack([_gauss_logpdf(x, c.mean()[ri, ci], c.variance()[ri, ci]) for c in cond.components])
+        return logsumexp(cond.log_resp[ri].T + comp, axis=0)
+    return _gauss_logpdf(x, cond.mean()[ri, ci], cond.variance()[ri, ci])
+
+
+# --------------------------------------------------------------------------- scores
+def imputation_scores(truth, imputed, hidden, *, scale=None, interval=None, logpdf=None) -> dict:
+    """The metrics of one imputation on the hidden entries (see the module docstring).
+
+    Parameters
+    ----------
+    truth : array (n_samples, n_features)
+        True values at the hidden entries (NaN allowed elsewhere).
+    imputed : array, same shape
+        The imputation; must be finite at the hidden entries.
+    hidden : bool array, same shape
+        True = hidden and scored.
+    scale : array (n_features,), optional
+        ``s_j`` of the NRMSE; default :func:`observed_scale` of ``truth`` with the hidden entries
+        counted as observed (pass the scale of the data as given for the exact definition).
+    interval : (lower, upper), optional
+        Predictive intervals; without them ``coverage`` is NaN.
+    logpdf : array (n_hidden,), optional
+        Per-entry log densities (:func:`entry_logpdf`); without them ``nll`` is NaN.
+
+    Returns
+    -------
+    dict
+        ``{"nrmse", "mae", "coverage", "nll"}`` floats.
+    """
+    t = np.asarray(truth, dtype=np.float64)
+    p = np.asarray(imputed, dtype=np.float64)
+    h = np.asarray(hidden, dtype=bool)
+    if p.shape != t.shape:
+        raise BadInputError(
+            f"the imputation has shape {p.shape} but the data have shape {t.shape}; an imputer must "
+            "return every column (scikit-learn's SimpleImputer drops columns with no observed value "
+            "unless keep_empty_features=True)."
+        )
+    s = observed_scale(t) if scale is None else np.asarray(scale, dtype=np.float64)
+    mae = _metrics.mae(t, p, h)  # validates shapes, hidden entries, NaN imputations
+    ri, ci = np.nonzero(h)
+    z = (t[ri, ci] - p[ri, ci]) / s[ci]
+    out = {"nrmse": float(np.sqrt(np.mean(z * z))), "mae": mae, "coverage": math.nan, "nll": math.nan}
+    if interval is not None:
+        out["coverage"] = _metrics.interval_coverage(t, interval[0], interval[1], h)
+    if logpdf is not None:
+        out["nll"] = float(_metrics.nll_from_logpdf(logpdf, reduction="mean"))
+    return out
+
+
+def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True) -> dict:
+    if fit:
+        est.fit(X_hidden)
+    imputed = np.asarray(est.transform(X_hidden), dtype=np.float64)
+    interval = logpdf = None
+    if hasattr(est, "conditional"):
+        cond = est.conditional(X_hidden)
+        interval = cond.interval(level)
+        logpdf = entry_logpdf(cond, truth, hidden)
+    return imputation_scores(truth, imputed, hidden, scale=scale, interval=interval, logpdf=logpdf)
+
+
+def _named(imputers) -> dict:
+    if isinstance(imputers, dict):
+        return dict(imputers)
+    if hasattr(imputers, "fit"):
+        imputers = [imputers]
+    out = {}
+    for est in imputers:
+        name = type(est).__name__
+        k = 2
+        while name in out:
+            name = f"{type(est).__name__}#{k}"
+            k += 1
+        out[name] = est
+    return out
+
+
+def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_state=0, level=0.95,
+             **params):
+    """Score imputers on hidden observed entries of ``X``, over several seeds.
+
+    For each repeat r a seed is drawn from ``random_state``; :func:`hide_observed` hides about
+    ``rate`` of the observed entries by ``mechanism`` (the same hidden entries for every
+    imputer); each imputer (a fresh :func:`sklearn.base.clone`) is fitted on the data with both
+    the real and the hidden gaps, imputes them with ``transform``, and is scored on the hidden
+    entries (metrics in the module docstring).
+
+    Parameters
+    ----------
+    imputers : estimator, list of estimators, or dict name -> estimator
+        explorer's imputers, or any scikit-learn transformer that fills NaN (SimpleImputer,
+        IterativeImputer, KNNImputer, a Pipeline...). Names default to the class names.
+    X : array-like, DataFrame or IncompleteData (n_samples, n_features)
+        The data, NaN at its real gaps.
+    mechanism : str, default "mcar"
+        A key of :data:`explorer.core.mechanisms.MECHANISMS`.
+    rate : float, default 0.2
+        Fraction of the observed entries to hide.
+    n_repeats : int, default 5
+    random_state : int, Generator or None, default 0
+        Seeds the repeats (int: reproducible table).
+    level : float, default 0.95
+        Level of the predictive intervals scored by ``coverage``.
+    **params
+        Parameters of the mechanism.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Tidy, one row per imputer x repeat x metric, columns ``imputer, repeat, seed, mechanism,
+        rate, realised_rate, n_hidden, fit_seconds, metric, value``. ``seed`` reproduces the mask:
+        ``hide_observed(X, mechanism, rate, random_state=seed)``. ``value`` is NaN for
+        ``coverage`` / ``nll`` of imputers without ``conditional``.
+    """
+    import pandas as pd
+    from sklearn.base import clone
+
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
+        raise BadInputError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    named = _named(imputers)
+    if not named:
+        raise BadInputError("evaluate needs at least one imputer.")
+    truth = _as_matrix(X)
+    scale = observed_scale(truth)
+    seeds = _rng(random_state).integers(0, 2**31 - 1, size=n_repeats)
+    rows = []
+    for r, seed in enumerate(seeds):
+        X_hidden, hidden, info = hide_observed(truth, mechanism, rate, int(seed), **params)
+        if not hidden.any():
+            raise BadInputError(
+                f"{mechanism!r} at rate={rate!r} hid no observed entry (seed {int(seed)}); raise the rate."
+            )
+        for name, est in named.items():
+            t0 = time.perf_counter()
+            scores = _score_estimator(clone(est), truth, X_hidden, hidden, scale, level)
+            seconds = time.perf_counter() - t0
+            for metric in METRICS:
+                rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
+                             "rate": rate, "realised_rate": info.realised_rate, "n_hidden": int(hidden.sum()),
+                             "fit_seconds": seconds, "metric": metric, "value": scores[metric]})
+    return pd.DataFrame(rows)
+
+
+def summarize(results):
+    """Mean and spread of each metric per imputer, from the table of :func:`evaluate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``(imputer, metric)`` (imputers in their order of appearance), columns
+        ``mean, std, min, max, n`` over the repeats (``std`` with ddof=1; NaN values, e.g. the
+        coverage of a scikit-learn imputer, are left out, so ``n`` is 0 and ``mean`` NaN there).
+    """
+    import pandas as pd
+
+    need = {"imputer", "metric", "value"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise BadInputError("summarize expects the DataFrame returned by evaluate (columns imputer, metric, value).")
+    g = results.groupby(["imputer", "metric"], sort=False)["value"]
+    return g.agg(mean="mean", std="std", min="min", max="max", n="count")
+
+
+# --------------------------------------------------------------------------- scikit-learn scorer
+_SIGNS = {"nrmse": -1.0, "mae": -1.0, "nll": -1.0}
+
+
+class _HeldOutScorer:
+    """Callable ``scorer(estimator, X, y=None) -> float`` (greater is better); see :func:`held_out_scorer`."""
+
+    def __init__(self, metric, mechanism, rate, random_state, level, params):
+        self.metric, self.mechanism, self.rate = metric, mechanism, rate
+        self.random_state, self.level, self.params = random_state, level, params
+
+    def __repr__(self):
+        return (f"held_out_scorer(metric={self.metric!r}, mechanism={self.mechanism!r}, rate={self.rate!r}, "
+                f"random_state={self.random_state!r})")
+
+    def __call__(self, estimator, X, y=None):
+        truth = _as_matrix(X)
+        X_hidden, hidden, _ = hide_observed(truth, self.mechanism, self.rate, self.random_state, **self.params)
+        if not hidden.any():
+            raise BadInputError(
+                f"held_out_scorer: {self.mechanism!r} at rate={self.rate!r} hid no observed entry of the "
+                f"{truth.shape[0]} validation rows; raise the rate or use fewer folds."
+            )
+        if self.metric in ("coverage", "nll") and not hasattr(estimator, "conditional"):
+            raise BadInputError(
+                f"held_out_scorer(metric={self.metric!r}) needs an estimator with conditional(X) "
+                f"(explorer's imputers); {type(estimator).__name__} has none. Use 'nrmse' or 'mae'."
+            )
+        scores = _score_estimator(estimator, truth, X_hidden, hidden, observed_scale(truth), self.level,
+                                  fit=False)
+        if self.metric == "coverage":
+            return -abs(scores["coverage"] - self.level)
+        return _SIGNS[self.metric] * scores[self.metric]
+
+
+def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, level=0.95, **params):
+    """A scikit-learn scorer that scores an imputer on hidden observed entries of the validation rows.
+
+    ``GridSearchCV(GaussianMixtureImputer(), {"n_components": [1, 2, 3]},
+    scoring=held_out_scorer(), cv=KFold(3))`` fits each candidate on the (incomplete) training
+    rows; on the validation rows the scorer hides about ``rate`` of the observed entries by
+    ``mechanism`` (:func:`hide_observed`), imputes them with the fitted estimator's
+    ``transform`` and scores them. Greater is better: the score is ``-nrmse``, ``-mae``,
+    ``-nll`` or ``-|coverage - level|``; the NRMSE scale ``s_j`` is that of the validation
+    rows' observed entries.
+
+    Parameters
+    ----------
+    metric : {"nrmse", "mae", "nll", "coverage"}, default "nrmse"
+        "nll" and "coverage" need an estimator with ``conditional(X)``.
+    mechanism : str, default "mcar"
+    rate : float, default 0.2
+    random_state : int or None, default 0
+        An int hides the same entries of a validation fold for every candidate (a fair
+        comparison); None draws new entries at every call. A Generator would be consumed
+        (different entries per candidate): pass an int.
+    level : float, default 0.95
+    **params
+        Parameters of the mechanism.
+    """
+    if metric not in METRICS:
+        raise BadInputError(f"metric must be one of {list(METRICS)}; got {metric!r}.")
+    if random_state is not None and not (isinstance(random_state, numbers.Integral)
+                                         and not isinstance(random_state, bool) and random_state >= 0):
+        raise BadInputError(
+            f"held_out_scorer: random_state must be a non-negative int or None (a Generator would hide "
+            f"different entries for every candidate); got {random_state!r}."
+        )
+    return _HeldOutScorer(metric, mechanism, rate, random_state, level, params)
