@@ -317,3 +317,24 @@ def test_scorer_bad_input():
     with pytest.raises(BadInputError, match="needs an estimator with conditional"):
         held_out_scorer(metric="nll")(SimpleImputer().fit(X), X)
     assert held_out_scorer()(SimpleImputer().fit(X), X) < 0
+
+
+def test_entry_logpdf_of_factor_and_student_t_conditionals_matches_their_densities():
+    from explorer.dp_imputer import DPGMMImputer
+    from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+
+    X = _gaussian(120, 14, frac=0.15)
+    Xh, hidden, _ = hide_observed(X, random_state=0)
+    ri, ci = np.nonzero(hidden)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fa = FactorAnalysisImputer(n_factors=1, random_state=0).fit(Xh)
+        mfa = MFAImputer(n_components=2, n_factors=1, random_state=0).fit(Xh)
+        dp = DPGMMImputer(random_state=0).fit(Xh)
+    for est in (fa, mfa):  # oracle: the same conditional as a dense ConditionalMixture
+        cond = est.conditional(Xh)
+        np.testing.assert_allclose(entry_logpdf(cond, X, hidden), entry_logpdf(cond.to_mixture(), X, hidden),
+                                   rtol=1e-8)
+    pred = dp.predictive(Xh)  # Student-t mixture: its own 1-D marginal density, entry by entry
+    expect = [np.log(pred.marginal_pdf(i, j, [X[i, j]])[0][0]) for i, j in zip(ri, ci, strict=True)]
+    np.testing.assert_allclose(entry_logpdf(pred, X, hidden), expect, rtol=1e-9)
