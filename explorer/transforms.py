@@ -65,6 +65,7 @@ from scipy.special import expit, logsumexp, ndtr, ndtri
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from explorer._imputer_base import _kind, _unwrap, _wrap, _wrap_draws
 from explorer.core._validation import BadInputError, as_float_matrix, check_level, column_label
 from explorer.core.conditional import ConditionalMixture
 
@@ -162,19 +163,14 @@ class ColumnTransform:
 
 # ----------------------------------------------------------------------------- data in and out
 def _as_matrix(X):
-    """``(float copy with NaN, column names or None, pandas index or None)`` of array-like / DataFrame / IncompleteData."""
-    from explorer.core.data import IncompleteData
+    """``(float copy with NaN, string column names or None, column labels for messages or None)``.
 
-    if isinstance(X, IncompleteData):
-        return np.array(X.values, dtype=np.float64), [str(c) for c in X.columns], None
-    if hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X.sparse, "to_dense"):
-        raise TypeError("Sparse input is not supported: missing entries must be NaN in a dense array.")
-    cols = getattr(X, "columns", None)
-    names = None
-    if cols is not None and len(cols) and all(isinstance(c, str) for c in cols):
-        names = [str(c) for c in cols]
-    index = getattr(X, "index", None) if cols is not None else None
-    return as_float_matrix(X, name="X", columns=names), names, index
+    Every input kind the imputers accept (array-like, DataFrame, 2-D DataArray, IncompleteData),
+    read by the imputers' own ``_unwrap``.
+    """
+    matrix, names, labels = _unwrap(X)
+    arr = as_float_matrix(matrix, name="X", columns=labels)
+    return arr, (None if names is None else [str(c) for c in names]), labels
 
 
 def _skewness(v: np.ndarray) -> float:
@@ -637,7 +633,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
             )
         self.imputer_ = clone(inner).fit(self._forward(arr, names, labels))
         self.n_features_in_ = D
-        if names is not None and hasattr(X, "columns"):
+        if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
@@ -662,14 +658,14 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
             Y[obs, j] = t.forward(v[obs])
         if names is None:
             return Y
-        import pandas as pd
+        from explorer.core.data import IncompleteData
 
-        return pd.DataFrame(Y, columns=names)
+        return IncompleteData.from_array(Y, columns=tuple(names))
 
     def _prepare(self, X):
-        """Validated ``(original values, transformed data for the inner imputer, names, index)``."""
+        """Validated ``(original values, transformed values for the inner imputer, column labels)``."""
         check_is_fitted(self, "imputer_")
-        arr, names, index = _as_matrix(X)
+        arr, names, labels = _as_matrix(X)
         fitted = getattr(self, "feature_names_in_", None)
         if names is not None and fitted is not None and list(fitted) != names:
             raise BadInputError(
@@ -678,44 +674,42 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
             )
         if arr.shape[1] != self.n_features_in_:
             raise BadInputError(
-                f"X has {arr.shape[1]} feature(s) but the imputer was fitted on {self.n_features_in_}. "
-                "Pass data with the same columns, in the same order, as in fit."
+                f"X has {arr.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input. Pass data with the same columns, in the same order, as in fit."
             )
-        cols = names if names is not None else (None if fitted is None else [str(c) for c in fitted])
+        cols = labels if labels is not None else (None if fitted is None else [str(c) for c in fitted])
         labels = [column_label(j, cols) for j in range(arr.shape[1])]
-        inner_names = cols if fitted is not None else None
-        return arr, self._forward(arr, inner_names, labels), cols, index
-
-    def _output(self, out, cols, index, like):
-        if index is not None and hasattr(like, "columns"):
-            import pandas as pd
-
-            return pd.DataFrame(out, index=index, columns=like.columns)
-        return out
+        return arr, self._forward(arr, None, labels), cols
 
     # ------------------------------------------------------------------ using the model
     def conditional(self, X) -> TransformedConditional:
         """The conditional :math:`p(x^m \\mid x^o)` of every row on the original scale (:class:`TransformedConditional`)."""
-        arr, Y, _, _ = self._prepare(X)
+        arr, Y, _ = self._prepare(X)
         return TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
 
     def transform(self, X):
         """Single imputation on the original scale (``point``: conditional mean or median); observed entries bit for bit.
 
-        Returns an ndarray, or a DataFrame with the same index and columns when ``X`` is one. No NaN.
+        Returns the kind of ``X`` (ndarray, DataFrame, DataArray or IncompleteData), as the imputers'
+        ``transform`` does. No NaN.
         """
-        arr, Y, cols, index = self._prepare(X)
+        arr, Y, cols = self._prepare(X)
         cond = TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
         out = cond.mean() if self.point == "mean" else cond.median()
         self._warn_crossing(out, out, cond.missing, cols, "imputation(s)")
-        return self._output(out, cols, index, X)
+        return _wrap(X, out)
 
     def interval(self, X, level: float = 0.95):
-        """Equal-tailed predictive intervals on the original scale: ``(lower, upper)``, each (n_samples, n_features)."""
-        arr, Y, cols, _ = self._prepare(X)
+        """Equal-tailed predictive intervals on the original scale: ``(lower, upper)``, each (n_samples, n_features).
+
+        ndarrays (DataFrames / DataArrays like ``X`` when it is one); ``lower = upper = value`` at observed entries.
+        """
+        arr, Y, cols = self._prepare(X)
         cond = TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
         lower, upper = cond.interval(level)
         self._warn_crossing(lower, upper, cond.missing, cols, f"{check_level(level):.0%} interval(s)")
+        if _kind(X) in ("dataframe", "dataarray"):
+            return _wrap(X, lower), _wrap(X, upper)
         return lower, upper
 
     def sample(self, X, n_imputations=5, random_state=None) -> np.ndarray:
@@ -724,18 +718,20 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_imputations, n_samples, n_features)
-            Observed entries equal ``X`` bit for bit in every imputation.
+            Observed entries equal ``X`` bit for bit in every imputation. For a DataFrame, DataArray or
+            IncompleteData, the same kinds as the imputers' ``sample`` (a long DataFrame with an
+            ``imputation`` index level, a DataArray with an ``imputation`` dimension).
         """
-        arr, Y, cols, _ = self._prepare(X)
+        arr, Y, cols = self._prepare(X)
         draws = np.asarray(self.imputer_.sample(Y, n_imputations=n_imputations, random_state=random_state))
         cond = TransformedConditional(None, arr, self._transforms)
         out = np.stack([cond._finish(cond._back(d), "draws") for d in draws])
         self._warn_crossing(out.min(axis=0), out.max(axis=0), cond.missing, cols, "draw(s)")
-        return out
+        return _wrap_draws(X, out)
 
     def score_samples(self, X) -> np.ndarray:
         """Observed-data log-likelihood of every row on the original scale (the inner one plus the Jacobian)."""
-        arr, Y, _, _ = self._prepare(X)
+        arr, Y, _ = self._prepare(X)
         out = np.asarray(self.imputer_.score_samples(Y), dtype=float).copy()
         for j, t in enumerate(self._transforms):
             if t.kind is not None:

@@ -21,6 +21,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from explorer.core._validation import BadInputError
 from explorer.core.data import IncompleteData
@@ -367,3 +368,30 @@ def test_column_transform_maps_invert():
         num = (t.forward(x + h) - t.forward(x - h)) / (2 * h)
         np.testing.assert_allclose(t.log_jacobian(x), np.log(num), rtol=1e-6, atol=1e-8)
     assert ColumnTransform("log", -1.0).spec == ("log", -1.0)
+
+
+def test_output_kinds_follow_the_input():
+    X = _lognormal(n=120)
+    df = pd.DataFrame(X, columns=["ozone", "solar", "temp"], index=np.arange(120) * 2)
+    imp = TransformedImputer(GaussianMixtureImputer(random_state=0), transforms={"ozone": "log", "solar": "log"})
+    imp.fit(df)
+    draws = imp.sample(df, n_imputations=3, random_state=0)
+    assert isinstance(draws, pd.DataFrame) and draws.shape == (360, 3)
+    np.testing.assert_array_equal(draws.loc[1].to_numpy()[df.notna().to_numpy()], X[~np.isnan(X)])
+    lo, hi = imp.interval(df)
+    assert isinstance(lo, pd.DataFrame) and lo.index.equals(df.index) and (lo["ozone"] > 0).all()
+    data = IncompleteData.from_array(X, columns=("ozone", "solar", "temp"))
+    out = imp.transform(data)
+    assert isinstance(out, IncompleteData) and not out.missing.any()
+    np.testing.assert_allclose(out.values, imp.transform(df).to_numpy(), rtol=0, atol=0)
+    with pytest.raises(BadInputError, match="X has columns"):
+        imp.transform(df[["solar", "ozone", "temp"]])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # TransformWarning / BoundCrossingWarning of the checks' data
+@parametrize_with_checks([
+    TransformedImputer(GaussianMixtureImputer(max_iter=20, random_state=0)),
+    TransformedImputer(GaussianMixtureImputer(max_iter=20, random_state=0), transforms=None, point="median"),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
