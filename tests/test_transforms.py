@@ -25,11 +25,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from explorer.core._validation import BadInputError
 from explorer.core.data import IncompleteData
+from explorer.core.conditional import ConditionalMixture
 from explorer.dp_imputer import DPGMMImputer
+from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer
 from explorer.transforms import (
     BoundCrossingWarning,
     ColumnTransform,
+    TransformedConditional,
     TransformedImputer,
     TransformWarning,
     suggest_transforms,
@@ -56,9 +59,8 @@ def _dense_conditional(mean, cov, x, mis):
 
 
 def _quiet(est, X):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BoundCrossingWarning)
-        warnings.simplefilter("ignore", TransformWarning)
+    with warnings.catch_warnings():  # fit's warnings (TransformWarning, small-component warnings) are not tested here
+        warnings.simplefilter("ignore")
         return est.fit(X)
 
 
@@ -395,3 +397,26 @@ def test_output_kinds_follow_the_input():
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_factor_analysis_inner_imputer():
+    """A factor model's conditional is read through its to_mixture(): answers match a dense log-normal check."""
+    X = _lognormal(n=150)
+    imp = _quiet(TransformedImputer(FactorAnalysisImputer(n_factors=1, random_state=0),
+                                    transforms={0: "log", 1: "log"}, point="median"), X)
+    out = imp.transform(X)
+    obs = ~np.isnan(X)
+    np.testing.assert_array_equal(out[obs], X[obs])
+    Y = np.column_stack([np.log(X[:, :2]), X[:, 2]])
+    inner_median = imp.imputer_.conditional(Y).mean()  # Gaussian conditional: median = mean
+    np.testing.assert_allclose(out[~obs[:, 0], 0], np.exp(inner_median[~obs[:, 0], 0]), rtol=1e-9)
+
+
+def test_overflow_on_the_original_scale_is_an_error_not_inf():
+    cm = ConditionalMixture.from_gaussian_mixture(
+        np.array([[np.nan, 0.0]]), [1.0], [[800.0, 0.0]], [[[1.0, 0.0], [0.0, 1.0]]])
+    cond = TransformedConditional(cm, np.array([[np.nan, 0.0]]), (ColumnTransform("log", 0.0), ColumnTransform(None)))
+    with pytest.raises(BadInputError, match="overflow on the original scale"):
+        cond.mean()
+    with pytest.raises(BadInputError, match="overflow on the original scale"):
+        cond.median()
