@@ -220,7 +220,8 @@ def _suggest_column(v: np.ndarray, name, label: str, margin: float) -> ColumnTra
         facts = f"all {n} observed values > 0, skewness {skew:.2f}, mean - 2 sd = {low:.4g}"
         if skew >= _SKEW_LOG or low <= 0:
             return ColumnTransform("log", 0.0, None, facts)
-        return ColumnTransform(None, 0.0, None, f"{facts}: nearly symmetric and far from 0, left as is")
+        shape = "left-skewed (a log would skew it further)" if skew <= -_SKEW_LOG else "nearly symmetric"
+        return ColumnTransform(None, 0.0, None, f"{facts}: {shape} and far from 0, left as is")
     if lo is not None:
         zeros = int(np.sum(v == 0))
         return ColumnTransform(
