@@ -213,12 +213,29 @@ def _fit_input(X, empty_rows):
 
 
 def _checked_result(result, warning_cls, algorithm: str):
-    """Raise on a degenerate stop, re-emit the convergence warning at the caller's level."""
+    """Raise on a degenerate stop (the convergence warning is re-emitted by ``fit``, at the caller's level)."""
     if result.stop_reason == "degenerate":
         raise DegenerateCovarianceError(f"{algorithm} stopped after {result.n_iter} iteration(s): {result.message}")
-    if result.stop_reason != "tol":
-        warnings.warn(result.message, warning_cls, stacklevel=3)
     return result
+
+
+def _scale_note(Xn, columns, ratio_limit: float = 1e6) -> str:
+    """A sentence about columns on very different scales (observed spreads ``ratio_limit`` apart), or ''."""
+    with np.errstate(invalid="ignore"):
+        spread = np.nanstd(Xn, axis=0)
+    positive = np.flatnonzero(spread > 0)
+    if positive.size < 2:
+        return ""
+    j_big, j_small = positive[np.argmax(spread[positive])], positive[np.argmin(spread[positive])]
+    ratio = spread[j_big] / spread[j_small]
+    if ratio < ratio_limit:
+        return ""
+    return (
+        f" Note: the columns' spreads differ by a factor of {ratio:.2g} ({column_label(j_big, columns)}: standard "
+        f"deviation {spread[j_big]:.3g}; {column_label(j_small, columns)}: {spread[j_small]:.3g}), which makes "
+        "covariances singular in floating point: standardise the columns first (e.g. sklearn's StandardScaler), "
+        "or rescale them to comparable units."
+    )
 
 
 def _mixture_score_samples(arr, weights, means, covariances, covariance_type="full") -> np.ndarray:
@@ -299,11 +316,15 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             warnings.simplefilter("ignore", self._core.ConvergenceWarning)
             try:
                 result = self._core.fit(data, config, rng)
+                _checked_result(result, self._core.ConvergenceWarning, self._algorithm)
+            except DegenerateCovarianceError as exc:
+                raise DegenerateCovarianceError(f"{exc}{_scale_note(Xn, columns)}") from exc
             except BadInputError:
                 raise
             except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
                 raise BadInputError(self._breakdown_message(Xn, columns, f"{type(exc).__name__}: {exc}")) from exc
-        _checked_result(result, self._core.ConvergenceWarning, self._algorithm)
+        if result.stop_reason != "tol":
+            warnings.warn(result.message, self._core.ConvergenceWarning, stacklevel=2)
         self._set_features(names, Xn.shape[1])
         self._store_fit(result, data, config, columns, context)
         if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
