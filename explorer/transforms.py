@@ -61,7 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logsumexp, ndtr, ndtri
+from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
