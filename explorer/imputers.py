@@ -232,7 +232,9 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
         entry with none left:
 
         * ``"rows"`` (default): an emptied **column** is refused (BadInputError, e.g.
-          ``rate=1.0``); emptied rows are accepted with an :class:`EmptyRowsWarning` (a random
+          ``rate=1.0``) unless the mechanism has no rate (``rate=None``: a fixed pattern such as
+          an image's top half empties its columns by design); emptied rows are accepted with an
+          :class:`EmptyRowsWarning` (a random
           mechanism empties some rows of narrow data at any rate: under MCAR a row of d observed
           entries is emptied with probability rate**d).
         * ``False``: emptied rows are refused too.
@@ -283,9 +285,19 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
     observed = ~np.isnan(arr)
     result = apply_mechanism(arr, mechanism, rate, rng=rng, **params)
     missing = np.array(result.missing, dtype=bool)
-    if allow_empty is not True:
+    # a mechanism without a rate hides a fixed pattern (an image's top half, a square, given patterns): the
+    # columns it empties are the pattern itself, not an accident of the rate, so only rows are checked then
+    fixed_pattern = rate is None
+    if allow_empty is not True and not fixed_pattern:
         _refuse_empty(arr, observed, missing, mechanism, result.requested_rate, replay, params,
                       rows_ok=allow_empty == "rows", names=names)
+    elif allow_empty is False:
+        rows, _ = emptied(observed, missing)
+        if rows.size:
+            raise BadInputError(
+                f"amputate: {mechanism!r} would hide every observed entry of {rows.size} row(s) (e.g. row "
+                f"{', '.join(str(r) for r in rows[:5])}); pass allow_empty='rows' to accept them.")
+    if allow_empty is not True:
         rows, _ = emptied(observed, missing)
         if rows.size:
             warnings.warn(
