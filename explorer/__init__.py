@@ -26,6 +26,15 @@ _LAZY: dict[str, str] = {
     "list_datasets": "explorer.datasets",
     "IncompleteData": "explorer.core.data",
     "ConditionalMixture": "explorer.core.conditional",
+    "NIWPrior": "explorer.core.em_gmm",
+    "ComponentCollapseWarning": "explorer.core.em_gmm",
+    "evaluate": "explorer.evaluation",
+    "held_out_scorer": "explorer.evaluation",
+    "TransformedImputer": "explorer.transforms",
+    "suggest_transforms": "explorer.transforms",
+    "save_model": "explorer.export",
+    "load_model": "explorer.export",
+    "export_imputations": "explorer.export",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -36,7 +45,11 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.datasets import list_datasets, load_dataset
     from explorer.dp_imputer import DPGMMImputer
     from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+    from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
+    from explorer.evaluation import evaluate, held_out_scorer
+    from explorer.export import export_imputations, load_model, save_model
     from explorer.imputers import GaussianMixtureImputer, amputate
+    from explorer.transforms import TransformedImputer, suggest_transforms
 
 
 def __getattr__(name: str) -> Any:
