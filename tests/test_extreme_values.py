@@ -25,16 +25,10 @@ from explorer._imputer_base import ScaleWarning
 from explorer.core import factor_analysis
 from explorer.core._validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer
+from tests._estimators import ESTIMATORS, IDS
 
-ESTIMATORS = [
-    GaussianMixtureImputer(n_components=2, random_state=0),
-    DPGMMImputer(n_components=4, max_iter=30, random_state=0),
-    FactorAnalysisImputer(random_state=0),
-    MFAImputer(n_components=2, max_iter=50, random_state=0),
-]
-IDS = [type(e).__name__ for e in ESTIMATORS]
 
 
 def _data(seed=0, n=100):

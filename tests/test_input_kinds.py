@@ -26,18 +26,11 @@ from sklearn.base import clone
 
 from explorer.core._validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
-from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer
+from tests._estimators import ESTIMATORS, IDS
 from explorer.io import encode_categoricals, from_csv, from_dataframe, to_dataframe
 
-ESTIMATORS = [
-    GaussianMixtureImputer(n_components=2, random_state=0),
-    DPGMMImputer(n_components=4, max_iter=30, random_state=0),
-    FactorAnalysisImputer(random_state=0),
-    MFAImputer(n_components=2, max_iter=50, random_state=0),
-]
-IDS = [type(e).__name__ for e in ESTIMATORS]
 COLUMNS = ["Ozone", "Solar.R", "Wind", "Temp"]
 
 
