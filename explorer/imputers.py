@@ -285,19 +285,11 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
     observed = ~np.isnan(arr)
     result = apply_mechanism(arr, mechanism, rate, rng=rng, **params)
     missing = np.array(result.missing, dtype=bool)
-    # a mechanism without a rate hides a fixed pattern (an image's top half, a square, given patterns): the
-    # columns it empties are the pattern itself, not an accident of the rate, so only rows are checked then
-    fixed_pattern = rate is None
-    if allow_empty is not True and not fixed_pattern:
-        _refuse_empty(arr, observed, missing, mechanism, result.requested_rate, replay, params,
-                      rows_ok=allow_empty == "rows", names=names)
-    elif allow_empty is False:
-        rows, _ = emptied(observed, missing)
-        if rows.size:
-            raise BadInputError(
-                f"amputate: {mechanism!r} would hide every observed entry of {rows.size} row(s) (e.g. row "
-                f"{', '.join(str(r) for r in rows[:5])}); pass allow_empty='rows' to accept them.")
     if allow_empty is not True:
+        # a mechanism without a rate hides a fixed pattern (an image's top half, a square, given patterns):
+        # the columns it empties are the pattern itself, not an accident of the rate
+        _refuse_empty(arr, observed, missing, mechanism, result.requested_rate, replay, params,
+                      rows_ok=allow_empty == "rows", cols_ok=rate is None, names=names)
         rows, _ = emptied(observed, missing)
         if rows.size:
             warnings.warn(
@@ -315,18 +307,19 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
     return (out, missing, result) if return_info else (out, missing)
 
 
-def _refuse_empty(arr, observed, missing, mechanism, rate, replay, params, *, rows_ok, names):
-    """BadInputError when ``missing`` empties a row (unless ``rows_ok``) or a column that had values."""
+def _refuse_empty(arr, observed, missing, mechanism, rate, replay, params, *, rows_ok, cols_ok=False, names):
+    """BadInputError when ``missing`` empties a row (unless ``rows_ok``) or a column that had values (unless
+    ``cols_ok``)."""
 
     def bad(m):
         rows, cols = emptied(observed, m)
-        return cols.size > 0 or (rows.size > 0 and not rows_ok)
+        return (cols.size > 0 and not cols_ok) or (rows.size > 0 and not rows_ok)
 
     if not bad(missing):
         return
     rows, cols = emptied(observed, missing)
     parts = []
-    if cols.size:
+    if cols.size and not cols_ok:
         labels = [str(names[j]) if names is not None else str(j) for j in cols[:5]]
         parts.append(f"{cols.size} column(s) ({', '.join(labels)}{', ...' if cols.size > 5 else ''})")
     if rows.size and not rows_ok:
