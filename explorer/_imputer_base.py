@@ -30,6 +30,7 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from explorer._progress import FitInterruptedWarning, FitProgress, check_progress_params
 from explorer.core._validation import (
     BadInputError,
     as_float_matrix,
@@ -302,20 +303,29 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             (``reg_covar``; ``reg`` of MFAImputer), use fewer components or drop constant /
             duplicated columns.
 
+        KeyboardInterrupt
+            Only when interrupted before the first complete iteration (the estimator is unchanged).
+
         Warns
         -----
         ConvergenceWarning
             When ``max_iter`` is reached before ``tol``.
+        FitInterruptedWarning
+            When interrupted (Ctrl-C) after at least one iteration: the best state so far is kept,
+            ``stop_reason_ == "interrupted"`` (see :mod:`explorer._progress`).
         """
         config = self._config()  # parameter errors before data errors
+        check_progress_params(getattr(self, "callback", None), getattr(self, "progress", False))
         rng = _rng(self.random_state)
         Xn, missing, names, columns = _fit_input(X, self.empty_rows)
         self._warn_small_scale(Xn, columns)
         data, config, context = self._fit_setup(Xn, missing, columns, config)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), FitProgress(
+                getattr(self, "callback", None), getattr(self, "progress", False), type(self).__name__) as monitor:
             warnings.simplefilter("ignore", self._core.ConvergenceWarning)
+            warnings.simplefilter("ignore", FitInterruptedWarning)
             try:
-                result = self._core.fit(data, config, rng)
+                result = self._core.fit(data, config, rng, callback=monitor)
                 _checked_result(result, self._core.ConvergenceWarning, self._algorithm)
             except DegenerateCovarianceError as exc:
                 raise DegenerateCovarianceError(f"{exc}{_scale_note(Xn, columns)}") from exc
@@ -323,7 +333,9 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
                 raise
             except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
                 raise BadInputError(self._breakdown_message(Xn, columns, f"{type(exc).__name__}: {exc}")) from exc
-        if result.stop_reason != "tol":
+        if result.stop_reason == "interrupted":
+            warnings.warn(f"{type(self).__name__}.fit: {result.message}", FitInterruptedWarning, stacklevel=2)
+        elif result.stop_reason not in ("tol", "callback"):  # a callback's StopIteration is the user's choice
             warnings.warn(result.message, self._core.ConvergenceWarning, stacklevel=2)
         self._set_features(names, Xn.shape[1])
         self._store_fit(result, data, config, columns, context)

@@ -81,6 +81,17 @@ class DPGMMImputer(_MixtureImputerBase):
         ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
         state is consumed, so successive fits (and clones made after a fit, which copy the consumed
         state) differ; None draws fresh entropy at every fit.
+    callback : callable or None, default None
+        Called after every iteration of ``fit`` with an ``IterationInfo``, a frozen record with
+        ``restart``, ``n_restarts``, ``iteration`` (completed in this restart), ``max_iter``,
+        ``objective`` (the ELBO, or the plug-in log-likelihood before the ELBO is defined;
+        a sum over rows), ``change`` (its per-row change, the number compared with ``tol``) and
+        ``elapsed`` (seconds). Raise ``StopIteration`` in it to end
+        the fit early: the best state so far is kept (``stop_reason_ == "callback"``, no warning).
+    progress : bool, default False
+        Show a progress bar on stderr during ``fit`` (iterations, objective, change). Either way a
+        ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) after the first iteration ends the fit
+        with the best state so far (``stop_reason_ == "interrupted"``, a ``FitInterruptedWarning``).
 
     Attributes
     ----------
@@ -142,6 +153,8 @@ class DPGMMImputer(_MixtureImputerBase):
         standardize=True,
         empty_rows="raise",
         random_state=None,
+        callback=None,
+        progress=False,
     ):
         self.n_components = n_components
         self.alpha = alpha
@@ -158,6 +171,8 @@ class DPGMMImputer(_MixtureImputerBase):
         self.standardize = standardize
         self.empty_rows = empty_rows
         self.random_state = random_state
+        self.callback = callback
+        self.progress = progress
 
     def _config(self) -> vb_dpgmm.VBConfig:
         if self.weights not in _WEIGHTS:

@@ -156,6 +156,17 @@ class FactorAnalysisImputer(_FactorImputerBase):
         ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
         state is consumed, so successive fits (and clones made after a fit, which copy the consumed
         state) differ; None draws fresh entropy at every fit.
+    callback : callable or None, default None
+        Called after every iteration of ``fit`` with an ``IterationInfo``, a frozen record with
+        ``restart``, ``n_restarts``, ``iteration`` (completed in this restart), ``max_iter``,
+        ``objective`` (the observed-data log-likelihood;
+        a sum over rows), ``change`` (its per-row change, the number compared with ``tol``) and
+        ``elapsed`` (seconds). Raise ``StopIteration`` in it to end
+        the fit early: the best state so far is kept (``stop_reason_ == "callback"``, no warning).
+    progress : bool, default False
+        Show a progress bar on stderr during ``fit`` (iterations, objective, change). Either way a
+        ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) after the first iteration ends the fit
+        with the best state so far (``stop_reason_ == "interrupted"``, a ``FitInterruptedWarning``).
 
     Attributes
     ----------
@@ -181,7 +192,8 @@ class FactorAnalysisImputer(_FactorImputerBase):
     _core = fa
 
     def __init__(self, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6, max_iter=500,
-                 min_psi=1e-6, init="pca", update="px", empty_rows="raise", random_state=None):
+                 min_psi=1e-6, init="pca", update="px", empty_rows="raise", random_state=None,
+                 callback=None, progress=False):
         self.n_factors = n_factors
         self.kind = kind
         self.solver = solver
@@ -194,6 +206,8 @@ class FactorAnalysisImputer(_FactorImputerBase):
         self.update = update
         self.empty_rows = empty_rows
         self.random_state = random_state
+        self.callback = callback
+        self.progress = progress
 
     def _em_config(self) -> fa.FAConfig:
         return fa.FAConfig(self.n_factors, kind=self.kind, tol=self.tol, max_iter=self.max_iter,
@@ -242,6 +256,17 @@ class MFAImputer(_FactorImputerBase):
         ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
         state is consumed, so successive fits (and clones made after a fit, which copy the consumed
         state) differ; None draws fresh entropy at every fit.
+    callback : callable or None, default None
+        Called after every iteration of ``fit`` with an ``IterationInfo``, a frozen record with
+        ``restart``, ``n_restarts``, ``iteration`` (completed in this restart), ``max_iter``,
+        ``objective`` (the observed-data log-likelihood;
+        a sum over rows), ``change`` (its per-row change, the number compared with ``tol``) and
+        ``elapsed`` (seconds). Raise ``StopIteration`` in it to end
+        the fit early: the best state so far is kept (``stop_reason_ == "callback"``, no warning).
+    progress : bool, default False
+        Show a progress bar on stderr during ``fit`` (iterations, objective, change). Either way a
+        ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) after the first iteration ends the fit
+        with the best state so far (``stop_reason_ == "interrupted"``, a ``FitInterruptedWarning``).
 
     Attributes
     ----------
@@ -256,7 +281,7 @@ class MFAImputer(_FactorImputerBase):
 
     def __init__(self, n_components=2, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
                  max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, empty_rows="raise",
-                 random_state=None):
+                 random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.n_factors = n_factors
         self.kind = kind
@@ -271,6 +296,8 @@ class MFAImputer(_FactorImputerBase):
         self.reg = reg
         self.empty_rows = empty_rows
         self.random_state = random_state
+        self.callback = callback
+        self.progress = progress
 
     def _em_config(self) -> mfa.MFAConfig:
         return mfa.MFAConfig(self.n_components, self.n_factors, kind=self.kind, tol=self.tol,

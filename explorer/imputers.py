@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from explorer._imputer_base import _EMPTY_ROWS, _MixtureImputerBase, _rng
+from explorer._progress import FitInterruptedWarning, IterationInfo
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError, as_float_matrix
 from explorer.core.conditional import ConditionalMixture
@@ -31,7 +32,8 @@ from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
 from explorer.core._mask_helpers import emptied
 from explorer.core.mechanisms import apply_mechanism
 
-__all__ = ["GaussianMixtureImputer", "NIWPrior", "ComponentCollapseWarning", "amputate", "EmptyRowsWarning"]
+__all__ = ["GaussianMixtureImputer", "NIWPrior", "ComponentCollapseWarning", "amputate", "EmptyRowsWarning",
+           "FitInterruptedWarning", "IterationInfo"]
 
 
 class GaussianMixtureImputer(_MixtureImputerBase):
@@ -85,6 +87,17 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
         state is consumed, so successive fits (and clones made after a fit, which copy the consumed
         state) differ; None draws fresh entropy at every fit.
+    callback : callable or None, default None
+        Called after every iteration of ``fit`` with an ``IterationInfo``, a frozen record with
+        ``restart``, ``n_restarts``, ``iteration`` (completed in this restart), ``max_iter``,
+        ``objective`` (the observed-data log-likelihood, plus the log prior with a prior;
+        a sum over rows), ``change`` (its per-row change, the number compared with ``tol``) and
+        ``elapsed`` (seconds). Raise ``StopIteration`` in it to end
+        the fit early: the best state so far is kept (``stop_reason_ == "callback"``, no warning).
+    progress : bool, default False
+        Show a progress bar on stderr during ``fit`` (iterations, objective, change). Either way a
+        ``KeyboardInterrupt`` (Ctrl-C, a notebook's stop button) after the first iteration ends the fit
+        with the best state so far (``stop_reason_ == "interrupted"``, a ``FitInterruptedWarning``).
 
     Attributes
     ----------
@@ -96,7 +109,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     n_iter_ : int
         EM iterations of the kept restart.
     stop_reason_ : str
-        ``"tol"`` or ``"max_iter"``.
+        ``"tol"``, ``"max_iter"``, ``"callback"`` (the callback raised ``StopIteration``) or
+        ``"interrupted"`` (KeyboardInterrupt).
     log_likelihood_ : float
         Observed-data log-likelihood of the training data (a sum over rows, not a mean).
     log_prior_ : float
@@ -137,7 +151,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     _core = em_gmm
 
     def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
-                 init="kmeans", n_init=1, variant="em", prior="auto", empty_rows="raise", random_state=None):
+                 init="kmeans", n_init=1, variant="em", prior="auto", empty_rows="raise", random_state=None,
+                 callback=None, progress=False):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -149,6 +164,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.prior = prior
         self.empty_rows = empty_rows
         self.random_state = random_state
+        self.callback = callback
+        self.progress = progress
 
     # ------------------------------------------------------------------ sklearn plumbing
     @property
