@@ -42,6 +42,25 @@ and its copy of the training data, used only by ``weights="responsibilities"`` o
 :func:`load_model` only ever builds one of the four classes above from numbers and strings: an
 unknown class, format version, parameter or attribute, or arrays of the wrong shape are refused
 with a :class:`~explorer.core._validation.BadInputError`.
+
+A fitted :class:`~explorer.transforms.TransformedImputer` (per-column log / logit transforms
+around one of the four) is saved in the same file format (same ``format`` and
+``format_version``) with ``"class": "TransformedImputer"`` and, instead of ``fitted``:
+
+* ``params``: ``point``, ``margin``, ``transforms`` (``"suggest"``, null, or
+  ``{"kind": "transforms", "items": [[column, spec], ...]}`` with ``spec`` null, a name,
+  ``["log", lower]``, ``["logit", lower, upper]`` or a ``{"kind": "column_transform", "fields"}``)
+  and ``imputer`` (null or ``{"kind": "estimator", "class", "params"}``, the unfitted template);
+* ``n_features_in`` and ``feature_names``;
+* ``transforms``: one object per column, in order, ``{"column", "kind", "lower", "upper",
+  "reason"}`` - the transform as fitted (``kind`` "log", "logit" or null; for null the bounds are
+  those the observed values never crossed, used only for the bound-crossing warning);
+* ``imputer``: the wrapped fitted model, as the document of a plain model above without the
+  ``format`` fields (``class``, ``params``, ``feature_names``, ``fitted``, ``not_saved``).
+
+:func:`load_model` checks every transform (a known kind, finite bounds that fit it: a log has a
+lower bound only, a logit lower < upper), that the column count and names agree with the wrapped
+model, and names the field of any damage (e.g. ``transforms[0] (column 'ozone')``).
 """
 
 from __future__ import annotations
@@ -347,6 +366,8 @@ _MODEL_CLASSES = {
     "FactorAnalysisImputer": "explorer.fa_imputers",
     "MFAImputer": "explorer.fa_imputers",
 }
+# wrappers around one of the classes above: class name -> module
+_WRAPPER_CLASSES = {"TransformedImputer": "explorer.transforms"}
 # fitted attributes holding training rows: saved only with include_training_data=True
 _TRAINING_ATTRS = {"DPGMMImputer": ("resp_", "_fit_X")}
 # fitted attributes never saved (not needed to use the model)
@@ -533,13 +554,130 @@ def _jsonable_params(estimator) -> dict:
     return params
 
 
+def _model_doc(estimator, include_training_data: bool) -> dict:
+    """``class``, ``params``, ``feature_names``, ``fitted``, ``not_saved`` of one fitted plain imputer."""
+    cls_name = type(estimator).__name__
+    if not hasattr(estimator, "n_features_in_"):
+        raise BadInputError(f"this {cls_name} is not fitted: call fit before save_model.")
+    training = _TRAINING_ATTRS.get(cls_name, ())
+    if (cls_name == "DPGMMImputer" and not include_training_data
+            and getattr(estimator, "weights", None) == "responsibilities"):
+        warnings.warn(
+            "weights='responsibilities' uses the fitted responsibilities of the training rows, which are not "
+            "saved without include_training_data=True: the loaded model uses predictive weights for every row.",
+            UserWarning, stacklevel=3)
+    fitted, skipped = {}, []
+    for name, value in sorted(vars(estimator).items()):
+        public = _ATTR_NAME.match(name) is not None
+        if not public and name not in training:
+            continue
+        if name in _SKIPPED_ATTRS or (name in training and not include_training_data):
+            skipped.append(name)
+            continue
+        fitted[name] = _encode_value(value, name)
+    names = getattr(estimator, "feature_names_in_", None)
+    return {
+        "class": cls_name,
+        "params": _jsonable_params(estimator),
+        "feature_names": None if names is None else [str(c) for c in names],
+        "fitted": fitted,
+        "not_saved": skipped,
+    }
+
+
+def _is_model_class(estimator) -> bool:
+    cls_name = type(estimator).__name__
+    return cls_name in _MODEL_CLASSES and type(estimator).__module__ == _MODEL_CLASSES[cls_name]
+
+
+def _finite_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# ---------------------------------------------------------------------------- TransformedImputer
+def _encode_transform_spec(spec, where: str):
+    """One column's entry of the ``transforms`` parameter as JSON (tuples become lists; ColumnTransform its fields)."""
+    from explorer.transforms import ColumnTransform
+
+    if isinstance(spec, ColumnTransform):
+        return {"kind": "column_transform", "fields": _column_transform_fields(spec)}
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, (tuple, list)):
+        return _plain(list(spec), where)
+    raise BadInputError(f"cannot save {where}={spec!r}: a transform is None, a name, a tuple or a ColumnTransform.")
+
+
+def _column_transform_fields(t) -> dict:
+    return {"kind": t.kind, "lower": _plain(t.lower, "lower"), "upper": _plain(t.upper, "upper"),
+            "reason": t.reason}
+
+
+def _encode_transforms_param(value):
+    """TransformedImputer's ``transforms`` parameter: "suggest", None, or a dict as a list of [column, spec] pairs."""
+    if value is None or isinstance(value, str):
+        return value
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        raise BadInputError(f"cannot save the parameter transforms={value!r}: not 'suggest', a dict or None.")
+    items = []
+    for key, spec in value.items():
+        if isinstance(key, np.integer):
+            key = int(key)
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            raise BadInputError(f"cannot save the parameter transforms: column key {key!r} is not a name or index.")
+        items.append([key, _encode_transform_spec(spec, f"transforms[{key!r}]")])
+    return {"kind": "transforms", "items": items}
+
+
+def _encode_inner_param(value):
+    """TransformedImputer's ``imputer`` parameter (unfitted): None or its class and parameters."""
+    if value is None:
+        return None
+    if not _is_model_class(value):
+        raise BadInputError(f"save_model saves a TransformedImputer around {', '.join(_MODEL_CLASSES)}; its "
+                            f"imputer parameter is a {type(value).__name__}.")
+    return {"kind": "estimator", "class": type(value).__name__, "params": _jsonable_params(value)}
+
+
+def _transformed_doc(estimator, include_training_data: bool) -> dict:
+    """The document of a fitted TransformedImputer: its parameters, per-column transforms and the inner model."""
+    if not hasattr(estimator, "n_features_in_") or not hasattr(estimator, "imputer_"):
+        raise BadInputError("this TransformedImputer is not fitted: call fit before save_model.")
+    inner = estimator.imputer_
+    if not _is_model_class(inner):
+        raise BadInputError(f"save_model saves a TransformedImputer around {', '.join(_MODEL_CLASSES)}; this one "
+                            f"wraps a {type(inner).__name__}.")
+    params = estimator.get_params(deep=False)
+    names = getattr(estimator, "feature_names_in_", None)
+    columns = []
+    for key, t in estimator.transforms_.items():
+        key = int(key) if isinstance(key, np.integer) else key
+        columns.append({"column": key, **_column_transform_fields(t)})
+    return {
+        "class": "TransformedImputer",
+        "params": {
+            "point": params["point"],
+            "margin": _plain(params["margin"], "margin"),
+            "transforms": _encode_transforms_param(params["transforms"]),
+            "imputer": _encode_inner_param(params["imputer"]),
+        },
+        "feature_names": None if names is None else [str(c) for c in names],
+        "n_features_in": int(estimator.n_features_in_),
+        "transforms": columns,
+        "imputer": _model_doc(inner, include_training_data),
+    }
+
+
 def save_model(estimator, path, *, include_training_data: bool = False) -> Path:
     """Save a fitted imputer as one JSON file (never pickle); see :mod:`explorer.export` for the layout.
 
     Parameters
     ----------
-    estimator : GaussianMixtureImputer, DPGMMImputer, FactorAnalysisImputer or MFAImputer
-        Fitted.
+    estimator : GaussianMixtureImputer, DPGMMImputer, FactorAnalysisImputer, MFAImputer or TransformedImputer
+        Fitted. A :class:`~explorer.transforms.TransformedImputer` must wrap one of the other four;
+        its per-column transforms and the wrapped model are saved together.
     path : str or os.PathLike
         Written (overwritten) as UTF-8 JSON; ``.json`` is the usual suffix.
     include_training_data : bool, default False
@@ -554,43 +692,20 @@ def save_model(estimator, path, *, include_training_data: bool = False) -> Path:
     Raises
     ------
     BadInputError
-        Not one of the four classes, not fitted, or an attribute / parameter that is not numbers
+        Not one of the five classes, not fitted, or an attribute / parameter that is not numbers
         and strings.
     """
     cls_name = type(estimator).__name__
-    if cls_name not in _MODEL_CLASSES or type(estimator).__module__ != _MODEL_CLASSES[cls_name]:
-        raise BadInputError(f"save_model saves {', '.join(_MODEL_CLASSES)}; got {type(estimator).__name__}.")
-    if not hasattr(estimator, "n_features_in_"):
-        raise BadInputError(f"this {cls_name} is not fitted: call fit before save_model.")
-    training = _TRAINING_ATTRS.get(cls_name, ())
-    if (cls_name == "DPGMMImputer" and not include_training_data
-            and getattr(estimator, "weights", None) == "responsibilities"):
-        warnings.warn(
-            "weights='responsibilities' uses the fitted responsibilities of the training rows, which are not "
-            "saved without include_training_data=True: the loaded model uses predictive weights for every row.",
-            UserWarning, stacklevel=2)
-    fitted, skipped = {}, []
-    for name, value in sorted(vars(estimator).items()):
-        public = _ATTR_NAME.match(name) is not None
-        if not public and name not in training:
-            continue
-        if name in _SKIPPED_ATTRS or (name in training and not include_training_data):
-            skipped.append(name)
-            continue
-        fitted[name] = _encode_value(value, name)
+    if cls_name == "TransformedImputer" and type(estimator).__module__ == _WRAPPER_CLASSES[cls_name]:
+        body = _transformed_doc(estimator, include_training_data)
+    elif _is_model_class(estimator):
+        body = _model_doc(estimator, include_training_data)
+    else:
+        known = ", ".join([*_MODEL_CLASSES, *_WRAPPER_CLASSES])
+        raise BadInputError(f"save_model saves {known}; got {cls_name}.")
     from explorer import __version__
 
-    names = getattr(estimator, "feature_names_in_", None)
-    doc = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "explorer_version": __version__,
-        "class": cls_name,
-        "params": _jsonable_params(estimator),
-        "feature_names": None if names is None else [str(c) for c in names],
-        "fitted": fitted,
-        "not_saved": skipped,
-    }
+    doc = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "explorer_version": __version__, **body}
     path = Path(path)
     path.write_text(json.dumps(doc, allow_nan=False, ensure_ascii=False), encoding="utf-8")
     return path
@@ -603,14 +718,16 @@ def _reject_constant(token: str):
 def load_model(path):
     """Load a model written by :func:`save_model`.
 
-    Only the four imputer classes can come out, built from numbers and strings (the file is parsed
-    as JSON; nothing in it is executed or imported by name beyond that fixed list).
+    Only the four imputer classes and a TransformedImputer around one of them can come out, built
+    from numbers and strings (the file is parsed as JSON; nothing in it is executed or imported by
+    name beyond that fixed list).
 
     Raises
     ------
     BadInputError
         Missing or unreadable file, not a model file, an unknown format version or class, unknown
-        parameters or attributes, arrays of the wrong shape or non-finite parameters.
+        parameters or attributes, arrays of the wrong shape or non-finite parameters, an unknown
+        transform kind or bounds that do not fit it. The message names the file and the field.
     """
     label = os.fspath(path)
     try:
@@ -629,27 +746,47 @@ def load_model(path):
         raise BadInputError(f"{label!r} has model format version {doc.get('format_version')!r}; this explorer "
                             f"reads version {FORMAT_VERSION} only. Refit the model or use the explorer that wrote it.")
     cls_name = doc.get("class")
-    if cls_name not in _MODEL_CLASSES:
-        raise BadInputError(f"{label!r} holds an unknown model class {cls_name!r}; known: {', '.join(_MODEL_CLASSES)}.")
+    if cls_name not in _MODEL_CLASSES and cls_name not in _WRAPPER_CLASSES:
+        known = ", ".join([*_MODEL_CLASSES, *_WRAPPER_CLASSES])
+        raise BadInputError(f"{label!r} holds an unknown model class {cls_name!r}; known: {known}.")
     from explorer import __version__
 
     if doc.get("explorer_version") != __version__:
         warnings.warn(f"{label!r} was written by explorer {doc.get('explorer_version')!r}; this is {__version__}.",
                       UserWarning, stacklevel=2)
+    if cls_name == "TransformedImputer":
+        return _build_transformed(doc, label)
+    return _build_model(doc, label)
+
+
+def _model_class(cls_name: str):
     import importlib
 
-    cls = getattr(importlib.import_module(_MODEL_CLASSES[cls_name]), cls_name)
-    params, fitted = doc.get("params"), doc.get("fitted")
-    if not isinstance(params, dict) or not isinstance(fitted, dict):
-        raise BadInputError(f"{label!r} lacks its 'params' or 'fitted' section; the file is damaged.")
-    estimator = cls()
+    return getattr(importlib.import_module(_MODEL_CLASSES[cls_name]), cls_name)
+
+
+def _set_params(estimator, params, label: str, where: str = ""):
+    cls_name = type(estimator).__name__
     valid = estimator.get_params(deep=False)
     unknown = sorted(set(params) - set(valid))
     if unknown:
-        raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for {cls_name}.")
+        raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for {cls_name}{where}.")
     params = {k: _decode_spec(v, k) if isinstance(v, dict) and v.get("kind") == "spec" else v
               for k, v in params.items()}
     estimator.set_params(**params)
+    return estimator
+
+
+def _build_model(doc, label: str):
+    """One of the four plain imputers from its document (``class``, ``params``, ``fitted``), checked."""
+    cls_name = doc.get("class")
+    if cls_name not in _MODEL_CLASSES:
+        raise BadInputError(f"{label!r} holds an unknown model class {cls_name!r}; known: {', '.join(_MODEL_CLASSES)}.")
+    cls = _model_class(cls_name)
+    params, fitted = doc.get("params"), doc.get("fitted")
+    if not isinstance(params, dict) or not isinstance(fitted, dict):
+        raise BadInputError(f"{label!r} lacks its 'params' or 'fitted' section; the file is damaged.")
+    estimator = _set_params(cls(), params, label)
     allowed_private = _TRAINING_ATTRS.get(cls_name, ())
     for name, obj in fitted.items():
         if not isinstance(name, str) or not (_ATTR_NAME.match(name) or name in allowed_private):
@@ -659,6 +796,124 @@ def load_model(path):
         setattr(estimator, name, _decode_value(obj, name))
     _check_loaded(estimator, cls_name, label)
     return estimator
+
+
+def _decode_column_transform(obj, where: str, label: str):
+    """A ColumnTransform from ``{"kind", "lower", "upper", "reason"}``, its kind and bounds checked."""
+    from explorer.transforms import KINDS, ColumnTransform
+
+    if not isinstance(obj, dict) or not set(obj) <= {"column", "kind", "lower", "upper", "reason"}:
+        raise BadInputError(f"{label!r}: {where} must be an object with the fields kind, lower, upper, reason; "
+                            f"got {obj!r}.")
+    kind, lower, upper, reason = obj.get("kind"), obj.get("lower"), obj.get("upper"), obj.get("reason", "")
+    if kind is not None and kind not in KINDS:
+        raise BadInputError(f"{label!r}: {where} has the unknown transform kind {kind!r}; known: "
+                            f"{', '.join(KINDS)} or null (no transform).")
+    for side, bound in (("lower", lower), ("upper", upper)):
+        if bound is not None and not _finite_number(bound):
+            raise BadInputError(f"{label!r}: {where}.{side} must be a finite number or null; got {bound!r}.")
+    if kind == "log" and (lower is None or upper is not None):
+        raise BadInputError(f"{label!r}: {where} is a log transform, which needs a lower bound and no upper "
+                            f"bound; got lower={lower!r}, upper={upper!r}.")
+    if kind == "logit" and (lower is None or upper is None or not lower < upper):
+        raise BadInputError(f"{label!r}: {where} is a logit transform, which needs lower < upper; got "
+                            f"lower={lower!r}, upper={upper!r}.")
+    if not isinstance(reason, str):
+        raise BadInputError(f"{label!r}: {where}.reason must be a string.")
+    return ColumnTransform(kind, None if lower is None else float(lower), None if upper is None else float(upper),
+                           reason)
+
+
+def _decode_transform_spec(spec, where: str, label: str):
+    if isinstance(spec, dict):
+        if spec.get("kind") != "column_transform":
+            raise BadInputError(f"{label!r}: {where} is not a transform (None, a name, a list or a column_transform).")
+        return _decode_column_transform(spec.get("fields"), where, label)
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, list) and spec and isinstance(spec[0], str) \
+            and all(_finite_number(b) for b in spec[1:]):
+        return tuple(spec)
+    raise BadInputError(f"{label!r}: {where} = {spec!r} is not a transform (None, a name, or [name, bounds...]).")
+
+
+def _decode_transforms_param(value, label: str):
+    where = "params.transforms"
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, dict) or value.get("kind") != "transforms" or not isinstance(value.get("items"), list):
+        raise BadInputError(f"{label!r}: {where} must be 'suggest', null or a list of [column, transform] items.")
+    out = {}
+    for item in value["items"]:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], (int, str))
+                and not isinstance(item[0], bool)):
+            raise BadInputError(f"{label!r}: {where} item {item!r} is not a [column, transform] pair.")
+        key, spec = item
+        out[key] = _decode_transform_spec(spec, f"{where}[{key!r}]", label)
+    return out
+
+
+def _build_transformed(doc, label: str):
+    """A fitted TransformedImputer from its document: parameters, per-column transforms, the inner model."""
+    from explorer.transforms import _POINTS, TransformedImputer, _check_margin
+
+    params, columns, inner_doc = doc.get("params"), doc.get("transforms"), doc.get("imputer")
+    if not isinstance(params, dict) or not isinstance(columns, list) or not isinstance(inner_doc, dict):
+        raise BadInputError(f"{label!r} lacks the 'params', 'transforms' or 'imputer' section of a "
+                            "TransformedImputer; the file is damaged.")
+    unknown = sorted(set(params) - set(TransformedImputer().get_params(deep=False)))
+    if unknown:
+        raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for TransformedImputer.")
+    point = params.get("point", "mean")
+    if point not in _POINTS:
+        raise BadInputError(f"{label!r}: params.point must be one of {_POINTS}; got {point!r}.")
+    try:
+        margin = _check_margin(params.get("margin", 0.01))
+    except BadInputError as exc:
+        raise BadInputError(f"{label!r}: params.{exc}") from None
+    inner_param = params.get("imputer")
+    if inner_param is not None:
+        if not isinstance(inner_param, dict) or inner_param.get("kind") != "estimator" \
+                or inner_param.get("class") not in _MODEL_CLASSES or not isinstance(inner_param.get("params"), dict):
+            raise BadInputError(f"{label!r}: params.imputer must be null or an estimator of class "
+                                f"{', '.join(_MODEL_CLASSES)}.")
+        inner_param = _set_params(_model_class(inner_param["class"])(), inner_param["params"], label,
+                                  " (in params.imputer)")
+    est = TransformedImputer(imputer=inner_param, transforms=_decode_transforms_param(params.get("transforms"), label),
+                             point=point, margin=margin)
+    try:
+        inner = _build_model(inner_doc, label)
+    except BadInputError as exc:
+        raise BadInputError(f"{exc} (in the 'imputer' section: the model TransformedImputer wraps)") from None
+    d = doc.get("n_features_in")
+    if not isinstance(d, int) or isinstance(d, bool) or d != inner.n_features_in_:
+        raise BadInputError(f"{label!r}: n_features_in is {d!r} but the wrapped model has "
+                            f"{inner.n_features_in_} feature(s); the file is damaged.")
+    names = doc.get("feature_names")
+    if names is not None and not (isinstance(names, list) and len(names) == d
+                                  and all(isinstance(c, str) for c in names) and len(set(names)) == d):
+        raise BadInputError(f"{label!r}: feature_names must be null or {d} distinct strings.")
+    inner_names = getattr(inner, "feature_names_in_", None)
+    if names is not None and inner_names is not None and list(inner_names) != names:
+        raise BadInputError(f"{label!r}: feature_names {names} differ from the wrapped model's "
+                            f"{list(inner_names)}; the file is damaged.")
+    if len(columns) != d:
+        raise BadInputError(f"{label!r}: 'transforms' lists {len(columns)} column(s) for {d} feature(s).")
+    keys = list(range(d)) if names is None else names
+    chosen = []
+    for j, (key, obj) in enumerate(zip(keys, columns)):
+        where = f"transforms[{j}] (column {key!r})"
+        if isinstance(obj, dict) and obj.get("column", key) != key:
+            raise BadInputError(f"{label!r}: {where} is labelled {obj.get('column')!r}; the file is damaged.")
+        chosen.append(_decode_column_transform(obj, where, label))
+    # the fitted state exactly as TransformedImputer.fit leaves it
+    est._transforms = tuple(chosen)
+    est.transforms_ = dict(zip(keys, chosen))
+    est.imputer_ = inner
+    est.n_features_in_ = d
+    if names is not None:
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+    return est
 
 
 def _check_loaded(est, cls_name: str, label: str) -> None:
