@@ -543,6 +543,11 @@ def _jsonable_params(estimator) -> dict:
                 "random_state is a numpy.random.Generator, which cannot be saved; it is saved as None "
                 "(it only matters for refitting).", UserWarning, stacklevel=3)
             value = None
+        if key == "callback" and callable(value):
+            warnings.warn(
+                "callback is a function, which cannot be saved; it is saved as None (it only runs during fit).",
+                UserWarning, stacklevel=3)
+            value = None
         spec = _encode_spec(value, key)
         if spec is not None:
             params[key] = spec

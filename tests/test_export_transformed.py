@@ -297,3 +297,17 @@ def test_tampered_transformed_files_give_clear_errors(tmp_path, saved, edit, mat
     with pytest.raises(BadInputError, match=match) as info:
         load_model(path)
     assert "bad_model.json" in str(info.value)  # which file
+
+
+def test_fit_callback_is_saved_as_none(tmp_path):
+    """A progress callback (a function) cannot be written as JSON: saved as None with a warning, model intact."""
+    seen = []
+    inner = GaussianMixtureImputer(n_components=2, random_state=0, callback=seen.append)
+    est = _fit(TransformedImputer(inner, transforms={0: "log"}), _data())
+    assert seen  # the callback ran during fit
+    with pytest.warns(UserWarning, match="callback is a function"):
+        path = save_model(est, tmp_path / "m.json")
+    loaded = load_model(path)
+    assert loaded.imputer.callback is None and loaded.imputer_.callback is None
+    assert np.array_equal(np.asarray(_quiet(loaded.sample, _data(seed=5, n=10), 2, random_state=1)),
+                          np.asarray(_quiet(est.sample, _data(seed=5, n=10), 2, random_state=1)))
