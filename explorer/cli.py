@@ -10,9 +10,13 @@
 missing), fits the chosen imputer on the observed entries, and writes the single imputation and,
 with ``--multiple m``, ``m`` draws with :func:`explorer.export.export_imputations` (format from the
 suffix of ``--out``: ``.csv``, ``.parquet`` or ``.nc``); ``--save-model`` writes the fitted model
-with :func:`explorer.export.save_model`. Progress (one line per stage: read, fit, impute, write,
-with the elapsed time) goes to stderr, the summary to stdout. Bad input or options print
-``explorer: error: ...`` and exit with status 2, without a traceback.
+with :func:`explorer.export.save_model`. Progress goes to stderr, the summary to stdout: on a
+terminal a bar whose "fit" stage shows the iteration, ``max_iter`` and the objective as the fit
+runs; otherwise one line per stage (read, fit, impute, write) with the elapsed time, the fit's with
+its number of iterations. Ctrl-C during the fit ends the fit with the best state reached so far (a
+warning says after how many iterations) and the command goes on to impute and write; Ctrl-C at any
+other time (or before the first iteration) stops the command (exit status 130). Bad input or options
+print ``explorer: error: ...`` and exit with status 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ class _Stages:
     """Progress over the stages of a command, on stderr.
 
     On a terminal: a tqdm bar (stage name, stages done, elapsed time) redrawn every 0.2 s, so the
-    clock runs during a long fit. Otherwise (a log file, a pipe): one line per finished stage with
-    its duration. Nothing when disabled.
+    clock runs during a long fit; :meth:`iteration`, the fit's ``callback``, adds the iteration and
+    the objective to the stage name. Otherwise (a log file, a pipe): one line per finished stage with
+    its duration (and the number of iterations the stage's fit reported). Nothing when disabled.
     """
 
     def __init__(self, stages, enabled: bool):
@@ -55,6 +60,9 @@ class _Stages:
         self._bar = None
         self._stop = threading.Event()
         self._thread = None
+        self._name = ""
+        self._iterations = 0
+        self._drawn = 0.0
 
     def _open_bar(self):
         from tqdm import tqdm
@@ -74,12 +82,28 @@ class _Stages:
             self._open_bar()
         if self._bar is not None:
             self._bar.set_description_str(f"{name:<6}", refresh=True)
+        self._name, self._iterations = name, 0
         start = time.perf_counter()
         yield
         if self._bar is not None:
             self._bar.update(1)
         elif self._enabled:
-            print(f"explorer: {name:<6} done in {time.perf_counter() - start:.2f} s", file=sys.stderr)
+            n = self._iterations
+            counted = f" ({n} iteration{'s' if n != 1 else ''})" if n else ""
+            print(f"explorer: {name:<6} done in {time.perf_counter() - start:.2f} s{counted}", file=sys.stderr)
+
+    def iteration(self, info) -> None:
+        """The fit's ``callback``: count the iteration, and on a terminal show it with the objective."""
+        self._iterations += 1
+        if self._bar is not None:
+            now = time.perf_counter()
+            draw = now - self._drawn >= 0.1  # at most 10 redraws a second (the ticking thread does the rest)
+            if draw:
+                self._drawn = now
+            restart = f" restart {info.restart + 1}/{info.n_restarts}" if info.n_restarts > 1 else ""
+            self._bar.set_description_str(
+                f"{self._name:<6} iteration {info.iteration}/{info.max_iter}{restart} objective {info.objective:.6g}",
+                refresh=draw)
 
     def write(self, text: str) -> None:
         if self._bar is not None:
@@ -249,7 +273,11 @@ def _impute(args, progress: _Stages) -> int:
     with progress.stage("fit"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            estimator.fit(frame)
+            estimator.set_params(callback=progress.iteration)
+            try:
+                estimator.fit(frame)
+            finally:
+                estimator.set_params(callback=None)  # a saved model keeps no function
     for w in caught:
         progress.write(f"explorer: warning: {w.message}")
     with progress.stage("impute"):

@@ -217,3 +217,43 @@ def test_evaluate_errors(tmp_path, csv_path, capsys, args, match):
     args = [a.format(tmp=tmp_path, csv=csv_path) for a in args]
     assert main(args) == 2
     assert match in _error_line(capsys)
+
+
+# ---------------------------------------------------------------------------- the fit's progress
+def test_the_fit_line_counts_the_iterations_of_the_library(tmp_path, csv_path, capsys):
+    assert main(["impute", str(csv_path), "-k", "2", "--seed", "0", "-o", str(tmp_path / "o.nc"),
+                 "--save-model", str(tmp_path / "m.json")]) == 0  # the saved model keeps no callback
+    from explorer.imputers import GaussianMixtureImputer
+
+    data = from_csv(csv_path)
+    est = GaussianMixtureImputer(n_components=2, random_state=0).fit(
+        pd.DataFrame(np.array(data.values), columns=list(data.columns)))
+    assert f"s ({est.n_iter_} iterations)" in capsys.readouterr().err
+    assert load_model(tmp_path / "m.json").get_params()["callback"] is None
+
+
+def test_on_a_terminal_the_bar_shows_the_iteration_and_objective(tmp_path, csv_path, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["impute", str(csv_path), "-k", "2", "--seed", "0", "-o", str(tmp_path / "o.nc")]) == 0
+    assert "fit    iteration 1/300 objective" in term.getvalue()
+
+
+def test_ctrl_c_during_the_fit_keeps_the_fit_so_far_and_writes(tmp_path, csv_path, capsys, monkeypatch):
+    from explorer import cli
+
+    def interrupt(self, info):
+        if info.iteration == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._Stages, "iteration", interrupt)
+    assert main(["impute", str(csv_path), "-k", "2", "--seed", "0", "-o", str(tmp_path / "o.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "explorer: warning: GaussianMixtureImputer.fit: Interrupted (KeyboardInterrupt) after 2 iteration" in err
+    assert np.isfinite(read_imputations(tmp_path / "o.nc").imputed).all()
