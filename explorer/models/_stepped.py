@@ -120,6 +120,11 @@ class SteppedModel(LockedStepping, Settings):
             self.param.update(**outputs)
 
     @property
+    def lock(self) -> threading.RLock:
+        """The lock ``step``/``reset``/``rewind`` hold: hold it to read ``state`` and :attr:`em_data` of one run."""
+        return self._lock
+
+    @property
     def em_data(self):
         """The prepared data of the run (:class:`explorer.core.em_gmm.EMData`), or None."""
         return self._data

@@ -45,6 +45,7 @@ from explorer.models.em_model import EMModel
 from explorer.models.vb_model import VBModel
 from explorer.views._notebook import notebook_layout
 from explorer.views._banner import DataErrorBanner
+from explorer.views._downloads import DownloadPanel, Imputations
 from explorer.views._text import md
 from explorer.views.data_controls import DataControls
 
@@ -160,7 +161,10 @@ class ConditionalView(Viewer):
         self.param.watch(self._on_kind, ["model_kind", "density"])
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._on_destroyed)
-        self.sidebar = pn.Column(self.controls, self._model_box, sizing_mode="stretch_width")
+        self.downloads = DownloadPanel(stem=self._download_stem, imputations=self.imputations,
+                                       note=self._download_note)
+        self.param.watch(lambda e: self.downloads.refresh(), ["seed"])
+        self.sidebar = pn.Column(self.controls, self._model_box, self.downloads, sizing_mode="stretch_width")
         self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
 
     def __panel__(self):
@@ -375,6 +379,8 @@ class ConditionalView(Viewer):
     def _show_status(self) -> None:
         em = self.model
         self._show_error()
+        if hasattr(self, "downloads"):
+            self.downloads.refresh()
         if em.state is None:
             self._status.object = "No model: fix the data or the settings (see the message below)."
             return
@@ -575,6 +581,67 @@ class ConditionalView(Viewer):
         where = f" ({self.row_position + 1} of {len(self._rows)} incomplete rows)" if self.source == "data row" else ""
         self._row_info.object = (f"**{label}**{where}: {n_obs} observed, {len(mis)} missing · model at {it}"
                                  + (" · values in standardised units" if em.data_model.standardize else ""))
+
+    # ------------------------------------------------------------------ downloads
+    def _model_label(self) -> tuple[str, str]:
+        """``(short name for file names, readable description)`` of the model shown."""
+        if self.model_kind == "vb":
+            vb = self.vb_model
+            density = "Student-t predictive" if self.density == "student_t" else "plug-in Gaussians"
+            return (f"vb_K{vb.n_components}", f"the variational DP mixture shown (truncation K = {vb.n_components}, "
+                                              f"{vb.n_effective} effective components, {density})")
+        em = self.em_model
+        return (f"em_K{em.n_components}", f"the EM mixture shown (K = {em.n_components}, {em.covariance_type} "
+                                          "covariances)")
+
+    def _download_stem(self) -> tuple:
+        dm = self.em_model.data_model
+        data = dm.data
+        applied = dm.mask.mechanism if dm.mask is not None else dm.mechanism
+        return ((data.name if data is not None and data.name else dm.dataset),
+                "" if applied == "none" else applied, self._model_label()[0])
+
+    def _download_note(self) -> str:
+        return (f"Every row of the data imputed by {self._model_label()[1]}: the single imputation is the "
+                "conditional mean E[x<sub>mis</sub> | x<sub>obs</sub>], the *m imputations* are draws from "
+                f"p(x<sub>mis</sub> | x<sub>obs</sub>) (seed {self.seed}). CSV / Parquet: one long table, "
+                "`imputation` 0 = the single imputation, 1..m = draws; netCDF: an `imputation` dimension.")
+
+    def imputations(self, n_imputations: int = 0) -> Imputations:
+        """Every data row imputed by the model and density shown: conditional means and ``n_imputations`` draws.
+
+        Uses the model's current state (a fit still running: its latest iteration, said in ``source``);
+        draws use ``seed``. Raises BadInputError (readable) without a fitted model or finite imputations.
+        """
+        model = self.model
+        with model.lock:  # the state and the run's data of one run (a worker may be stepping)
+            data, prepared = self.em_model.data_model.data, model.em_data
+            cm = self.conditional(None) if prepared is not None else None
+            iteration, stop = model.iteration, model.stop_reason
+        if cm is None or data is None:
+            raise BadInputError(model.error or self.em_model.data_model.error
+                                or "No fitted model yet: press Fit, then download.")
+        if prepared.X.shape != data.values.shape:  # new data published, their run not started yet
+            raise BadInputError("The data changed while the file was being prepared: click again.")
+        imputed = np.asarray(cm.mean(), dtype=float)
+        samples = (np.asarray(cm.sample(n_imputations, np.random.default_rng(self.seed)), dtype=float)
+                   if n_imputations else None)
+        for what, values in (("conditional mean", imputed), ("draws", samples)):
+            if values is not None and not np.isfinite(values).all():
+                rows = np.flatnonzero(~np.isfinite(values.reshape(-1, *imputed.shape)).all(axis=(0, 2)))
+                hint = (" The Student-t predictive has no mean where a component has at most 1 degree of freedom: "
+                        "choose the plug-in Gaussian mixture." if self.model_kind == "vb" and self.density ==
+                        "student_t" else " Refit the model (Fit) or change its settings.")
+                raise BadInputError(f"The model gives no finite {what} for {rows.size} row(s) "
+                                    f"(rows {', '.join(str(r) for r in rows[:5])}).{hint}")
+        state = {"tol": f"converged after {iteration} iterations", "max_iter": f"stopped at max_iter = {iteration}",
+                 "degenerate": f"stopped at iteration {iteration} (degenerate component)"}.get(
+            stop, f"at iteration {iteration}, fit not finished")
+        source = f"{self._model_label()[1]}, {state}, on the {data.n_samples} rows of {md(data.name or 'the data')}"
+        if n_imputations:
+            source += f"; {n_imputations} draws, seed {self.seed}"
+        return Imputations(imputed=imputed, samples=samples, missing=np.asarray(prepared.missing, dtype=bool),
+                           columns=[str(c) for c in data.columns], source=source)
 
     @staticmethod
     def _row_table(cm, values, truth, columns, first=(), max_rows: int = MAX_TABLE_ROWS) -> pd.DataFrame:
