@@ -200,7 +200,7 @@ class DownloadPanel(Viewer):
             self.param.file_format, label="Format", color="primary", variant="outline", sizing_mode="stretch_width")
         self._m = pn.widgets.IntInput.from_param(self.param.n_imputations, label="Multiple imputations m",
                                                  start=1, end=MAX_IMPUTATIONS, sizing_mode="stretch_width")
-        button = dict(color="primary", variant="outline", sizing_mode="stretch_width", icon="download")
+        button = dict(color="primary", variant="outline", sizing_mode="stretch_width")
         self.imputed_button = _LazyDownload(callback=self._file_imputed, label="Imputed data",
                                             filename="imputed.csv", **button)
         self.multiple_button = _LazyDownload(callback=self._file_multiple, label="m imputations",
