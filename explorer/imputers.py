@@ -28,9 +28,12 @@ from explorer._progress import FitInterruptedWarning, IterationInfo
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError, as_float_matrix
 from explorer.core.conditional import ConditionalMixture
+from explorer.core.conditional_t import StudentTConditionalMixture
 from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
 from explorer.core._mask_helpers import emptied
 from explorer.core.mechanisms import apply_mechanism
+
+_PREDICTIVE = ("auto", "student_t", "gaussian")
 
 __all__ = ["GaussianMixtureImputer", "NIWPrior", "ComponentCollapseWarning", "amputate", "EmptyRowsWarning",
            "FitInterruptedWarning", "IterationInfo"]
@@ -69,15 +72,25 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         shrink), ``"mean_impute"`` fits on the column-mean-filled matrix and its ``transform``
         returns the observed column means (the classical mean imputation); its ``sample``
         still draws from the mixture fitted on the mean-filled data.
-    prior : "auto", None or explorer.core.em_gmm.NIWPrior, default "auto"
-        ``"auto"``: MAP-EM with the data-scaled prior of Fraley & Raftery (2007) on every component:
-        mean :math:`\\sim N(\\bar x, \\Sigma_k / 0.01)`, covariance :math:`\\sim` inverse-Wishart
-        with D + 2 degrees of freedom and scale :math:`\\hat\\Sigma / K^{2/D}` (:math:`\\bar x`,
-        :math:`\\hat\\Sigma`: the mean and covariance of the training data, by a one-component EM fit
-        when values are missing); for ``"diag"`` the matching inverse-gamma prior per coordinate.
+    prior : "auto", "fraley-raftery", None or explorer.core.em_gmm.NIWPrior, default "auto"
+        ``"auto"``: MAP-EM with a data-scaled conjugate prior on every component, after Fraley &
+        Raftery (2007): mean :math:`\\sim N(\\bar x, \\Sigma_k / 0.01)`, covariance :math:`\\sim`
+        inverse-Wishart with D + 2 degrees of freedom whose mode is :math:`\\hat\\Sigma / K^{2/D}`
+        (:math:`\\bar x`, :math:`\\hat\\Sigma`: the mean and covariance of the training data, by a
+        one-component EM fit when values are missing); for ``"diag"`` the matching inverse-gamma prior
+        per coordinate. ``"fraley-raftery"``: their exact scale :math:`\\hat\\Sigma / K^{2/D}`, whose
+        mode is 2D + 4 times smaller (it under-covers; see ``results/coverage_prior.md``).
         ``None``: maximum likelihood (the fit before the prior existed; components can collapse on
         small data). An ``NIWPrior(mean=..., kappa=..., dof=..., scale=...)`` sets the prior's
         fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.em_gmm`.
+    predictive : {"auto", "student_t", "gaussian"}, default "auto"
+        The conditional density :math:`p(x^m \\mid x^o)` that :meth:`conditional`, ``transform``
+        (its mean), ``sample`` and the intervals use. ``"student_t"``: the posterior predictive of
+        the MAP fit (each component's Normal-inverse-Wishart posterior integrated out, a Student-t
+        with :math:`N_k + 3` degrees of freedom, wider for components fitted to few rows; see
+        :func:`explorer.core.em_gmm.posterior_predictive`); it needs a prior and full covariances.
+        ``"gaussian"``: the plug-in mixture of Gaussians at the fitted parameters. ``"auto"``:
+        ``"student_t"`` when the fit has a prior and full covariances, ``"gaussian"`` otherwise.
     empty_rows : {"raise", "marginal"}, default "raise"
         What to do with rows whose every value is missing: raise an error (in ``fit`` and in
         every method that takes ``X``), or accept them (they do not inform the fit and are
@@ -151,8 +164,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     _core = em_gmm
 
     def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
-                 init="kmeans", n_init=1, variant="em", prior="auto", empty_rows="raise", random_state=None,
-                 callback=None, progress=False):
+                 init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", empty_rows="raise",
+                 random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -162,6 +175,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.n_init = n_init
         self.variant = variant
         self.prior = prior
+        self.predictive = predictive
         self.empty_rows = empty_rows
         self.random_state = random_state
         self.callback = callback
@@ -173,6 +187,11 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         return self.covariance_type
 
     def _config(self) -> em_gmm.EMConfig:
+        if self.predictive not in _PREDICTIVE:
+            raise BadInputError(f"predictive must be one of {_PREDICTIVE}, got {self.predictive!r}.")
+        if self.predictive == "student_t" and (self.prior is None or self.covariance_type != "full"):
+            raise BadInputError("predictive='student_t' is the posterior predictive of a MAP fit with full "
+                                "covariances: it needs a prior (not prior=None) and covariance_type='full'.")
         if self.empty_rows not in _EMPTY_ROWS:
             raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
         return em_gmm.EMConfig(
@@ -192,6 +211,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.log_likelihood_ = float(state.log_likelihood)
         self.log_prior_ = float(state.log_prior)
         self.prior_ = None if state.prior is None else state.prior.spec
+        self.component_sizes_ = np.array(em_gmm.effective_sizes(state, data, config))
+        self.predictive_ = ("student_t" if self.predictive == "student_t" or (
+            self.predictive == "auto" and self.prior_ is not None and self.covariance_type == "full")
+            else "gaussian")
         self.history_ = em_history(result.trace, columns=columns, config=config, stop_reason=result.stop_reason)
 
     # ------------------------------------------------------------------ using the model
@@ -205,10 +228,17 @@ class GaussianMixtureImputer(_MixtureImputerBase):
 
         Returns
         -------
-        ConditionalMixture
-            With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
+        ConditionalMixture or StudentTConditionalMixture
+            The Student-t posterior predictive when ``predictive_ == "student_t"`` (the default with a
+            prior), else the plug-in Gaussian mixture. Both have ``mean()``, ``variance()``,
+            ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
         """
         arr = self._validate(X)
+        if getattr(self, "predictive_", "gaussian") == "student_t":
+            loc, scales, dof = em_gmm.posterior_predictive(self.means_, self.covariances_, self.component_sizes_,
+                                                          self.prior_, self.reg_covar)
+            return StudentTConditionalMixture.from_student_t_mixture(arr, self.weights_, loc, scales, dof,
+                                                                     columns=self._columns)
         return ConditionalMixture.from_gaussian_mixture(
             arr, self.weights_, self.means_, self.covariances_,
             covariance_type=self.covariance_type, columns=self._columns,

@@ -374,7 +374,8 @@ def _as_mixture(cond) -> ConditionalMixture:
         return cond.to_mixture()
     raise BadInputError(
         f"The imputer's conditional is a {type(cond).__name__}, which is not a Gaussian mixture and has no "
-        "to_mixture(); TransformedImputer needs one of explorer's density imputers."
+        "to_mixture(); TransformedImputer needs one of explorer's density imputers with Gaussian conditionals "
+        "(for GaussianMixtureImputer: predictive='gaussian' or 'auto')."
     )
 
 
@@ -536,7 +537,9 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
     ----------
     imputer : estimator, default None
         One of explorer's density imputers (anything with ``conditional(X)``); None means
-        ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``).
+        ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``); a clone whose
+        ``predictive`` is ``"auto"`` gets ``predictive="gaussian"``, because the Student-t
+        posterior predictive of a log-transformed column has no finite mean on the original scale.
     transforms : "suggest", dict or None, default "suggest"
         ``"suggest"``: the transforms of :func:`suggest_transforms`, announced by a
         :class:`TransformWarning` in ``fit`` (never silent). A dict: column name (or index) ->
@@ -632,7 +635,11 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
             raise BadInputError(
                 f"imputer must be one of explorer's density imputers (with fit and conditional), got {inner!r}."
             )
-        self.imputer_ = clone(inner).fit(self._forward(arr, names, labels))
+        inner = clone(inner)
+        if inner.get_params().get("predictive") == "auto":
+            # the Student-t predictive of a log column has no finite mean on the original scale: Gaussians here
+            inner.set_params(predictive="gaussian")
+        self.imputer_ = inner.fit(self._forward(arr, names, labels))
         self.n_features_in_ = D
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)

@@ -17,13 +17,15 @@ from sklearn.pipeline import make_pipeline
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture
+from explorer.core.conditional_t import StudentTConditionalMixture
 from explorer.core.em_gmm import ConvergenceWarning
 from explorer.core.gaussian import DegenerateCovarianceError
 from explorer.imputers import GaussianMixtureImputer, amputate
 
 PARAMS = {
     "n_components": 1, "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
-    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "empty_rows": "raise", "random_state": None,
+    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "predictive": "auto", "empty_rows": "raise", "random_state": None,
+    "callback": None, "progress": False,
 }
 
 
@@ -156,7 +158,8 @@ def test_transform_keeps_observed_entries_and_fills_every_nan(data, covariance_t
     assert out[~missing].tobytes() == X_nan[~missing].tobytes()  # bit for bit
     # the conditional mean is the right quantity: it matches the core's E-step imputation
     mix = imp.conditional(X_nan)
-    assert isinstance(mix, ConditionalMixture)
+    # with the default prior: the Student-t posterior predictive for full covariances, plug-in Gaussians for diag
+    assert isinstance(mix, StudentTConditionalMixture if covariance_type == "full" else ConditionalMixture)
     np.testing.assert_array_equal(out, mix.mean())
     # and it beats the column means on the hidden values
     rmse = np.sqrt(np.mean((out - X)[missing] ** 2))

@@ -75,7 +75,7 @@ def test_one_component_complete_data_is_the_closed_form_posterior_mode(covarianc
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
-def test_auto_prior_is_fraley_raftery_default_on_complete_data(covariance_type):
+def test_auto_prior_mode_is_the_data_covariance_and_fraley_raftery_keeps_their_scale(covariance_type):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 3)) @ np.array([[1.0, 0.3, 0.0], [0.0, 2.0, 0.5], [0.0, 0.0, 0.7]])
     K, D, reg = 2, 3, 1e-6
@@ -83,8 +83,16 @@ def test_auto_prior_is_fraley_raftery_default_on_complete_data(covariance_type):
     spec = em_gmm.resolve_prior(data, EMConfig(n_components=K, covariance_type=covariance_type, prior="auto"))
     S = np.cov(X.T, bias=True) + reg * np.eye(D)
     np.testing.assert_allclose(spec.mean, X.mean(axis=0), atol=1e-12)
-    np.testing.assert_allclose(np.array(spec.scale), S / K ** (2 / D), atol=1e-12)
+    # the default ("auto") scale puts the prior's covariance mode at S / K^(2/D) ...
+    divisor = (D + 2) + (D + 2 if covariance_type == "full" else 3)
+    assert em_gmm.prior_mode_divisor(D + 2, D, covariance_type) == divisor
+    np.testing.assert_allclose(np.array(spec.scale), divisor * S / K ** (2 / D), atol=1e-12)
     assert spec.kappa == 0.01 and spec.dof == D + 2
+    # ... and prior="fraley-raftery" keeps F&R's priorControl scale S / K^(2/D) itself
+    fr = em_gmm.resolve_prior(data, EMConfig(n_components=K, covariance_type=covariance_type,
+                                             prior="fraley-raftery"))
+    np.testing.assert_allclose(np.array(fr.scale), S / K ** (2 / D), atol=1e-12)
+    assert fr.dof == spec.dof and fr.kappa == spec.kappa
     json.dumps(asdict(EMConfig(prior=spec)))  # the resolved prior is JSON-serialisable (history attrs)
     # fields given explicitly are kept, the others defaulted
     part = em_gmm.resolve_prior(data, EMConfig(n_components=K, prior=NIWPrior(kappa=2.0, dof=9)))
@@ -100,8 +108,10 @@ def test_auto_prior_on_incomplete_data_uses_the_one_component_ml_fit():
     data = em_gmm.prepare(np.where(missing, np.nan, X))
     one = em_gmm.fit(data, EMConfig(tol=1e-12, max_iter=2000), np.random.default_rng(0))
     spec = em_gmm.resolve_prior(data, EMConfig(n_components=3, prior="auto"))
-    np.testing.assert_allclose(spec.mean, one.state.means[0], atol=1e-6)
-    np.testing.assert_allclose(np.array(spec.scale), one.state.covariances[0] / 3 ** (2 / 3), atol=1e-6)
+    # data_moments stops when no parameter moves by 1e-6 of the covariance's size (at most 100 steps)
+    expected = (5 + 5) * one.state.covariances[0] / 3 ** (2 / 3)
+    np.testing.assert_allclose(spec.mean, one.state.means[0], atol=1e-5)
+    np.testing.assert_allclose(np.array(spec.scale), expected, atol=1e-5 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
