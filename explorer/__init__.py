@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "ConditionalMixture": "explorer.core.conditional",
     "NIWPrior": "explorer.core.em_gmm",
     "ComponentCollapseWarning": "explorer.core.em_gmm",
+    "IterationInfo": "explorer.core._loop",
+    "FitInterruptedWarning": "explorer.core._loop",
     "evaluate": "explorer.evaluation",
     "held_out_scorer": "explorer.evaluation",
     "TransformedImputer": "explorer.transforms",
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.datasets import list_datasets, load_dataset
     from explorer.dp_imputer import DPGMMImputer
     from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+    from explorer.core._loop import FitInterruptedWarning, IterationInfo
     from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
     from explorer.evaluation import evaluate, held_out_scorer
     from explorer.export import export_imputations, load_model, save_model

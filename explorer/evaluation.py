@@ -205,9 +205,30 @@ def imputation_scores(truth, imputed, hidden, *, scale=None, interval=None, logp
     return out
 
 
-def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True) -> dict:
+def _was_interrupted(est) -> bool:
+    """True when the last fit of ``est`` (or of the imputer it wraps) ended on Ctrl-C (``stop_reason_ == "interrupted"``).
+
+    explorer's imputers catch a KeyboardInterrupt raised after their first complete iteration,
+    keep the best state and return normally; a loop of fits must then stop rather than start the
+    next fit. Looks at ``est``, the ``imputer_`` of a :class:`~explorer.transforms.TransformedImputer`
+    and the steps of a scikit-learn ``Pipeline``.
+    """
+    seen = [est]
+    inner = getattr(est, "imputer_", None)
+    if inner is not None:
+        seen.append(inner)
+    for step in getattr(est, "steps", None) or ():
+        if isinstance(step, tuple) and len(step) == 2:
+            seen.append(step[1])
+    return any(getattr(e, "stop_reason_", None) == "interrupted" for e in seen)
+
+
+def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what="") -> dict:
     if fit:
         est.fit(X_hidden)
+    if _was_interrupted(est):
+        # the fit kept its state so far after Ctrl-C: stop the whole loop of fits here, not just this fit
+        raise KeyboardInterrupt(f"the fit of {what or type(est).__name__} was interrupted (Ctrl-C)")
     imputed = np.asarray(est.transform(X_hidden), dtype=np.float64)
     interval = logpdf = None
     if hasattr(est, "conditional"):
@@ -269,6 +290,13 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         rate, realised_rate, n_hidden, fit_seconds, metric, value``. ``seed`` reproduces the mask:
         ``hide_observed(X, mechanism, rate, random_state=seed)``. ``value`` is NaN for
         ``coverage`` / ``nll`` of imputers without ``conditional``.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C during a fit. explorer's imputers end an interrupted fit with the state reached
+        so far (``stop_reason_ == "interrupted"``, a ``FitInterruptedWarning``) and return; evaluate
+        then stops the whole loop after that fit instead of starting the next one.
     """
     import pandas as pd
     from sklearn.base import clone
@@ -290,7 +318,8 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
             )
         for name, est in named.items():
             t0 = time.perf_counter()
-            scores = _score_estimator(clone(est), truth, X_hidden, hidden, scale, level)
+            scores = _score_estimator(clone(est), truth, X_hidden, hidden, scale, level,
+                                      what=f"{name!r} (repeat {r})")
             seconds = time.perf_counter() - t0
             for metric in METRICS:
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
@@ -377,6 +406,10 @@ def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, 
     level : float, default 0.95
     **params
         Parameters of the mechanism.
+
+    A fitted estimator whose fit was interrupted by Ctrl-C (``stop_reason_ == "interrupted"``)
+    makes the scorer raise KeyboardInterrupt, so one Ctrl-C stops a whole ``GridSearchCV``
+    instead of only the fit it landed in.
     """
     if metric not in METRICS:
         raise BadInputError(f"metric must be one of {list(METRICS)}; got {metric!r}.")

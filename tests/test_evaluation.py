@@ -338,3 +338,70 @@ def test_entry_logpdf_of_factor_and_student_t_conditionals_matches_their_densiti
     pred = dp.predictive(Xh)  # Student-t mixture: its own 1-D marginal density, entry by entry
     expect = [np.log(pred.marginal_pdf(i, j, [X[i, j]])[0][0]) for i, j in zip(ri, ci, strict=True)]
     np.testing.assert_allclose(entry_logpdf(pred, X, hidden), expect, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- Ctrl-C inside loops of fits
+FITS: list[str] = []
+
+
+class CountingGMM(GaussianMixtureImputer):
+    """GaussianMixtureImputer that records every fit it starts (a wrapper to count fits across clones)."""
+
+    def fit(self, X, y=None):
+        FITS.append("fit")
+        return super().fit(X, y)
+
+
+def _interrupt_first_fit_at_iteration_2():
+    """A callback that raises KeyboardInterrupt at iteration 2 of the first fit only (as a Ctrl-C would)."""
+
+    def callback(info):
+        if len(FITS) == 1 and info.iteration == 2:
+            raise KeyboardInterrupt
+
+    return callback
+
+
+def test_evaluate_stops_the_loop_when_a_fit_was_interrupted():
+    from explorer import FitInterruptedWarning
+
+    X = _gaussian(120, 21, frac=0.05)
+    FITS.clear()
+    imputers = {"a": CountingGMM(n_components=2, random_state=0, callback=_interrupt_first_fit_at_iteration_2()),
+                "b": CountingGMM(random_state=0)}
+    with pytest.warns(FitInterruptedWarning, match="after 2 iteration"):
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(imputers, X, n_repeats=3, random_state=0)
+    assert FITS == ["fit"]  # no further fit: neither "b" nor the next repeats
+    # without the interrupt the same loop runs every fit (the counter counts)
+    FITS.clear()
+    evaluate({"b": CountingGMM(random_state=0, max_iter=20), "c": CountingGMM(random_state=1, max_iter=20)}, X,
+             n_repeats=2, random_state=0)
+    assert FITS == ["fit"] * 4
+
+
+def test_evaluate_stops_when_the_fit_inside_a_transformed_imputer_was_interrupted():
+    from explorer.transforms import TransformedImputer
+
+    X = np.exp(_gaussian(120, 22, frac=0.05) / 2)
+    FITS.clear()
+    inner = CountingGMM(random_state=0, callback=_interrupt_first_fit_at_iteration_2())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            evaluate({"t": TransformedImputer(inner, transforms={0: "log"}), "b": CountingGMM(random_state=0)},
+                     X, n_repeats=2, random_state=0)
+    assert FITS == ["fit"]
+
+
+def test_gridsearch_stops_at_the_first_interrupted_fit():
+    """GridSearchCV loops over fits; the held-out scorer it calls after each fit stops it on an interrupted one."""
+    X = _gaussian(90, 23, frac=0.05)
+    FITS.clear()
+    gs = GridSearchCV(CountingGMM(random_state=0, callback=_interrupt_first_fit_at_iteration_2()),
+                      {"n_components": [1, 2]}, scoring=held_out_scorer(), cv=KFold(3), error_score="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            gs.fit(X)
+    assert FITS == ["fit"]
