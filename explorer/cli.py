@@ -4,6 +4,8 @@
 
     explorer impute data.csv --model gmm --components 3 --multiple 10 --seed 0 --out imputed.nc
     explorer impute data.csv --model mfa --factors 2 --out imputed.csv --save-model model.json
+    explorer impute air.csv --transform auto --multiple 5 --out imputed.nc
+    explorer impute air.csv --transform Ozone=log,count=log:-1,share=logit:0:100 --point median --out imputed.csv
     python -m explorer --help
 
 ``impute`` reads the file with :func:`explorer.io.from_csv` (empty cells, ``?`` and ``NA`` are
@@ -17,6 +19,16 @@ its number of iterations. Ctrl-C during the fit ends the fit with the best state
 warning says after how many iterations) and the command goes on to impute and write; Ctrl-C at any
 other time (or before the first iteration) stops the command (exit status 130). Bad input or options
 print ``explorer: error: ...`` and exit with status 2, without a traceback.
+
+``--transform`` (impute and evaluate) fits the model on per-column transformed data with
+:class:`explorer.transforms.TransformedImputer` and returns imputations and draws on the original
+scale: ``none`` (default) fits the plain model; ``auto`` applies the transforms
+:func:`explorer.transforms.suggest_transforms` suggests, and a warning line names each one and why;
+``COL=KIND[,COL=KIND...]`` (repeatable) gives them, KIND one of ``log``, ``log:LOWER``, ``logit``,
+``logit:LO:HI`` or ``none`` (:func:`parse_transform`). ``--point mean|median`` (only with
+``--transform``) chooses the single imputation. Warnings of the imputation stage (a draw or
+imputation of an untransformed column crossing a bound its observed values never cross) are printed
+as the fit's are. In ``evaluate``, Ctrl-C during a fit stops the whole evaluation (exit status 130).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ import time
 import warnings
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "parse_transform"]
 
 MODELS = {
     "gmm": "GaussianMixtureImputer (EM Gaussian mixture)",
@@ -146,6 +158,72 @@ def _count(minimum: int):
     return parse
 
 
+_KINDS_HELP = "log, log:LOWER, logit, logit:LO:HI or none"
+
+
+def _number(text: str, what: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise CommandError(f"--transform: {what} must be a number, got {text!r}.") from None
+    if not math.isfinite(value):
+        raise CommandError(f"--transform: {what} must be a finite number, got {text!r}.")
+    return value
+
+
+def _kind(column: str, text: str):
+    """One column's KIND of ``--transform`` as TransformedImputer's spec: None, "log", ("log", lo), "logit", ("logit", lo, hi)."""
+    parts = text.strip().split(":")
+    kind = parts[0].strip().lower()
+    where = f"column {column!r}"
+    if kind == "none" and len(parts) == 1:
+        return None
+    if kind == "log" and len(parts) <= 2:
+        return "log" if len(parts) == 1 else ("log", _number(parts[1], f"the lower bound of log for {where}"))
+    if kind == "logit" and len(parts) in (1, 3):
+        if len(parts) == 1:
+            return "logit"
+        lo = _number(parts[1], f"the lower bound of logit for {where}")
+        hi = _number(parts[2], f"the upper bound of logit for {where}")
+        if not lo < hi:
+            raise CommandError(f"--transform: logit:{parts[1]}:{parts[2]} for {where} needs LO < HI.")
+        return ("logit", lo, hi)
+    raise CommandError(f"--transform: unknown transform {text!r} for {where}; use {_KINDS_HELP}.")
+
+
+def parse_transform(values) -> str | dict | None:
+    """The ``--transform`` options (a list of strings, one per use) as TransformedImputer's ``transforms``.
+
+    Returns None for no transform (no option, or ``none``), ``"suggest"`` for ``auto``, otherwise
+    a dict column name -> spec: ``"ozone=log,count=log:-1,share=logit:0:100"`` gives
+    ``{"ozone": "log", "count": ("log", -1.0), "share": ("logit", 0.0, 100.0)}``. A value with a
+    single ``=`` is one pair, so a column name may contain commas. Raises :class:`CommandError`
+    on bad syntax, an unknown kind, a column given twice, or ``auto`` / ``none`` mixed with pairs.
+    """
+    if not values:
+        return None
+    words = [v.strip() for v in values]
+    if any(w.lower() in ("auto", "none") for w in words):
+        if len(words) > 1:
+            raise CommandError("--transform auto or none cannot be combined with other --transform options.")
+        return "suggest" if words[0].lower() == "auto" else None
+    spec: dict = {}
+    for word in words:
+        pairs = [word] if word.count("=") == 1 else word.split(",")
+        for pair in pairs:
+            column, eq, kind = pair.rpartition("=")
+            column = column.strip()
+            if not eq or not column or not kind.strip():
+                raise CommandError(f"--transform: expected COLUMN=KIND (KIND one of {_KINDS_HELP}), auto or none; "
+                                   f"got {pair!r}.")
+            if column in spec:
+                raise CommandError(f"--transform: column {column!r} is given twice.")
+            spec[column] = _kind(column, kind)
+    return spec
+
+
 def _parser() -> argparse.ArgumentParser:
     from explorer import __version__
 
@@ -184,6 +262,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--empty-rows", choices=("raise", "marginal"), default="raise",
                      help="rows with every value missing: stop with an error (default) or impute them from the "
                           "marginal distribution")
+    _add_transform_options(imp)
     imp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     imp.set_defaults(run=_impute)
     if importlib.util.find_spec("explorer.evaluation") is not None:
@@ -215,8 +294,21 @@ def _add_evaluate(sub) -> None:
     ev.add_argument("--out", "-o", default=None, help="also write the tidy table (one row per imputer, repeat and "
                                                       "metric) to this CSV file")
     ev.add_argument("--drop-non-numeric", action="store_true", help="drop text columns instead of stopping")
+    _add_transform_options(ev)
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     ev.set_defaults(run=_evaluate, empty_rows="marginal")
+
+
+def _add_transform_options(sub) -> None:
+    sub.add_argument(
+        "--transform", action="append", default=None, metavar="SPEC",
+        help="per-column transforms (explorer.transforms.TransformedImputer): 'none' (default); 'auto' applies "
+             "the suggested log / logit transforms and says which on stderr; or COL=KIND[,COL=KIND...], KIND one "
+             f"of {_KINDS_HELP} (e.g. ozone=log,count=log:-1,share=logit:0:100; repeatable). The model is fitted "
+             "on the transformed columns; imputations and draws come back on the original scale.")
+    sub.add_argument("--point", choices=("mean", "median"), default=None,
+                     help="with --transform: the single imputation is the conditional mean on the original scale "
+                          "(default) or the conditional median")
 
 
 # ---------------------------------------------------------------------------- impute
@@ -246,6 +338,94 @@ def _estimator(args, model=None):
     return cls(**kwargs)
 
 
+def _with_transforms(args, estimator, transforms):
+    """``estimator`` itself (no ``--transform``) or ``TransformedImputer(estimator, transforms, point)``."""
+    if transforms is None:
+        if args.point is not None:
+            raise CommandError("--point applies only with --transform (auto or COL=KIND): without transforms the "
+                               "single imputation is the conditional mean.")
+        return estimator
+    from explorer.transforms import TransformedImputer
+
+    return TransformedImputer(estimator, transforms=transforms, point=args.point or "mean")
+
+
+def _check_columns(transforms, data) -> None:
+    """Every column named in ``--transform`` is a column of the file, and its transform fits its observed values.
+
+    The second check is TransformedImputer's own (the same messages), made before any fit.
+    """
+    if not isinstance(transforms, dict):
+        return
+    import numpy as np
+
+    from explorer.core._validation import BadInputError, column_label
+    from explorer.transforms import _resolve
+
+    columns = [str(c) for c in data.columns]
+    unknown = [c for c in transforms if c not in columns]
+    if unknown:
+        raise CommandError(f"--transform names column(s) {unknown} that the file does not have; its columns are "
+                           f"{columns}.")
+    values = np.asarray(data.values, dtype=np.float64)
+    for name, spec in transforms.items():
+        j = columns.index(name)
+        v = values[~np.isnan(values[:, j]), j]
+        try:
+            _resolve(spec, v, name, column_label(j, columns), 0.01)
+        except BadInputError as exc:
+            raise CommandError(f"--transform {name}=...: {exc} (on the command line: {name}=log:LOWER, "
+                               f"{name}=logit:LO:HI or {name}=none)") from None
+
+
+def _set_callback(estimator, callback) -> None:
+    """Set the fit's ``callback`` of the imputer (or of the one a TransformedImputer wraps and of its fitted copy)."""
+    if hasattr(estimator, "imputer_") or "imputer" in estimator.get_params(deep=False):
+        estimator.set_params(imputer__callback=callback)
+        if hasattr(estimator, "imputer_"):
+            estimator.imputer_.set_params(callback=callback)
+    else:
+        estimator.set_params(callback=callback)
+
+
+def _model_name(estimator) -> str:
+    """The class of the imputer; for a TransformedImputer the class it wraps and the transforms applied."""
+    inner = getattr(estimator, "imputer_", None)
+    if inner is None:
+        return type(estimator).__name__
+    applied = [f"{col}: {_short(t)}" for col, t in estimator.transforms_.items() if t.kind is not None]
+    return (f"{type(inner).__name__} on transformed columns ({'; '.join(applied)})" if applied
+            else f"{type(inner).__name__} (no column transformed)")
+
+
+def _short(t) -> str:
+    """A ColumnTransform as the --transform KIND that gives it back (log, log:LOWER, logit:LO:HI)."""
+    if t.kind == "log":
+        return "log" if t.lower == 0.0 else f"log:{t.lower:g}"
+    return f"logit:{t.lower:g}:{t.upper:g}"
+
+
+def _write_warnings(progress, caught, columns=None) -> None:
+    """Each distinct warning message once, on stderr; a hint in command-line terms after bound crossings.
+
+    With ``columns`` (evaluate fits on the bare matrix), "column j" in a message becomes "'name' (column j)".
+    """
+    import re
+
+    def named(message: str) -> str:
+        if columns is None:
+            return message
+        return re.sub(r"(?<!\()\bcolumn (\d+)\b",
+                      lambda m: (f"{columns[int(m.group(1))]!r} ({m.group(0)})" if int(m.group(1)) < len(columns)
+                                 else m.group(0)), message)
+
+    for message in dict.fromkeys(named(str(w.message)) for w in caught):
+        progress.write(f"explorer: warning: {message}")
+    if any(type(w.message).__name__ == "BoundCrossingWarning" for w in caught):
+        progress.write("explorer: hint: on the command line, --transform COL=log (COL=log:LOWER for a column with "
+                       "zeros, LOWER below its smallest value), COL=logit:LO:HI, or --transform auto.")
+
+
 def _check_output(path: str, what: str) -> None:
     parent = Path(path).parent
     if not parent.is_dir():
@@ -263,30 +443,36 @@ def _impute(args, progress: _Stages) -> int:
     _check_output(args.out, "the output")
     if args.save_model is not None:
         _check_output(args.save_model, "the model")
-    estimator = _estimator(args)
+    transforms = parse_transform(args.transform)
+    estimator = _with_transforms(args, _estimator(args), transforms)
     with progress.stage("read"):
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
         data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+        _check_columns(transforms, data)
     values = np.array(data.values)
     frame = pd.DataFrame(values, columns=list(data.columns))  # fit on a frame: the model keeps the names
     with progress.stage("fit"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            estimator.set_params(callback=progress.iteration)
+            # a plain function, not the bound method: TransformedImputer clones its imputer, and a clone
+            # deep-copies a bound method together with its object (the progress bar)
+            _set_callback(estimator, lambda info: progress.iteration(info))
             try:
                 estimator.fit(frame)
             finally:
-                estimator.set_params(callback=None)  # a saved model keeps no function
-    for w in caught:
-        progress.write(f"explorer: warning: {w.message}")
+                _set_callback(estimator, None)  # a saved model keeps no function
+    _write_warnings(progress, caught)
     with progress.stage("impute"):
-        imputed = np.asarray(estimator.transform(values), dtype=np.float64)
-        samples = None
-        if args.multiple > 0:
-            rng = np.random.default_rng(None if args.seed is None else [args.seed, 1])
-            samples = np.asarray(estimator.sample(values, n_imputations=args.multiple, random_state=rng),
-                                 dtype=np.float64)
+        with warnings.catch_warnings(record=True) as caught:  # e.g. BoundCrossingWarning of TransformedImputer
+            warnings.simplefilter("always")
+            imputed = np.asarray(estimator.transform(values), dtype=np.float64)
+            samples = None
+            if args.multiple > 0:
+                rng = np.random.default_rng(None if args.seed is None else [args.seed, 1])
+                samples = np.asarray(estimator.sample(values, n_imputations=args.multiple, random_state=rng),
+                                     dtype=np.float64)
+    _write_warnings(progress, caught)
     with progress.stage("write"):
         export.export_imputations(args.out, imputed, samples, data.missing, columns=list(data.columns))
         if args.save_model is not None:
@@ -295,7 +481,7 @@ def _impute(args, progress: _Stages) -> int:
     n, d = imputed.shape
     n_missing = int(data.missing.sum())
     print(f"{args.input}: {n} rows x {d} columns, {n_missing} missing value(s) ({n_missing / (n * d):.1%}) imputed "
-          f"with {type(estimator).__name__}"
+          f"with {_model_name(estimator)}"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
     print(f"wrote {args.out}" + (f" and {args.save_model}" if args.save_model else ""))
     return 0
@@ -314,27 +500,33 @@ def _evaluate(args, progress: _Stages) -> int:
         _check_output(args.out, "the table")
     if args.components is not None and set(args.model) == {"fa"}:
         raise CommandError("--components does not apply to --model fa (one factor analyser); use --factors.")
-    imputers = {}
+    transforms = parse_transform(args.transform)
+    models = {}
     for model in dict.fromkeys(args.model):
         components = args.components if model != "fa" else None
         factors = args.factors if model in ("fa", "mfa") else None
         sub = argparse.Namespace(**{**vars(args), "components": components, "factors": factors})
-        imputers[model] = _estimator(sub, model)
-    if not args.no_baseline:
-        from sklearn.impute import SimpleImputer
-
-        imputers["column mean"] = SimpleImputer(strategy="mean")
+        models[model] = _estimator(sub, model)
+    _with_transforms(args, None, transforms)  # --point without --transform fails before the file is read
     with progress.stage("read"):
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
         data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+        _check_columns(transforms, data)
+    if isinstance(transforms, dict):  # evaluate works on the matrix: column names -> indices
+        columns = list(data.columns)
+        transforms = {columns.index(c): spec for c, spec in transforms.items()}
+    imputers = {model: _with_transforms(args, est, transforms) for model, est in models.items()}
+    if not args.no_baseline:
+        from sklearn.impute import SimpleImputer
+
+        imputers["column mean"] = SimpleImputer(strategy="mean")
     with progress.stage("score"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             results = evaluation.evaluate(imputers, np.array(data.values), mechanism=args.mechanism, rate=args.rate,
                                           n_repeats=args.repeats, random_state=args.seed)
-    for message in dict.fromkeys(str(w.message) for w in caught):
-        progress.write(f"explorer: warning: {message}")
+    _write_warnings(progress, caught, columns=[str(c) for c in data.columns])
     with progress.stage("write"):
         if args.out is not None:
             results.to_csv(args.out, index=False)
@@ -358,10 +550,18 @@ def _evaluation_table(summary, args, data) -> str:
     table.index.name = "imputer"
     n, d = data.values.shape
     head = (f"{args.input}: {n} rows x {d} columns, {int(data.missing.sum())} missing; {args.rate:.0%} of the "
-            f"observed entries hidden by {args.mechanism!r}, {args.repeats} repeat(s), seed {args.seed}.\n"
+            f"observed entries hidden by {args.mechanism!r}, {args.repeats} repeat(s), seed {args.seed}"
+            + _transform_note(args) + ".\n"
             "nrmse: RMSE / observed column sd (lower is better); mae in data units; coverage of the 95% "
             "intervals (0.95 is calibrated; n/a without a predictive distribution); nll per hidden entry.")
     return head + "\n" + table.to_string()
+
+
+def _transform_note(args) -> str:
+    if not args.transform or [w.strip().lower() for w in args.transform] == ["none"]:
+        return ""
+    point = f", point {args.point}" if args.point else ""
+    return f"; explorer's imputers fitted on transformed columns (--transform {','.join(args.transform)}{point})"
 
 
 # ---------------------------------------------------------------------------- entry point

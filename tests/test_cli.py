@@ -257,3 +257,255 @@ def test_ctrl_c_during_the_fit_keeps_the_fit_so_far_and_writes(tmp_path, csv_pat
     err = capsys.readouterr().err
     assert "explorer: warning: GaussianMixtureImputer.fit: Interrupted (KeyboardInterrupt) after 2 iteration" in err
     assert np.isfinite(read_imputations(tmp_path / "o.nc").imputed).all()
+
+
+# ---------------------------------------------------------------------------- --transform
+from explorer.cli import CommandError, parse_transform  # noqa: E402
+
+
+@pytest.fixture
+def skewed_csv(tmp_path):
+    """A positive, right-skewed column 'conc' (log-normal, driven by x) with gaps, and two other columns."""
+    rng = np.random.default_rng(1)
+    n = 80
+    z = rng.normal(size=n)
+    x = z + 0.3 * rng.normal(size=n)
+    frame = pd.DataFrame({"x": 10 + 2 * x, "conc": np.exp(z + 0.3 * rng.normal(size=n)), "y": rng.normal(size=n) + x})
+    frame.loc[::5, "conc"] = np.nan
+    frame.loc[2::9, "y"] = np.nan
+    path = tmp_path / "skewed.csv"
+    frame.to_csv(path, index=False, na_rep="NA")
+    return path
+
+
+def _library(path, transforms, point="mean", seed=0):
+    """The oracle: TransformedImputer(GaussianMixtureImputer) fitted as the CLI fits it."""
+    import warnings
+
+    from explorer.imputers import GaussianMixtureImputer
+    from explorer.transforms import TransformedImputer
+
+    data = from_csv(path)
+    X = np.array(data.values)
+    est = TransformedImputer(GaussianMixtureImputer(random_state=seed), transforms=transforms, point=point)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(pd.DataFrame(X, columns=list(data.columns)))
+    return est, X
+
+
+def test_transform_auto_keeps_a_positive_column_positive(tmp_path, skewed_csv, capsys):
+    out = tmp_path / "o.nc"
+    assert main(["impute", str(skewed_csv), "--transform", "auto", "-m", "5", "--seed", "0", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "explorer: warning: TransformedImputer(transforms='suggest') applies 'conc' (column 1): log(x)" in captured.err
+    assert "imputed with GaussianMixtureImputer on transformed columns (" in captured.out and "conc: log" in captured.out
+    got = read_imputations(out)
+    X = np.array(from_csv(skewed_csv).values)
+    gaps = np.isnan(X[:, 1])
+    assert gaps.sum() == 16
+    assert (got.imputed[gaps, 1] > 0).all() and (got.samples[:, gaps, 1] > 0).all()
+    assert np.array_equal(got.imputed[~np.isnan(X)], X[~np.isnan(X)])  # observed cells bit for bit
+    assert all(np.array_equal(s[~np.isnan(X)], X[~np.isnan(X)]) for s in got.samples)
+    # oracle: the library with the same settings
+    est, _ = _library(skewed_csv, "suggest")
+    assert np.array_equal(got.imputed, np.asarray(est.transform(X)))
+    assert np.array_equal(got.samples, np.asarray(est.sample(X, n_imputations=5, random_state=np.random.default_rng([0, 1]))))
+    # the same data without --transform: the plain mixture imputes a negative concentration (why the option exists)
+    assert main(["impute", str(skewed_csv), "--seed", "0", "-q", "-o", str(tmp_path / "plain.nc")]) == 0
+    assert (read_imputations(tmp_path / "plain.nc").imputed[gaps, 1] < 0).any()
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (None, None),
+        ([], None),
+        (["none"], None),
+        (["auto"], "suggest"),
+        (["AUTO"], "suggest"),
+        (["ozone=log,count=log:-1,share=logit:0:100"],
+         {"ozone": "log", "count": ("log", -1.0), "share": ("logit", 0.0, 100.0)}),
+        (["ozone=log", "share=logit"], {"ozone": "log", "share": "logit"}),  # repeatable
+        (["wind=none"], {"wind": None}),
+        (["a = log , b=log:0.5"], {"a": "log", "b": ("log", 0.5)}),
+        (["Solar.R=LOG"], {"Solar.R": "log"}),
+        (["x,y=log"], {"x,y": "log"}),  # one '=': one pair, the name may hold a comma
+        (["rate=logit:-1e-3:1.5"], {"rate": ("logit", -0.001, 1.5)}),
+    ],
+)
+def test_parse_transform_good(values, expected):
+    assert parse_transform(values) == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        (["ozone"], "expected COLUMN=KIND"),
+        (["ozone=log,"], "unknown transform 'log,' for column 'ozone'"),
+        (["=log"], "expected COLUMN=KIND"),
+        (["ozone="], "expected COLUMN=KIND"),
+        (["ozone=sqrt"], "unknown transform 'sqrt' for column 'ozone'"),
+        (["ozone=log:1:2"], "unknown transform 'log:1:2'"),
+        (["share=logit:0"], "unknown transform 'logit:0'"),
+        (["ozone=none:1"], "unknown transform"),
+        (["ozone=log:abc"], "lower bound of log for column 'ozone' must be a number"),
+        (["ozone=log:inf"], "must be a finite number"),
+        (["share=logit:1:0"], "needs LO < HI"),
+        (["share=logit:0:nan"], "must be a finite number"),
+        (["a=log,a=logit"], "column 'a' is given twice"),
+        (["a=log", "a=log"], "column 'a' is given twice"),
+        (["auto", "a=log"], "cannot be combined"),
+        (["none", "auto"], "cannot be combined"),
+    ],
+)
+def test_parse_transform_bad(values, match):
+    with pytest.raises(CommandError, match=match):
+        parse_transform(values)
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--transform", "conc=sqrt"], "unknown transform 'sqrt' for column 'conc'"),
+        (["--transform", "Conc=log"], "--transform names column(s) ['Conc'] that the file does not have"),
+        (["--transform", "conc=log:1e9"], "log transform of 'conc' (column 1) needs observed values > 1e+09"),
+        (["--transform", "x=logit:0:1"], "logit transform of 'x' (column 0) on (0, 1) needs observed values"),
+        (["--point", "median"], "--point applies only with --transform"),
+        (["--transform", "none", "--point", "median"], "--point applies only with --transform"),
+        (["--transform", "auto", "--point", "mode"], "invalid choice: 'mode'"),
+    ],
+)
+@pytest.mark.parametrize("command", ["impute", "evaluate"])
+def test_bad_transform_exits_2_with_the_message(tmp_path, skewed_csv, capsys, extra, match, command):
+    out = tmp_path / "o.nc"
+    args = ["impute", str(skewed_csv), "-o", str(out)] if command == "impute" else [
+        "evaluate", str(skewed_csv), "--repeats", "1", "--max-iter", "5"]
+    assert main([*args, *extra]) == 2
+    line = _error_line(capsys)
+    assert match in line, line
+    if "invalid choice" not in match:
+        assert line.startswith("explorer: error: ")
+    assert not out.exists()
+
+
+def test_explicit_spec_and_point_median_match_the_library(tmp_path, skewed_csv, capsys):
+    out = tmp_path / "o.csv"
+    assert main(["impute", str(skewed_csv), "--transform", "conc=log", "--transform", "x=log:-10", "--point", "median",
+                 "--seed", "0", "-q", "-o", str(out)]) == 0
+    assert "on transformed columns (x: log:-10; conc: log)" in capsys.readouterr().out
+    got = read_imputations(out)
+    est, X = _library(skewed_csv, {"conc": "log", "x": ("log", -10.0)}, point="median")
+    assert np.array_equal(got.imputed, np.asarray(est.transform(X)))
+    mean_est, _ = _library(skewed_csv, {"conc": "log", "x": ("log", -10.0)}, point="mean")
+    gaps = np.isnan(X[:, 1])
+    # a log-normal's median is below its mean: the option reached the estimator
+    assert (got.imputed[gaps, 1] < np.asarray(mean_est.transform(X))[gaps, 1]).all()
+
+
+def test_summary_names_the_transforms_in_file_order(tmp_path, skewed_csv, capsys):
+    assert main(["impute", str(skewed_csv), "--transform", "conc=log,x=log:-10", "--seed", "0", "-q",
+                 "-o", str(tmp_path / "o.nc")]) == 0
+    assert "GaussianMixtureImputer on transformed columns (x: log:-10; conc: log)" in capsys.readouterr().out
+
+
+def test_transform_with_save_model_round_trip(tmp_path, skewed_csv):
+    out, model_path = tmp_path / "o.nc", tmp_path / "m.json"
+    assert main(["impute", str(skewed_csv), "--transform", "auto", "--point", "median", "-m", "3", "--seed", "2",
+                 "-q", "-o", str(out), "--save-model", str(model_path)]) == 0
+    got = read_imputations(out)
+    model = load_model(model_path)
+    from explorer.transforms import TransformedImputer
+
+    assert isinstance(model, TransformedImputer) and model.point == "median"
+    assert model.get_params()["imputer__callback"] is None and model.imputer_.get_params()["callback"] is None
+    X = np.array(from_csv(skewed_csv).values)
+    assert np.array_equal(np.asarray(model.transform(X)), got.imputed)
+    assert np.array_equal(np.asarray(model.sample(X, n_imputations=3, random_state=np.random.default_rng([2, 1]))),
+                          got.samples)
+
+
+def test_warnings_of_the_impute_stage_are_printed(tmp_path, skewed_csv, capsys):
+    """conc given as 'none': draws below 0, a bound its observed values never cross (BoundCrossingWarning)."""
+    assert main(["impute", str(skewed_csv), "--transform", "conc=none", "-m", "20", "--seed", "0",
+                 "-o", str(tmp_path / "o.nc")]) == 0
+    captured = capsys.readouterr()
+    err = captured.err
+    impute_part = err[err.index("explorer: impute"):]  # printed after the impute stage, as the fit's are
+    assert "explorer: warning: " in impute_part and "draw(s) of 'conc' (column 1) go below 0" in impute_part
+    assert "explorer: hint: on the command line, --transform COL=log" in err
+    assert "Traceback" not in err and "warnings.warn" not in err
+    assert "imputed with GaussianMixtureImputer (no column transformed)" in captured.out
+
+
+def test_the_fit_inside_the_transformed_imputer_reports_progress_and_ctrl_c(tmp_path, skewed_csv, capsys, monkeypatch):
+    from explorer import cli
+
+    assert main(["impute", str(skewed_csv), "--transform", "auto", "--seed", "0", "-o", str(tmp_path / "a.nc")]) == 0
+    est, _ = _library(skewed_csv, "suggest")
+    assert f"s ({est.imputer_.n_iter_} iterations)" in capsys.readouterr().err
+
+    def interrupt(self, info):
+        if info.iteration == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._Stages, "iteration", interrupt)
+    assert main(["impute", str(skewed_csv), "-k", "2", "--transform", "auto", "--seed", "0",
+                 "-o", str(tmp_path / "b.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "explorer: warning: GaussianMixtureImputer.fit: Interrupted (KeyboardInterrupt) after 2 iteration" in err
+    assert np.isfinite(read_imputations(tmp_path / "b.nc").imputed).all()
+
+
+@needs_evaluation
+def test_evaluate_with_transform_prints_the_table_of_the_library(tmp_path, skewed_csv, capsys):
+    import warnings
+
+    from sklearn.impute import SimpleImputer
+
+    from explorer import evaluation
+    from explorer.imputers import GaussianMixtureImputer
+    from explorer.transforms import TransformedImputer
+
+    out = tmp_path / "scores.csv"
+    assert main(["evaluate", str(skewed_csv), "--transform", "conc=log", "--point", "median", "--repeats", "2",
+                 "--seed", "4", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "(--transform conc=log, point median)" in captured.out
+    tidy = pd.read_csv(out)
+    data = from_csv(skewed_csv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = evaluation.evaluate(
+            {"gmm": TransformedImputer(GaussianMixtureImputer(random_state=4, empty_rows="marginal"),
+                                       transforms={1: "log"}, point="median"),
+             "column mean": SimpleImputer(strategy="mean")},
+            np.array(data.values), n_repeats=2, random_state=4)
+    assert list(tidy["imputer"]) == list(expected["imputer"])
+    assert np.allclose(tidy["value"], expected["value"], rtol=1e-12, equal_nan=True)
+    # auto: the suggestion is announced with the column's name, not only its index
+    assert main(["evaluate", str(skewed_csv), "--transform", "auto", "--repeats", "1", "--no-baseline"]) == 0
+    assert "applies 'conc' (column 1): log(x)" in capsys.readouterr().err
+
+
+@needs_evaluation
+def test_ctrl_c_during_evaluate_stops_it(tmp_path, skewed_csv, capsys, monkeypatch):
+    from explorer import evaluation
+
+    fits = []
+    real_fit = evaluation._score_estimator
+
+    def counting(est, *args, **kwargs):
+        fits.append(1)
+
+        def interrupt(info):
+            if info.iteration == 2:
+                raise KeyboardInterrupt
+
+        est.set_params(callback=interrupt)
+        return real_fit(est, *args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "_score_estimator", counting)
+    assert main(["evaluate", str(skewed_csv), "-k", "2", "--repeats", "3", "--no-baseline"]) == 130
+    assert fits == [1]
+    assert "explorer: interrupted after" in capsys.readouterr().err
