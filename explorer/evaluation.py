@@ -132,8 +132,11 @@ def entry_logpdf(cond, truth, hidden) -> np.ndarray:
     entries are missing in it). Exact per-entry marginals for
     :class:`~explorer.core.conditional.ConditionalMixture` (a 1-D Gaussian mixture),
     ``StudentTConditionalMixture`` (a 1-D t mixture), ``FAConditional`` (Gaussian) and
-    ``MFAConditional`` (a Gaussian mixture); any other object with ``mean()`` and
-    ``variance()`` is scored as a Gaussian with that mean and variance.
+    ``MFAConditional`` (a Gaussian mixture), ``TransformedConditional`` of
+    :class:`~explorer.transforms.TransformedImputer` (the 1-D mixture of the transformed scale at
+    the transformed value plus the log-Jacobian, ``-inf`` outside the transform's bounds); any
+    other object with ``mean()`` and ``variance()`` is scored as a Gaussian with that mean and
+    variance.
     """
     from explorer.core.conditional import ConditionalMixture
     from explorer.core.conditional_t import StudentTConditionalMixture, log_student_t
@@ -153,10 +156,41 @@ def entry_logpdf(cond, truth, hidden) -> np.ndarray:
         with np.errstate(divide="ignore"):
             logw = np.log(cond.weights[ri].T)
         return logsumexp(logw + log_student_t((x - M) ** 2 / S, np.log(S), cond.dof[ri].T, 1), axis=0)
+    transformed = _transformed_logpdf(cond, x, ri, ci)
+    if transformed is not None:
+        return transformed
     if isinstance(cond, MFAConditional):
         comp = np.stack([_gauss_logpdf(x, c.mean()[ri, ci], c.variance()[ri, ci]) for c in cond.components])
         return logsumexp(cond.log_resp[ri].T + comp, axis=0)
     return _gauss_logpdf(x, cond.mean()[ri, ci], cond.variance()[ri, ci])
+
+
+def _transformed_logpdf(cond, x, ri, ci):
+    """Per-entry log densities of a TransformedConditional at ``x`` (entries ``ri, ci``), or None for other conditionals."""
+    import sys
+
+    transforms = sys.modules.get("explorer.transforms")  # only a loaded module can have made ``cond``
+    if transforms is None or not isinstance(cond, transforms.TransformedConditional):
+        return None
+    W, M, S = cond._components(ri, ci)  # (K, h) on the transformed scale
+    y = x.copy()
+    jac = np.zeros_like(x)
+    inside = np.ones(x.shape, dtype=bool)
+    for j in np.unique(ci):
+        t = cond.transforms[j]
+        if t.kind is None:
+            continue
+        sel = np.flatnonzero(ci == j)
+        ok = t.inside(x[sel])
+        y[sel[ok]] = t.forward(x[sel[ok]])
+        jac[sel[ok]] = t.log_jacobian(x[sel[ok]])
+        y[sel[~ok]] = 0.0
+        inside[sel] = ok
+    with np.errstate(divide="ignore"):
+        logw = np.log(W)
+    out = logsumexp(logw + _gauss_logpdf(y, M, S * S), axis=0) + jac
+    out[~inside] = -np.inf  # the model's density is 0 outside its transform's bounds
+    return out
 
 
 # --------------------------------------------------------------------------- scores
