@@ -538,7 +538,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
     imputer : estimator, default None
         One of explorer's density imputers (anything with ``conditional(X)``); None means
         ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``); a clone whose
-        ``predictive`` is ``"auto"`` gets ``predictive="gaussian"``, because the Student-t
+        ``predictive`` (or DPGMMImputer's ``conditional_density``) is ``"auto"`` gets ``"gaussian"``, because the Student-t
         posterior predictive of a log-transformed column has no finite mean on the original scale.
     transforms : "suggest", dict or None, default "suggest"
         ``"suggest"``: the transforms of :func:`suggest_transforms`, announced by a
@@ -636,9 +636,10 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
                 f"imputer must be one of explorer's density imputers (with fit and conditional), got {inner!r}."
             )
         inner = clone(inner)
-        if inner.get_params().get("predictive") == "auto":
-            # the Student-t predictive of a log column has no finite mean on the original scale: Gaussians here
-            inner.set_params(predictive="gaussian")
+        for key in ("predictive", "conditional_density"):  # GaussianMixtureImputer's, DPGMMImputer's
+            if inner.get_params().get(key) == "auto":
+                # the Student-t predictive of a log column has no finite mean on the original scale: Gaussians here
+                inner.set_params(**{key: "gaussian"})
         self.imputer_ = inner.fit(self._forward(arr, names, labels))
         self.n_features_in_ = D
         if names is not None:

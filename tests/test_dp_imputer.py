@@ -75,10 +75,14 @@ def test_fitted_attributes_and_effective_components(fitted):
     found = fitted.means_[big]
     dist = np.abs((found[:, None, :] - centres[None]) / SCALE).max(axis=2)
     assert np.all(dist.min(axis=0) < 0.4)
-    # covariances are the plug-in Psi/nu on the original scale: symmetric positive definite
-    for c in fitted.covariances_[big]:
+    # covariances are the plug-in Psi/nu on the original scale: symmetric positive definite. The default
+    # data-scaled prior pulls them towards the data covariance with weight nu0 (Psi_k = Psi0 + N_k S_k + ...):
+    # with it removed, the component's own scatter is the true cluster covariance
+    for c, nu in zip(fitted.covariances_[big], fitted.nu_[big]):
         np.testing.assert_allclose(c, c.T)
-        np.testing.assert_allclose(c / np.outer(SCALE, SCALE), COV, atol=0.6)  # prior Psi0 inflates a little
+        n_k = nu - fitted.prior_dof_
+        own = (c * nu - fitted.prior_scatter_) / n_k
+        np.testing.assert_allclose(own / np.outer(SCALE, SCALE), COV, atol=0.6)
         assert np.all(np.linalg.eigvalsh(c) > 0)
 
 
@@ -97,6 +101,15 @@ def test_transform_keeps_observed_entries_bit_for_bit(fitted, data):
 
 def test_conditional_matches_transform_and_a_hand_computation(fitted, data):
     _, Xm = data
+    # by default conditional() is the Student-t posterior predictive, i.e. predictive()
+    assert fitted.conditional_density_ == "student_t"
+    t_mix, pred = fitted.conditional(Xm), fitted.predictive(Xm)
+    np.testing.assert_array_equal(t_mix.weights, pred.weights)
+    np.testing.assert_array_equal(t_mix.mean(), fitted.transform(Xm))
+    np.testing.assert_array_equal(t_mix.interval(0.9)[0], pred.interval(0.9)[0])
+    # the plug-in Gaussians (the conditional before the default changed): the same fit, by hand below
+    fitted = clone(fitted).set_params(conditional_density="gaussian").fit(Xm)
+    assert fitted.conditional_density_ == "gaussian"
     mix = fitted.conditional(Xm)
     np.testing.assert_array_equal(mix.mean(), fitted.transform(Xm))
     var = mix.variance()
@@ -135,7 +148,7 @@ def test_responsibility_weights_use_tau_on_training_rows(data):
     np.testing.assert_array_equal(tau_imp.means_, pred_imp.means_)  # same fit, only the weights differ
     # resp_ is the core's state.resp for the same standardised data, config and seed
     Z = (Xm - np.nanmean(Xm, axis=0)) / np.nanstd(Xm, axis=0)
-    config = vb_dpgmm.VBConfig(n_components=6, tol=1e-5)
+    config = vb_dpgmm.VBConfig(n_components=6, tol=1e-5, covariance_prior="data")
     state = vb_dpgmm.fit(vb_dpgmm.prepare(Z), config, np.random.default_rng(0)).state
     np.testing.assert_allclose(tau_imp.resp_, state.resp, atol=1e-8)
     mix = tau_imp.conditional(Xm)
@@ -263,7 +276,7 @@ def test_unstandardised_fit_uses_the_column_means_as_prior_mean(data):
     X, _ = data
     Z = X[:, :2] / SCALE[:2]
     imp = DPGMMImputer(n_components=4, standardize=False, random_state=0).fit(Z)
-    config = vb_dpgmm.VBConfig(n_components=4, mean_prior=Z.mean(axis=0))
+    config = vb_dpgmm.VBConfig(n_components=4, mean_prior=Z.mean(axis=0), covariance_prior="data")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
         state = vb_dpgmm.fit(vb_dpgmm.prepare(Z), config, np.random.default_rng(0)).state
@@ -300,5 +313,6 @@ def test_predictive_student_t_matches_the_core_and_keeps_far_values_finite():
     far = X.copy()
     far[miss] += 50 * imp.scale_[np.nonzero(miss)[1]]
     rows = miss.any(axis=1)
-    lt, lg = t_mix.logpdf(far)[rows], imp.conditional(X_nan).logpdf(far)[rows]
+    gauss = DPGMMImputer(n_components=6, conditional_density="gaussian", random_state=0).fit(X_nan)
+    lt, lg = t_mix.logpdf(far)[rows], gauss.conditional(X_nan).logpdf(far)[rows]
     assert np.isfinite(lt).all() and np.all(lt > lg)
