@@ -314,13 +314,15 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             When interrupted (Ctrl-C) after at least one iteration: the best state so far is kept,
             ``stop_reason_ == "interrupted"`` (see :mod:`explorer._progress`).
         """
+        if self._auto_requested():
+            return self._fit_auto(X)
         config = self._config()  # parameter errors before data errors
         check_progress_params(getattr(self, "callback", None), getattr(self, "progress", False))
         rng = _rng(self.random_state)
         Xn, missing, names, columns = _fit_input(X, self.empty_rows)
         self._warn_small_scale(Xn, columns)
         data, config, context = self._fit_setup(Xn, missing, columns, config)
-        with warnings.catch_warnings(), FitProgress(
+        with warnings.catch_warnings(record=True) as caught, FitProgress(
                 getattr(self, "callback", None), getattr(self, "progress", False), type(self).__name__) as monitor:
             warnings.simplefilter("ignore", self._core.ConvergenceWarning)
             warnings.simplefilter("ignore", FitInterruptedWarning)
@@ -333,10 +335,13 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
                 raise
             except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
                 raise BadInputError(self._breakdown_message(Xn, columns, f"{type(exc).__name__}: {exc}")) from exc
+        level = 4 if getattr(self, "_auto_k", None) is not None else 2  # the user's fit call (via _fit_auto)
+        for w in caught:  # the core's warnings (e.g. ComponentCollapseWarning), pointed at the user's call
+            warnings.warn(w.message, w.category, stacklevel=level)
         if result.stop_reason == "interrupted":
-            warnings.warn(f"{type(self).__name__}.fit: {result.message}", FitInterruptedWarning, stacklevel=2)
+            warnings.warn(f"{type(self).__name__}.fit: {result.message}", FitInterruptedWarning, stacklevel=level)
         elif result.stop_reason not in ("tol", "callback"):  # a callback's StopIteration is the user's choice
-            warnings.warn(result.message, self._core.ConvergenceWarning, stacklevel=2)
+            warnings.warn(result.message, self._core.ConvergenceWarning, stacklevel=level)
         self._set_features(names, Xn.shape[1])
         self._store_fit(result, data, config, columns, context)
         if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
@@ -344,6 +349,35 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         self.converged_ = bool(result.converged)
         self.n_iter_ = int(result.n_iter)
         self.stop_reason_ = result.stop_reason
+        self.n_components_ = int(np.asarray(self.weights_).shape[0])
+        if self._supports_auto and getattr(self, "_auto_k", None) is None:
+            self.selection_ = None
+        return self
+
+    # ------------------------------------------------------------------ n_components="auto"
+    _supports_auto = False  # GaussianMixtureImputer and MFAImputer choose K by held-out likelihood
+
+    def _auto_requested(self) -> bool:
+        k = getattr(self, "n_components", None)
+        return (self._supports_auto and isinstance(k, str) and k == "auto"
+                and getattr(self, "_auto_k", None) is None)
+
+    def _n_components(self):
+        """The K of this fit: ``n_components``, or the one chosen for ``n_components="auto"``."""
+        k = getattr(self, "_auto_k", None)
+        return self.n_components if k is None else k
+
+    def _fit_auto(self, X):
+        from explorer.model_selection import select_n_components
+
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+        selection = select_n_components(self, X, random_state=seed)
+        self._auto_k = selection.n_components
+        try:
+            self.fit(X)
+        finally:
+            del self._auto_k
+        self.selection_ = selection
         return self
 
     def _variance_floor(self):

@@ -279,6 +279,8 @@ class MFAImputer(_FactorImputerBase):
 
     _core = mfa
 
+    _supports_auto = True
+
     def __init__(self, n_components=2, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
                  max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, empty_rows="raise",
                  random_state=None, callback=None, progress=False):
@@ -300,7 +302,7 @@ class MFAImputer(_FactorImputerBase):
         self.progress = progress
 
     def _em_config(self) -> mfa.MFAConfig:
-        return mfa.MFAConfig(self.n_components, self.n_factors, kind=self.kind, tol=self.tol,
+        return mfa.MFAConfig(self._n_components(), self.n_factors, kind=self.kind, tol=self.tol,
                              max_iter=self.max_iter, min_psi=self.min_psi, init=self.init, reg=self.reg,
                              update=self.update)
 

@@ -162,6 +162,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     """
 
     _core = em_gmm
+    _supports_auto = True
 
     def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
                  init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", empty_rows="raise",
@@ -195,7 +196,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         if self.empty_rows not in _EMPTY_ROWS:
             raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
         return em_gmm.EMConfig(
-            n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
+            n_components=self._n_components(), covariance_type=self.covariance_type, reg_covar=self.reg_covar,
             tol=self.tol, max_iter=self.max_iter, init=self.init, n_init=self.n_init, variant=self.variant,
             prior=self.prior,
         )

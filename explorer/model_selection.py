@@ -1,0 +1,185 @@
+r"""Choosing the number of mixture components K: held-out observed entries, or BIC.
+
+``n_components="auto"`` of :class:`~explorer.imputers.GaussianMixtureImputer` and
+:class:`~explorer.fa_imputers.MFAImputer` calls :func:`select_n_components` with its defaults.
+
+**Held-out likelihood** (``criterion="heldout"``, the default). For each of ``n_repeats`` masks, a
+share ``rate`` of the observed entries is hidden completely at random
+(:func:`explorer.evaluation.hide_observed`), the imputer is fitted with each K on what is left, and
+the hidden entries are scored by their predictive log-density
+:math:`\log p(x_{ij} \mid x_i^{o})` (:func:`explorer.evaluation.entry_logpdf`: the same conditional
+whose intervals and draws the imputer returns). The criterion is the mean negative log-density per
+hidden entry over the masks; the smallest K within ``min_gain`` (0.02 nats) of the lowest wins. It measures what an imputer is for, needs
+no parameter count, and penalises over-confident intervals as much as wrong centres.
+
+**BIC** (``criterion="bic"``): :math:`-2\,\ell + p \log n` of one fit per K on all the data, with
+:math:`\ell` the observed-data log-likelihood and :math:`p = (K-1) + K D + K D (D+1)/2` free
+parameters for full covariances (2KD + K - 1 for diagonal ones; for factor analysers the mean,
+the loadings less their rotations and the noise variances). A classic, cheap, and on small incomplete data it often picks K = 1 (the
+penalty counts every covariance entry as a full parameter although the prior shrinks them).
+
+The grid (``grid=None``): K = 1, 2, 3, 4, 5, 6, 8, keeping K <= n_rows / n_features (at least 1).
+The scan stops early when two successive K fail to improve the best score by ``min_gain``
+(``patience``). Cost: about ``n_repeats`` x (number of K tried) fits on
+``(1 - rate)`` of the entries, plus the final fit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DEFAULT_GRID", "KSelection", "select_n_components", "default_grid"]
+
+DEFAULT_GRID = (1, 2, 3, 4, 5, 6, 8)
+CRITERIA = ("heldout", "bic")
+
+
+@dataclass(frozen=True)
+class KSelection:
+    """The outcome of :func:`select_n_components`.
+
+    ``n_components``: the chosen K. ``table``: one dict per K tried, with ``n_components``,
+    ``score`` (the criterion, lower is better: mean held-out negative log-density per entry, or BIC)
+    and ``per_repeat`` (held-out only). ``criterion``, ``rate``, ``n_repeats`` as used.
+    """
+
+    n_components: int
+    criterion: str
+    table: tuple
+    rate: float
+    n_repeats: int
+    min_gain: float = 0.0
+
+    def to_frame(self):
+        """The table as a pandas DataFrame (one row per K tried)."""
+        import pandas as pd
+
+        return pd.DataFrame([{k: v for k, v in row.items() if k != "per_repeat"} for row in self.table])
+
+
+def default_grid(n_samples: int, n_features: int) -> tuple[int, ...]:
+    """:data:`DEFAULT_GRID` without the K above ``n_samples / n_features`` (always keeps K = 1)."""
+    cap = max(1, n_samples // max(1, n_features))
+    return tuple(k for k in DEFAULT_GRID if k == 1 or k <= cap)
+
+
+def _n_parameters(est, D: int) -> int:
+    K = est.weights_.shape[0]
+    cov = np.asarray(est.covariances_) if hasattr(est, "covariances_") else None
+    if cov is not None and cov.ndim == 2:  # diagonal
+        per = D + D
+    elif hasattr(est, "loadings_"):
+        q = np.asarray(est.loadings_).shape[-1]
+        per = D + D * q - q * (q - 1) // 2 + D
+    else:
+        per = D + D * (D + 1) // 2
+    return (K - 1) + K * per
+
+
+def select_n_components(estimator, X, grid=None, *, criterion="heldout", rate=0.1, n_repeats=2, patience=2,
+                        min_gain=None, random_state=0) -> KSelection:
+    """Choose K for ``estimator`` (an explorer mixture imputer) on the incomplete data ``X``.
+
+    Parameters
+    ----------
+    estimator : GaussianMixtureImputer or MFAImputer (or any estimator with ``n_components`` and
+        ``conditional(X)``); cloned, never fitted itself.
+    X : array-like (n_samples, n_features), NaN = missing.
+    grid : sequence of int, optional
+        Candidate K in increasing order; default :func:`default_grid`.
+    criterion : {"heldout", "bic"}
+    rate : float, default 0.1
+        Share of the observed entries hidden per repeat (held-out).
+    n_repeats : int, default 2
+    patience : int or None, default 2
+        Stop after this many successive K that do not improve the best score by ``min_gain``
+        (None: try the whole grid).
+    min_gain : float, optional
+        The smallest K whose score is within ``min_gain`` of the best is chosen. Default 0.02 nats
+        per hidden entry for ``"heldout"`` (a 2 % gain in predictive density is not worth more
+        components: on three well-separated clusters, K = 4-6 scored 0.005-0.017 better than K = 3
+        by fitting the scored rows' own quirks), 0 for ``"bic"`` (it has its own penalty).
+    random_state : int or None
+        Seed of the masks (the fits use the estimator's own ``random_state``).
+
+    Returns
+    -------
+    KSelection
+
+    Raises
+    ------
+    BadInputError
+        Bad arguments, or no K of the grid could be fitted (the errors are quoted).
+    """
+    from sklearn.base import clone
+
+    from explorer.core._validation import BadInputError
+    from explorer.evaluation import _as_matrix, entry_logpdf, hide_observed
+
+    if criterion not in CRITERIA:
+        raise BadInputError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    if min_gain is None:
+        min_gain = 0.02 if criterion == "heldout" else 0.0
+    if not (isinstance(min_gain, (int, float)) and np.isfinite(min_gain) and min_gain >= 0):
+        raise BadInputError(f"min_gain must be a non-negative number, got {min_gain!r}.")
+    if not (isinstance(rate, (int, float)) and 0 < rate < 1):
+        raise BadInputError(f"rate must be a number in (0, 1), got {rate!r}.")
+    if not isinstance(n_repeats, (int, np.integer)) or n_repeats < 1:
+        raise BadInputError(f"n_repeats must be a positive integer, got {n_repeats!r}.")
+    arr = _as_matrix(X)
+    n, D = arr.shape
+    grid = default_grid(n, D) if grid is None else tuple(grid)
+    if not grid or any(not isinstance(k, (int, np.integer)) or k < 1 for k in grid) or list(grid) != sorted(set(grid)):
+        raise BadInputError(f"grid must be increasing positive integers, got {grid!r}.")
+    quiet = {"callback": None, "progress": False}
+    base = clone(estimator).set_params(**{k: v for k, v in quiet.items() if k in estimator.get_params()})
+    masks = []
+    if criterion == "heldout":
+        rng = np.random.default_rng(random_state)
+        for _ in range(n_repeats):
+            Xh, hidden, _ = hide_observed(arr, "mcar", rate, random_state=rng)
+            if hidden.any():
+                masks.append((Xh, hidden))
+        if not masks:
+            raise BadInputError("select_n_components: too few observed entries to hide any for scoring.")
+    table, errors, best, stale = [], [], np.inf, 0
+    for K in grid:
+        est = clone(base).set_params(n_components=int(K))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # collapse / convergence warnings of candidate fits
+                if criterion == "heldout":
+                    per = []
+                    for Xh, hidden in masks:
+                        cond = clone(est).fit(Xh).conditional(Xh)
+                        lp = entry_logpdf(cond, arr, hidden)
+                        per.append(float(-np.mean(lp)))
+                    score = float(np.mean(per))
+                else:
+                    fitted = est.fit(arr)
+                    ll = float(np.sum(fitted.score_samples(arr)))
+                    score = -2.0 * ll + _n_parameters(fitted, D) * np.log(n)
+                    per = []
+        except (BadInputError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            errors.append(f"K={K}: {exc}")
+            break  # a larger K will not fit either
+        if not np.isfinite(score):
+            errors.append(f"K={K}: non-finite score")
+            break
+        table.append({"n_components": int(K), "score": score, "per_repeat": tuple(per)})
+        if score < best - min_gain or (min_gain == 0 and score < best):
+            stale = 0
+        else:
+            stale += 1
+        best = min(best, score)
+        if patience is not None and stale >= patience:
+            break
+    if not table:
+        raise BadInputError("select_n_components: no K could be fitted: " + "; ".join(errors))
+    best = min(r["score"] for r in table)
+    chosen = next(r["n_components"] for r in table if r["score"] <= best + min_gain)
+    return KSelection(n_components=chosen, criterion=criterion, table=tuple(table), rate=float(rate),
+                      n_repeats=len(masks) if criterion == "heldout" else 0, min_gain=float(min_gain))
