@@ -377,3 +377,112 @@ def test_conditional_mixture_uses_plugin_parameters():
     w = np.array([s.weights[k] * multivariate_normal(s.means[k, o], s.covariances[k][np.ix_(o, o)]).pdf(X[i, o])
                   for k in range(3)])
     np.testing.assert_allclose(cm.weights[i], w / w.sum(), atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- (5) the data-scaled prior
+def test_data_prior_is_nu0_times_the_sample_covariance_on_complete_data():
+    """Oracle: covariance_prior='data' resolves to Psi0 = (D + 2) (numpy's biased covariance + reg_covar I)."""
+    rng = np.random.default_rng(4)
+    X = clusters(rng, 50, D=3)
+    data = vb.prepare(X)
+    reg = 1e-3
+    prior = vb.resolve_prior(data, VBConfig(n_components=2, covariance_prior="data", reg_covar=reg))
+    expected = 5.0 * (np.cov(X, rowvar=False, bias=True) + reg * np.eye(3))
+    assert prior["nu0"] == 5.0
+    np.testing.assert_allclose(prior["Psi0"], expected, rtol=1e-12)
+    assert prior["logdet_Psi0"] == pytest.approx(np.linalg.slogdet(expected)[1], rel=1e-12)
+    # a given nu0 keeps the plug-in prior covariance Psi0 / nu0 at the data covariance
+    prior9 = vb.resolve_prior(data, VBConfig(n_components=2, covariance_prior="data", nu0=9.0, reg_covar=reg))
+    np.testing.assert_allclose(prior9["Psi0"] / 9.0, expected / 5.0, rtol=1e-12)
+    # the identity prior (VBConfig's default, the thesis) is unchanged: Psi0 = I, nu0 = D
+    old = vb.resolve_prior(data, VBConfig(n_components=2))
+    np.testing.assert_array_equal(old["Psi0"], np.eye(3))
+    assert old["nu0"] == 3.0 and old["logdet_Psi0"] == 0.0
+
+
+def test_data_prior_on_incomplete_data_is_the_ml_gaussian():
+    """Oracle: with gaps, Sigma-hat is the ML single Gaussian (EM to convergence by GaussianMixtureImputer)."""
+    from explorer.imputers import GaussianMixtureImputer
+
+    rng = np.random.default_rng(8)
+    X = clusters(rng, 80, D=3, missing=0.2)
+    X = X[~np.isnan(X).all(axis=1)]
+    prior = vb.resolve_prior(vb.prepare(X), VBConfig(n_components=3, covariance_prior="data", reg_covar=0.0))
+    ml = GaussianMixtureImputer(n_components=1, prior=None, reg_covar=0.0, tol=1e-12, max_iter=2000).fit(X)
+    np.testing.assert_allclose(prior["Psi0"] / prior["nu0"], ml.covariances_[0], rtol=1e-4, atol=1e-5)
+
+
+def test_elbo_equals_normal_wishart_evidence_with_the_data_prior():
+    """Oracle: K = 1 on complete data, the ELBO is the closed-form evidence under Psi0 = (D + 2) S / n."""
+    rng = np.random.default_rng(6)
+    n, D = 30, 3
+    X = rng.normal(size=(n, D)) @ np.array([[1.0, 0.4, 0.0], [0.0, 1.0, 0.2], [0.0, 0.0, 0.5]])
+    cfg = VBConfig(n_components=1, covariance_prior="data", reg_covar=0.0, beta0=1.5)
+    data = vb.prepare(X)
+    state = vb.step(vb.init_from_resp(data, cfg, np.ones((n, 1))), data, cfg)
+    xbar = X.mean(axis=0)
+    S = (X - xbar).T @ (X - xbar)
+    nu0, beta0 = D + 2.0, 1.5
+    Psi0 = nu0 * S / n
+    betaN, nuN = beta0 + n, nu0 + n
+    PsiN = Psi0 + S + beta0 * n / betaN * np.outer(xbar, xbar)
+    log_evidence = (-n * D / 2 * np.log(np.pi) + D / 2 * np.log(beta0 / betaN) + nu0 / 2 * np.linalg.slogdet(Psi0)[1]
+                    - nuN / 2 * np.linalg.slogdet(PsiN)[1] + multigammaln(nuN / 2, D) - multigammaln(nu0 / 2, D))
+    assert state.elbo == pytest.approx(log_evidence, rel=1e-10)
+    np.testing.assert_allclose(state.covariances[0], PsiN / nuN, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.floats(0.05, 0.5), K=st.integers(1, 5))
+def test_elbo_never_decreases_with_the_data_prior(seed, rate, K):
+    rng = np.random.default_rng(seed)
+    X = clusters(rng, 50, D=3, missing=rate)
+    data = vb.prepare(X)
+    cfg = VBConfig(n_components=K, covariance_prior="data", update="principled", responsibilities="augmented",
+                   reg_covar=0.0, init="random")
+    state = vb.step(vb.init(data, cfg, rng), data, cfg)
+    elbos = [state.elbo]
+    for _ in range(12):
+        state = vb.step(state, data, cfg)
+        elbos.append(state.elbo)
+    assert np.all(np.isfinite(elbos))
+    assert np.all(np.diff(elbos) >= -1e-9 * np.abs(elbos[1:]))
+
+
+def test_data_prior_keeps_few_components_on_a_small_gaussian_sample():
+    """Property (issue 10): 60 rows of ONE Gaussian in 6-D; the identity prior keeps most of 10 components, the
+    data-scaled one nearly all the mass on a few."""
+    rng = np.random.default_rng(0)
+    A = np.eye(6) + 0.5 * np.triu(rng.normal(size=(6, 6)), 1)
+    X = rng.normal(size=(60, 6)) @ A
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[np.isnan(X).all(axis=1), 0] = 0.0
+    data = vb.prepare(X)
+    fits = {}
+    for rule in ("identity", "data"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fits[rule] = vb.fit(data, VBConfig(n_components=10, covariance_prior=rule, max_iter=200),
+                                np.random.default_rng(1)).state
+    assert fits["identity"].n_effective >= 6
+    assert fits["data"].n_effective <= 3
+    assert np.max(fits["data"].weights) > 0.6
+
+
+def test_bad_data_prior():
+    X = clusters(np.random.default_rng(0), 30, D=3)
+    with pytest.raises(BadInputError, match="covariance_prior must be one of"):
+        VBConfig(covariance_prior="empirical")
+    with pytest.raises(BadInputError, match="give one of them"):
+        VBConfig(covariance_prior="data", W0=np.eye(3))
+    with pytest.raises(BadInputError, match="resolve_prior"):
+        VBConfig(covariance_prior="data").prior(3)
+    with pytest.raises(BadInputError, match=r"data_covariance must be a finite \(3, 3\)"):
+        VBConfig(covariance_prior="data").prior(3, data_covariance=np.eye(2))
+    with pytest.raises(BadInputError, match="nu0 must be > n_features - 1"):
+        vb.resolve_prior(vb.prepare(X), VBConfig(covariance_prior="data", nu0=1.0))
+    X[:, 1] = 2.0  # a constant column: no data covariance without reg_covar
+    with pytest.raises(BadInputError, match="not positive definite"):
+        vb.init(vb.prepare(X), VBConfig(n_components=2, covariance_prior="data", reg_covar=0.0),
+                np.random.default_rng(0))
