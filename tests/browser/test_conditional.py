@@ -89,7 +89,7 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
     # the variational DP mixture is fitted in the background when chosen
     select_option(page, "Variational DP mixture")
     page.get_by_text("Truncation K").wait_for()
-    page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
+    page.get_by_text(re.compile(r"\d+ effective components")).first.wait_for()  # status line and download note
     wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
     page.get_by_text("(plug-in Gaussians)", exact=False).first.wait_for()
     page.wait_for_function("() => window.location.search.includes('model_kind=vb')")
@@ -131,7 +131,7 @@ def test_conditional_page_variational_on_digits(serve_app, new_page, watch_error
     wait_for_bokeh(page)
     page.get_by_text(STATUS).wait_for()
     select_option(page, "Variational DP mixture")
-    page.get_by_text(re.compile(r"\d+ effective components")).wait_for()
+    page.get_by_text(re.compile(r"\d+ effective components")).first.wait_for()  # status line and download note
     # the weights legend sits above the bars, not over them
     legends_inside = page.evaluate("""() => [...Bokeh.documents[0].all_models]
         .filter(m => m.type == 'Figure' && m.title && m.title.text && m.title.text.startsWith('Component weights'))
