@@ -355,7 +355,8 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ n_components="auto"
-    _supports_auto = False  # GaussianMixtureImputer and MFAImputer choose K by held-out likelihood
+    _supports_auto = False  # GaussianMixtureImputer and MFAImputer accept n_components="auto"
+    _auto_criterion = "heldout"  # the rule of explorer.model_selection.select_n_components they use
 
     def _auto_requested(self) -> bool:
         k = getattr(self, "n_components", None)
@@ -371,7 +372,8 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         from explorer.model_selection import select_n_components
 
         seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-        selection = select_n_components(self, X, random_state=seed)
+        selection = select_n_components(self, X, criterion=self._auto_criterion,
+                                        random_state=seed)
         self._auto_k = selection.n_components
         try:
             self.fit(X)

@@ -321,8 +321,8 @@ def _estimator(args, model=None):
         if args.components is not None:
             raise CommandError("--components does not apply to --model fa (one factor analyser); "
                                "use --factors, or --model mfa for a mixture.")
-    elif args.components is not None:
-        kwargs["n_components"] = args.components
+    elif args.components is not None and not (model == "dpgmm" and args.components == "auto"):
+        kwargs["n_components"] = args.components  # dpgmm "auto": its default truncation, pruned by the fit
     if args.factors is not None:
         if model not in ("fa", "mfa"):
             raise CommandError(f"--factors applies to --model fa or mfa, not {model}.")

@@ -163,6 +163,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
 
     _core = em_gmm
     _supports_auto = True
+    _auto_criterion = "dpgmm"
 
     def __init__(self, n_components=1, covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
                  init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", empty_rows="raise",

@@ -1,7 +1,16 @@
 r"""Choosing the number of mixture components K: held-out observed entries, or BIC.
 
-``n_components="auto"`` of :class:`~explorer.imputers.GaussianMixtureImputer` and
-:class:`~explorer.fa_imputers.MFAImputer` calls :func:`select_n_components` with its defaults.
+``n_components="auto"`` of :class:`~explorer.imputers.GaussianMixtureImputer` calls
+:func:`select_n_components` with its default rule, the variational mixture's effective components;
+:class:`~explorer.fa_imputers.MFAImputer` uses the held-out likelihood.
+
+**The variational mixture's effective components** (``criterion="dpgmm"``, the default): a
+:class:`~explorer.dp_imputer.DPGMMImputer` with its defaults (truncation 15, or the number of rows if fewer; data-scaled prior) is fitted
+once and K is the number of components with :math:`E[\pi_k] > 0.01` (``n_effective_``), capped by the
+grid's largest K. Measured against the two rules below and fixed K on the six benchmark data sets
+(``results/k_selection.md``), it gave an NRMSE as good as or better than the held-out rule on all six,
+a better held-out NLL on four, the best mean NRMSE of every rule and fixed K, and costs one variational
+fit instead of about ten EM fits.
 
 **Held-out likelihood** (``criterion="heldout"``, the default). For each of ``n_repeats`` masks, a
 share ``rate`` of the observed entries is hidden completely at random
@@ -34,7 +43,7 @@ import numpy as np
 __all__ = ["DEFAULT_GRID", "KSelection", "select_n_components", "default_grid"]
 
 DEFAULT_GRID = (1, 2, 3, 4, 5, 6, 8)
-CRITERIA = ("heldout", "bic")
+CRITERIA = ("dpgmm", "heldout", "bic")
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,28 @@ def _n_parameters(est, D: int) -> int:
     return (K - 1) + K * per
 
 
-def select_n_components(estimator, X, grid=None, *, criterion="heldout", rate=0.1, n_repeats=2, patience=2,
+def _dpgmm_components(estimator, X, grid) -> KSelection:
+    """K = the effective components (E[pi_k] > 0.01) of a default DPGMMImputer, capped by the grid's largest K."""
+    from explorer.dp_imputer import DPGMMImputer
+    from explorer.evaluation import _as_matrix
+
+    arr = _as_matrix(X)
+    grid = default_grid(*arr.shape) if grid is None else tuple(grid)
+    params = estimator.get_params()
+    seed = params.get("random_state")
+    n_rows = int((~np.isnan(arr)).any(axis=1).sum())
+    dp = DPGMMImputer(n_components=max(1, min(max(15, max(grid)), n_rows)), random_state=seed if isinstance(seed, (int, np.integer)) else 0,
+                      empty_rows=params.get("empty_rows", "raise"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dp.fit(arr)
+    K = int(min(max(1, dp.n_effective_), max(grid)))
+    row = {"n_components": K, "score": float(dp.n_effective_), "per_repeat": (),
+           "weights": tuple(float(w) for w in np.sort(dp.weights_)[::-1])}
+    return KSelection(n_components=K, criterion="dpgmm", table=(row,), rate=0.0, n_repeats=0)
+
+
+def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1, n_repeats=2, patience=2,
                         min_gain=None, random_state=0) -> KSelection:
     """Choose K for ``estimator`` (an explorer mixture imputer) on the incomplete data ``X``.
 
@@ -90,7 +120,9 @@ def select_n_components(estimator, X, grid=None, *, criterion="heldout", rate=0.
     X : array-like (n_samples, n_features), NaN = missing.
     grid : sequence of int, optional
         Candidate K in increasing order; default :func:`default_grid`.
-    criterion : {"heldout", "bic"}
+    criterion : {"dpgmm", "heldout", "bic"}, default "dpgmm"
+        See the module docstring. For ``"dpgmm"`` the table has one row whose ``score`` is the
+        variational mixture's effective number of components (before the grid's cap).
     rate : float, default 0.1
         Share of the observed entries hidden per repeat (held-out).
     n_repeats : int, default 2
@@ -121,6 +153,8 @@ def select_n_components(estimator, X, grid=None, *, criterion="heldout", rate=0.
 
     if criterion not in CRITERIA:
         raise BadInputError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    if criterion == "dpgmm":
+        return _dpgmm_components(estimator, X, grid)
     if min_gain is None:
         min_gain = 0.02 if criterion == "heldout" else 0.0
     if not (isinstance(min_gain, (int, float)) and np.isfinite(min_gain) and min_gain >= 0):

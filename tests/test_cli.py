@@ -126,14 +126,14 @@ def test_errors_exit_2_with_one_line(tmp_path, csv_path, capsys, args, match):
     assert not (tmp_path / "o.nc").exists()
 
 
-def test_components_auto_is_passed_to_the_estimator(tmp_path, csv_path, capsys):
-    """``--components auto`` reaches the estimator as n_components="auto": it works, or the estimator's error shows."""
-    status = main(["impute", str(csv_path), "--components", "auto", "--seed", "0", "-q", "-o", str(tmp_path / "o.nc")])
-    if status == 0:
-        assert read_imputations(tmp_path / "o.nc").imputed.shape == (60, 3)
-    else:
-        assert status == 2
-        assert "auto" in _error_line(capsys)
+@pytest.mark.parametrize("model", ["gmm", "mfa", "dpgmm"])
+def test_components_auto_chooses_k(tmp_path, csv_path, model):
+    """``--components auto``: K chosen by the library (gmm, mfa), the default truncation of dpgmm."""
+    out = tmp_path / "o.nc"
+    assert main(["impute", str(csv_path), "--model", model, "--components", "auto", "--seed", "0", "-q",
+                 "-o", str(out)]) == 0
+    imputed = np.asarray(read_imputations(out).imputed)
+    assert imputed.shape == (60, 3) and np.isfinite(imputed).all()
 
 
 def test_warnings_of_the_fit_are_one_line_each(tmp_path, csv_path, capsys):

@@ -1,6 +1,6 @@
 """n_components="auto" and explorer.model_selection.select_n_components.
 
-Oracle: BIC equals scikit-learn's GaussianMixture.bic on complete data (K = 1, maximum likelihood);
+Oracle: the default rule is the variational mixture's effective components; BIC equals scikit-learn's GaussianMixture.bic on complete data (K = 1, maximum likelihood);
 the held-out score equals the mean negative entry log-density recomputed by hand on the same masks;
 three well-separated clusters give K = 3 by both rules. Property: the auto imputer is a normal fitted
 imputer (observed entries unchanged, no NaN, clone keeps "auto", reproducible). Bad input: clear errors.
@@ -40,7 +40,7 @@ def test_oracle_bic_matches_scikit_learn_on_complete_data():
 def test_oracle_heldout_score_is_the_mean_entry_nll_on_the_same_masks():
     _, Xn = _clusters(seed=1)
     est = GaussianMixtureImputer(random_state=0)
-    sel = select_n_components(est, Xn, grid=[2], rate=0.1, n_repeats=2, random_state=7)
+    sel = select_n_components(est, Xn, grid=[2], criterion="heldout", rate=0.1, n_repeats=2, random_state=7)
     rng = np.random.default_rng(7)
     per = []
     for _ in range(2):
@@ -51,7 +51,7 @@ def test_oracle_heldout_score_is_the_mean_entry_nll_on_the_same_masks():
     assert sel.table[0]["score"] == pytest.approx(np.mean(per), rel=1e-12)
 
 
-@pytest.mark.parametrize("criterion", ["heldout", "bic"])
+@pytest.mark.parametrize("criterion", ["dpgmm", "heldout", "bic"])
 def test_three_separated_clusters_give_three_components(criterion):
     _, Xn = _clusters(seed=2)
     with warnings.catch_warnings():
@@ -60,16 +60,20 @@ def test_three_separated_clusters_give_three_components(criterion):
                                   criterion=criterion, patience=None)
     scores = {r["n_components"]: r["score"] for r in sel.table}
     assert sel.n_components == 3, scores
+    if criterion == "dpgmm":
+        return
     assert scores[3] < scores[2] < scores[1]
-    # the parsimony rule: nothing smaller than K = 3 is within min_gain of the best score
-    assert min(scores.values()) + sel.min_gain >= scores[3] and scores[2] > min(scores.values()) + sel.min_gain
+    # the parsimony rule (held-out): nothing smaller than K = 3 is within min_gain of the best score
+    assert criterion == "bic" or min(scores.values()) + sel.min_gain >= scores[3] and scores[2] > min(scores.values()) + sel.min_gain
 
 
 def test_property_auto_imputer_is_an_ordinary_fitted_imputer():
     _, Xn = _clusters(seed=3)
     imp = GaussianMixtureImputer("auto", random_state=0).fit(Xn)
     assert imp.n_components == "auto" and imp.n_components_ == imp.weights_.shape[0] == imp.selection_.n_components
-    assert imp.n_components_ in default_grid(*Xn.shape)
+    assert 1 <= imp.n_components_ <= max(default_grid(*Xn.shape)) and imp.selection_.criterion == "dpgmm"
+    dp = DPGMMImputer(random_state=0).fit(Xn)  # the rule: the variational mixture's effective components
+    assert imp.n_components_ == min(dp.n_effective_, max(default_grid(*Xn.shape)))
     out = imp.transform(Xn)
     obs = ~np.isnan(Xn)
     assert np.isfinite(out).all() and out[obs].tobytes() == Xn[obs].tobytes()
@@ -98,8 +102,8 @@ def test_default_grid_respects_rows_per_feature():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(grid=[3, 2]), "increasing"), (dict(grid=[0, 1]), "increasing"), (dict(criterion="aic"), "criterion"),
-    (dict(rate=1.5), "rate"), (dict(n_repeats=0), "n_repeats"),
+    (dict(grid=[3, 2], criterion="heldout"), "increasing"), (dict(grid=[0, 1], criterion="heldout"), "increasing"), (dict(criterion="aic"), "criterion"),
+    (dict(rate=1.5, criterion="heldout"), "rate"), (dict(n_repeats=0, criterion="heldout"), "n_repeats"),
 ])
 def test_bad_arguments_are_refused(kwargs, words):
     _, Xn = _clusters()
@@ -113,3 +117,13 @@ def test_auto_is_refused_where_it_does_not_apply():
         DPGMMImputer(n_components="auto").fit(Xn)
     with pytest.raises(BadInputError, match="n_components"):
         GaussianMixtureImputer(n_components="three").fit(Xn)
+
+
+def test_auto_on_fewer_rows_than_the_default_truncation():
+    X, _ = _clusters(n=10, seed=5)
+    X[2, 1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        imp = GaussianMixtureImputer("auto", random_state=0).fit(X)
+    assert imp.n_components_ == 1  # at most n_rows / n_features = 3, and 10 rows support no more
+    assert np.isfinite(imp.transform(X)).all()
