@@ -109,6 +109,7 @@ from ._validation import BadInputError, check_incomplete
 from .gaussian import DegenerateCovarianceError, embed_add, observed_diagonal, observed_gaussian, precision_and_logdet
 from .kmeans import kmeans, kmeans_plusplus
 from .patterns import MissingPatterns, group_patterns
+from .suffstats import posterior_mode
 
 __all__ = [
     "EMConfig",
@@ -632,23 +633,7 @@ def _e_step(Xf, missing, patterns, weights, means, covariances, covariance_type,
     return total, resp, xhat, cond
 
 
-def _posterior_mode(nk: float, xbar: np.ndarray, scatter: np.ndarray, prior: _ResolvedPrior):
-    """Mode of one component's NIW posterior from its (expected) sufficient statistics.
-
-    ``nk`` = :math:`N_j`, ``xbar`` = :math:`\\bar x_j`, ``scatter`` = :math:`W_j` (D x D, or its
-    diagonal (D,) for the independent inverse-gamma prior of "diag"). Returns
-    :math:`((N_j \\bar x_j + \\kappa_P \\mu_P) / (N_j + \\kappa_P),
-    (\\Lambda_P + W_j + \\frac{\\kappa_P N_j}{\\kappa_P + N_j} d d^\\top) / (\\nu_P + N_j + D + 2))` with
-    :math:`d = \\bar x_j - \\mu_P` (F&R 2007, Table 2, VVV); for "diag" the same per coordinate with
-    D = 1 (denominator :math:`\\nu_P + N_j + 3`).
-    """
-    shrink = prior.kappa * nk / (prior.kappa + nk)
-    dev = xbar - prior.mean
-    mean = (nk * xbar + prior.kappa * prior.mean) / (nk + prior.kappa)
-    if scatter.ndim == 2:
-        D = scatter.shape[0]
-        return mean, (prior.scale + scatter + shrink * np.outer(dev, dev)) / (prior.dof + nk + D + 2.0)
-    return mean, (prior.scale + scatter + shrink * dev * dev) / (prior.dof + nk + 3.0)
+_posterior_mode = posterior_mode  # the NIW posterior mode lives beside the statistics it uses
 
 
 def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMConfig, prior=None):

@@ -1,0 +1,64 @@
+"""Sufficient statistics of EM: the M-step from them equals em_gmm's step; blocks add up."""
+
+import numpy as np
+import pytest
+
+from explorer.core import em_gmm
+from explorer.core._validation import BadInputError
+from explorer.core.patterns import group_patterns
+from explorer.core.suffstats import SufficientStatistics, estep_statistics, m_step
+
+
+def _data(n=300, d=5, rate=0.3, seed=0, offset=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + offset
+    X[: n // 2] += 3.0
+    miss = rng.random((n, d)) < rate
+    miss[0] = True  # a row with nothing observed
+    return np.where(miss, np.nan, X)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("prior", [None, "auto"])
+def test_m_step_from_statistics_equals_em_step(covariance_type, prior):
+    X = _data()
+    data = em_gmm.prepare(X)
+    config = em_gmm.EMConfig(n_components=3, covariance_type=covariance_type, prior=prior)
+    state = em_gmm.init(data, config, np.random.default_rng(1))
+    expected = em_gmm.step(state, data, config)
+    stats, resp, ll = estep_statistics(data.Xp, data.patterns, state.weights, state.means, state.covariances,
+                                       covariance_type=covariance_type)
+    w, mu, cov = m_step(stats, reg_covar=config.reg_covar, prior=state.prior)
+    np.testing.assert_allclose(w, expected.weights, rtol=1e-10)
+    np.testing.assert_allclose(mu, expected.means, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(cov, expected.covariances, rtol=1e-9, atol=1e-10)
+    assert stats.log_likelihood == pytest.approx(state.log_likelihood, rel=1e-12)
+    assert stats.n_rows == data.n_fit
+
+
+def test_blocks_add_up_to_the_whole():
+    X = _data(n=400, seed=3, offset=1e4)  # far from the origin: the shift keeps the scatter exact
+    data = em_gmm.prepare(X)
+    config = em_gmm.EMConfig(n_components=2)
+    state = em_gmm.init(data, config, np.random.default_rng(0))
+    miss = np.isnan(X)
+    Xf = np.where(miss, 0.0, X)
+    total = SufficientStatistics.zeros(state.means)
+    for sl in (slice(0, 150), slice(150, 151), slice(151, 400)):
+        s, _, _ = estep_statistics(Xf[sl], group_patterns(miss[sl]), state.weights, state.means, state.covariances)
+        total = total + s
+    whole, _, _ = estep_statistics(Xf, group_patterns(miss), state.weights, state.means, state.covariances)
+    np.testing.assert_allclose(total.second, whole.second, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(total.nk, whole.nk, rtol=1e-12)
+    assert total.n_rows == whole.n_rows == data.n_fit
+    w, mu, cov = m_step(total)
+    expected = em_gmm.step(state, data, config)
+    np.testing.assert_allclose(mu, expected.means, rtol=1e-10)
+    np.testing.assert_allclose(cov, expected.covariances, rtol=1e-7, atol=1e-9)
+
+
+def test_different_shifts_do_not_add():
+    a = SufficientStatistics.zeros(np.zeros((2, 3)))
+    b = SufficientStatistics.zeros(np.ones((2, 3)))
+    with pytest.raises(BadInputError, match="different shifts"):
+        a + b
