@@ -700,7 +700,10 @@ def fit(X, n_components: int, *, covariance_type: str = "full", max_iter: int = 
                                 "Use fewer components.")
         spec = _full_prior(config.prior, config, arr, summary, scheduler)
         config = replace(config, prior=spec)
-        sample = _sample(arr, n_sample, rng, scheduler)
+        if init_params is None:
+            sample = _sample(arr, n_sample, rng, scheduler)
+        else:  # no pass for a sample: two complete rows stand in (shape checks, the prior as arrays)
+            sample = np.vstack([summary.mean, summary.mean + np.sqrt(summary.m2 / summary.count) + 1.0])
         try:
             sample_data = em_gmm.prepare(sample, columns=src.columns)
         except BadInputError as exc:
