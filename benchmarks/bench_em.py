@@ -1,28 +1,38 @@
-"""Time per EM iteration: explorer (with 30 % MCAR missing) against scikit-learn (complete data).
+"""Time and memory per EM iteration: explorer (with 30 % MCAR missing) against scikit-learn (complete data).
 
 For each case, the same data set is drawn from a K-component Gaussian mixture; scikit-learn's
 ``GaussianMixture`` (full covariances) iterates on the **complete** matrix, explorer's EM on the
 matrix with 30 % of the entries missing completely at random. One iteration = one E-step plus
 one M-step in both; scikit-learn's is timed through its ``_e_step``/``_m_step`` (the body of its
-``fit`` loop), explorer's through :func:`explorer.core.em_gmm.step`. Each is repeated and the
-median is reported, with the ratio explorer / scikit-learn (below 1 = explorer faster).
+``fit`` loop), explorer's through :func:`explorer.core.em_gmm.step` (``strategy="compiled"``, and
+the numpy reference kernels for comparison). Timings alternate between the libraries (interleaved,
+so that drifts in machine load hit both alike); the median is reported, with the ratio explorer /
+scikit-learn (below 1 = explorer faster). Peak memory of one step (tracemalloc: numpy's allocations,
+after a warm-up step, so the compiled kernel's per-fit workspace is not counted; its size is
+reported apart) is compared at N = 1,000,000. The first-call latency of the compiled kernel
+(import + first E-step, fresh process) is measured with an empty and with a filled numba cache.
 
 This is a benchmark, not a test: it prints and writes numbers, it asserts nothing.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_em.py                 # both issue cases, writes results/bench_em.{json,md}
-    .venv/bin/python benchmarks/bench_em.py --quick         # small cases only
+    .venv/bin/python benchmarks/bench_em.py                 # every case, writes results/bench_em.{json,md}
+    .venv/bin/python benchmarks/bench_em.py --quick         # small cases only (CI: add --tiny)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
+import tracemalloc
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +42,15 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.core import em_gmm  # noqa: E402
 
-CASES = [(20_000, 10, 5), (100_000, 20, 10)]
-QUICK = [(5_000, 10, 5)]
+# (name, N, D, K, BLAS threads)
+CASES = [("W1", 20_000, 10, 5, 1), ("W2", 100_000, 20, 10, 1), ("D50", 20_000, 50, 5, 1),
+         ("W2, 2 threads", 100_000, 20, 10, 2)]
+TARGETS = {"W1": 0.5, "W2": 1.0, "D50": 2.0, "W2, 2 threads": 1.0}
+QUICK = [("W1 (5k)", 5_000, 10, 5, 1)]
+TINY = [("tiny", 600, 5, 3, 1)]
+MEMORY = (1_000_000, 10, 5)
+MEMORY_QUICK = (20_000, 10, 5)
+MEMORY_TINY = (2_000, 5, 3)
 
 
 def make_data(n, d, k, rate, seed):
@@ -46,31 +63,8 @@ def make_data(n, d, k, rate, seed):
     return X, missing
 
 
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)), times
-
-
-def bench_case(n, d, k, rate, repeats, seed):
+def _sklearn(X, k, seed):
     from sklearn.mixture import GaussianMixture
-
-    X, missing = make_data(n, d, k, rate, seed)
-    Xm = np.where(missing, np.nan, X)
-
-    t0 = time.perf_counter()
-    data = em_gmm.prepare(Xm)
-    t_prepare = time.perf_counter() - t0
-    config = em_gmm.EMConfig(n_components=k, covariance_type="full", tol=0.0, max_iter=repeats + 2)
-    state = em_gmm.init(data, config, np.random.default_rng(seed))
-    state = em_gmm.step(state, data, config)  # warm-up
-    holder = {"s": state}
-
-    def ours():
-        holder["s"] = em_gmm.step(holder["s"], data, config)
 
     gm = GaussianMixture(k, covariance_type="full", max_iter=2, tol=0.0, random_state=seed, init_params="k-means++")
     with warnings.catch_warnings():
@@ -81,18 +75,117 @@ def bench_case(n, d, k, rate, repeats, seed):
         _, log_resp = gm._e_step(X)
         gm._m_step(X, log_resp)
 
-    sk()  # warm-up
-    ours_all, sk_all = [], []
-    for _ in range(repeats):  # interleaved, so that drifts in machine load hit both alike
-        ours_all += median_time(ours, 1)[1]
-        sk_all += median_time(sk, 1)[1]
+    return sk
+
+
+def _ours(data, config, seed):
+    state = em_gmm.init(data, config, np.random.default_rng(seed))
+    holder = {"s": em_gmm.step(state, data, config)}  # warm-up (compiles or loads the kernels, allocates the workspace)
+
+    def ours():
+        holder["s"] = em_gmm.step(holder["s"], data, config)
+
+    return ours
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def bench_case(name, n, d, k, threads, rate, repeats, seed, numpy_repeats):
+    from threadpoolctl import threadpool_limits
+
+    X, missing = make_data(n, d, k, rate, seed)
+    Xm = np.where(missing, np.nan, X)
+    with threadpool_limits(limits=threads):
+        t0 = time.perf_counter()
+        data = em_gmm.prepare(Xm)
+        t_prepare = time.perf_counter() - t0
+        config = em_gmm.EMConfig(n_components=k, covariance_type="full", tol=0.0, strategy="compiled")
+        ours = _ours(data, config, seed)
+        sk = _sklearn(X, k, seed)
+        sk()  # warm-up
+        ours_all, sk_all = [], []
+        for _ in range(repeats):  # interleaved
+            ours_all.append(_timed(ours))
+            sk_all.append(_timed(sk))
+        numpy_all = []
+        if numpy_repeats:
+            ref = _ours(data, replace(config, strategy="numpy"), seed)
+            numpy_all = [_timed(ref) for _ in range(numpy_repeats)]
     t_ours, t_sk = float(np.median(ours_all)), float(np.median(sk_all))
+    t_np = float(np.median(numpy_all)) if numpy_all else None
     return {
-        "n_samples": n, "n_features": d, "n_components": k, "missing_rate": float(missing.mean()),
-        "n_patterns": data.patterns.n_patterns, "prepare_seconds": t_prepare,
-        "explorer_seconds_per_iter": t_ours, "sklearn_complete_seconds_per_iter": t_sk,
-        "ratio": t_ours / t_sk, "explorer_all": ours_all, "sklearn_all": sk_all,
+        "case": name, "n_samples": n, "n_features": d, "n_components": k, "blas_threads": threads,
+        "missing_rate": float(missing.mean()), "n_patterns": data.patterns.n_patterns,
+        "prepare_seconds": t_prepare, "explorer_seconds_per_iter": t_ours, "sklearn_complete_seconds_per_iter": t_sk,
+        "ratio": t_ours / t_sk, "target": TARGETS.get(name), "numpy_strategy_seconds_per_iter": t_np,
+        "numpy_strategy_ratio": None if t_np is None else t_np / t_sk,
+        "explorer_all": ours_all, "sklearn_all": sk_all, "numpy_all": numpy_all,
     }
+
+
+def _peak(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - base
+
+
+def bench_memory(n, d, k, rate, seed):
+    from threadpoolctl import threadpool_limits
+
+    X, missing = make_data(n, d, k, rate, seed)
+    data = em_gmm.prepare(np.where(missing, np.nan, X))
+    config = em_gmm.EMConfig(n_components=k, covariance_type="full", tol=0.0, strategy="compiled")
+    with threadpool_limits(limits=1):
+        ours = _ours(data, config, seed)
+        sk = _sklearn(X, k, seed)
+        sk()
+        peak_ours, peak_sk = _peak(ours), _peak(sk)
+    ws = em_gmm.workspace(data, config)
+    ws_bytes = sum(a.nbytes for a in (ws.E, ws.R, ws.ll, ws.W, ws.T, ws.L, ws.Linv, ws.t))
+    return {"n_samples": n, "n_features": d, "n_components": k, "explorer_step_peak_bytes": peak_ours,
+            "sklearn_step_peak_bytes": peak_sk, "ratio": peak_ours / peak_sk, "workspace_bytes": ws_bytes,
+            "data_bytes": X.nbytes}
+
+
+_LATENCY_SCRIPT = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+from explorer.core import em_gmm
+t1 = time.perf_counter()
+rng = np.random.default_rng(0)
+X = rng.normal(size=(300, 4)); X[rng.random(X.shape) < 0.3] = np.nan
+data = em_gmm.prepare(X)
+cfg = em_gmm.EMConfig(n_components=2, strategy="compiled")
+s = em_gmm.init(data, em_gmm.EMConfig(n_components=2, strategy="numpy"), rng)
+t2 = time.perf_counter()
+s = em_gmm.step(s, data, cfg)
+t3 = time.perf_counter()
+s = em_gmm.step(s, data, cfg)
+t4 = time.perf_counter()
+print(t1 - t0, t3 - t2, t4 - t3)
+"""
+
+
+def first_call_latency():
+    """(import, first compiled step, second step) in seconds, fresh processes: empty cache, then filled."""
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, OPENBLAS_NUM_THREADS="1")
+        for label in ("cold_cache", "warm_cache"):
+            res = subprocess.run([sys.executable, "-c", _LATENCY_SCRIPT], capture_output=True, text=True, env=env,
+                                 cwd=ROOT, check=True)
+            imp, first, second = map(float, res.stdout.split())
+            out[label] = {"import_seconds": imp, "first_step_seconds": first, "next_step_seconds": second}
+    return out
 
 
 def blas_info():
@@ -105,51 +198,76 @@ def blas_info():
         return [repr(exc)]
 
 
+def _mb(b):
+    return f"{b / 2**20:,.1f}"
+
+
+def _row(r):
+    target = "" if r["target"] is None else f"<= {r['target']}"
+    ref = ""
+    if r["numpy_strategy_seconds_per_iter"] is not None:
+        ref = f"{r['numpy_strategy_seconds_per_iter']:.4f} ({r['numpy_strategy_ratio']:.2f})"
+    return (f"| {r['case']} | {r['n_samples']:,} | {r['n_features']} | {r['n_components']} | {r['blas_threads']} | "
+            f"{r['n_patterns']:,} | {r['explorer_seconds_per_iter']:.4f} | {r['sklearn_complete_seconds_per_iter']:.4f} "
+            f"| {r['ratio']:.2f} | {target} | {ref} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one small case, small memory case")
+    ap.add_argument("--tiny", action="store_true", help="with --quick: tiny sizes (CI smoke test)")
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--numpy-repeats", type=int, default=3, help="iterations of the numpy reference strategy (0: skip)")
     ap.add_argument("--rate", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="BLAS threads for both libraries (default 1: on a shared 2-core machine, multi-threaded "
-                         "timings of the small case varied by 3x between runs)")
     args = ap.parse_args(argv)
-    cases = QUICK if args.quick else CASES
+    if args.quick:
+        cases, mem = (TINY, MEMORY_TINY) if args.tiny else (QUICK, MEMORY_QUICK)
+        repeats = min(args.repeats, 3)
+    else:
+        cases, mem, repeats = CASES, MEMORY, args.repeats
     rows = []
-    from threadpoolctl import threadpool_limits
-
-    for n, d, k in cases:
-        with threadpool_limits(limits=args.threads):
-            r = bench_case(n, d, k, args.rate, args.repeats, args.seed)
+    for name, n, d, k, threads in cases:
+        r = bench_case(name, n, d, k, threads, args.rate, repeats, args.seed, args.numpy_repeats)
         rows.append(r)
-        print(f"N={n:>7} D={d:>3} K={k:>3}: explorer {r['explorer_seconds_per_iter']:.3f} s/iter "
+        print(f"{name}: N={n} D={d} K={k} threads={threads}: explorer {r['explorer_seconds_per_iter']:.4f} s/iter "
               f"({r['n_patterns']} patterns, {r['missing_rate']:.0%} missing), scikit-learn complete "
-              f"{r['sklearn_complete_seconds_per_iter']:.3f} s/iter, ratio {r['ratio']:.2f}", flush=True)
+              f"{r['sklearn_complete_seconds_per_iter']:.4f} s/iter, ratio {r['ratio']:.2f}", flush=True)
+    memory = bench_memory(*mem, args.rate, args.seed)
+    print(f"peak memory of a step at N={mem[0]}: explorer {_mb(memory['explorer_step_peak_bytes'])} MiB, scikit-learn "
+          f"{_mb(memory['sklearn_step_peak_bytes'])} MiB, ratio {memory['ratio']:.2f}", flush=True)
+    latency = first_call_latency()
+    print(f"first-call latency: {latency}", flush=True)
     meta = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-            "processor": platform.processor(), "blas": blas_info(), "repeats": args.repeats,
-            "blas_threads": args.threads}
+            "processor": platform.processor(), "blas": blas_info(), "repeats": repeats}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "bench_em_quick" if args.quick else "bench_em"
-    (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "cases": rows}, indent=2))
+    (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "cases": rows, "memory": memory,
+                                                       "first_call_latency": latency}, indent=2))
     lines = [
-        "| N | D | K | missing | patterns | explorer s/iter (missing data) | scikit-learn s/iter (complete data) "
-        "| ratio |",
-        "|---|---|---|---|---|---|---|---|",
-    ] + [
-        f"| {r['n_samples']:,} | {r['n_features']} | {r['n_components']} | {r['missing_rate']:.0%} | "
-        f"{r['n_patterns']:,} | {r['explorer_seconds_per_iter']:.3f} | {r['sklearn_complete_seconds_per_iter']:.3f} "
-        f"| {r['ratio']:.2f} |"
-        for r in rows
-    ]
-    (args.out / f"{name}.md").write_text(
-        f"Command: `.venv/bin/python benchmarks/bench_em.py{' --quick' if args.quick else ''}` "
-        f"(median of {args.repeats} interleaved iterations, {args.threads} BLAS thread(s); numpy {np.__version__}, "
-        f"Python {platform.python_version()}).\n\n"
-        + "\n".join(lines) + "\n"
+        "| case | N | D | K | BLAS threads | patterns | explorer s/iter (30 % missing) | scikit-learn s/iter (complete) "
+        "| ratio | target | numpy strategy s/iter (ratio) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ] + [_row(r) for r in rows]
+    cmd = "benchmarks/bench_em.py" + (" --quick" if args.quick else "") + (" --tiny" if args.tiny else "")
+    text = (
+        f"Command: `.venv/bin/python {cmd}` (median of {repeats} interleaved iterations; numpy "
+        f"{np.__version__}, Python {platform.python_version()}; explorer: `EMConfig(strategy='compiled')`, "
+        f"the numpy reference strategy timed after, {args.numpy_repeats} iterations).\n\n"
+        + "\n".join(lines) + "\n\n"
+        f"Peak memory of one step (tracemalloc, after a warm-up step) at N = {memory['n_samples']:,}, "
+        f"D = {memory['n_features']}, K = {memory['n_components']}: explorer {_mb(memory['explorer_step_peak_bytes'])} "
+        f"MiB (30 % missing), scikit-learn {_mb(memory['sklearn_step_peak_bytes'])} MiB (complete data), ratio "
+        f"{memory['ratio']:.2f} (target <= 1.5). The compiled kernel's workspace, allocated once per fit, is "
+        f"{_mb(memory['workspace_bytes'])} MiB (the data matrix: {_mb(memory['data_bytes'])} MiB).\n\n"
+        "First-call latency (fresh process; import of explorer.core.em_gmm, first compiled step -- importing numba, "
+        "compiling or loading the kernels -- and the next one on 300 x 4 data):\n\n| numba cache | import s | first step s | next step s |\n|---|---|---|---|\n"
+        + "\n".join(f"| {label.replace('_', ' ')} | {v['import_seconds']:.2f} | {v['first_step_seconds']:.2f} | "
+                    f"{v['next_step_seconds']:.4f} |" for label, v in latency.items()) + "\n"
     )
-    print("\n".join(lines))
+    (args.out / f"{name}.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

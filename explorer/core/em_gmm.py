@@ -106,10 +106,10 @@ from scipy.special import gammaln, logsumexp, multigammaln
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_incomplete
-from .gaussian import DegenerateCovarianceError, embed_add, observed_diagonal, observed_gaussian, precision_and_logdet
+from .gaussian import DegenerateCovarianceError, cholesky, observed_diagonal, observed_gaussian, precision_and_logdet
 from .kmeans import kmeans, kmeans_plusplus
 from .patterns import MissingPatterns, group_patterns
-from .suffstats import posterior_mode
+from .suffstats import SufficientStatistics, m_step, posterior_mode, statistics_from_completions
 
 __all__ = [
     "EMConfig",
@@ -129,6 +129,10 @@ __all__ = [
     "step",
     "fit",
     "impute",
+    "completions",
+    "resolve_strategy",
+    "workspace",
+    "STRATEGIES",
     "observed_log_likelihood",
     "snapshot",
     "data_moments",
@@ -142,6 +146,7 @@ __all__ = [
 COVARIANCE_TYPES = ("full", "diag")
 VARIANTS = ("em", "naive", "mean_impute")
 INIT_METHODS = ("kmeans", "kmeans++", "random")
+STRATEGIES = ("auto", "compiled", "numpy", "tree", "naive")
 _EPS10 = 10 * np.finfo(float).eps
 
 
@@ -233,6 +238,13 @@ class EMConfig:
         ``"fraley-raftery"``: the same prior with Fraley & Raftery's scale (mode about 2D + 4 times
         smaller); a :class:`NIWPrior` sets its fields. The objective is then the log-posterior. See
         the module docstring.
+    strategy : {"auto", "compiled", "numpy", "tree", "naive"}
+        How the E-step computes the per-pattern quantities (full covariances; the results agree to
+        round-off). ``"compiled"``: one numba pass over the rows sorted by pattern, in cache-sized
+        blocks (:mod:`explorer.core._kernels`); ``"numpy"``: the reference kernels of
+        :mod:`explorer.core.gaussian`; ``"tree"`` / ``"naive"``: Delalleau et al.'s minimum-spanning-tree
+        algorithm and their per-pattern baseline (:mod:`explorer.core.pattern_tree`). ``"auto"``: see
+        :func:`resolve_strategy`. Diagonal covariances always use the numpy kernels.
     """
 
     n_components: int = 1
@@ -244,6 +256,7 @@ class EMConfig:
     n_init: int = 1
     variant: str = "em"
     prior: object = None
+    strategy: str = "auto"
 
     def __post_init__(self):
         if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
@@ -266,6 +279,8 @@ class EMConfig:
                 or (isinstance(self.prior, str) and self.prior in PRIORS)):
             raise BadInputError(f"prior must be None (maximum likelihood), 'auto', 'fraley-raftery' or an NIWPrior, "
                                 f"got {self.prior!r}.")
+        if self.strategy not in STRATEGIES:
+            raise BadInputError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}.")
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -291,6 +306,8 @@ class EMData:
     no_missing: np.ndarray
     filled_patterns: MissingPatterns
     all_rows: np.ndarray
+    # scratch of the E-step kernels (row layouts, workspaces, pattern trees), filled on first use
+    cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -377,6 +394,10 @@ class EMState:
         The prior resolved at initialisation (carried from step to step).
     resp : ndarray of shape (n_samples, n_components)
         Responsibilities :math:`h_{ij}` (the weights for rows with nothing observed).
+    stats : SufficientStatistics
+        The E-step's expected sufficient statistics about its means (what the next M-step needs;
+        see :mod:`explorer.core.suffstats`). The completed rows are not stored: :func:`completions`
+        computes them on demand.
     """
 
     iteration: int
@@ -386,8 +407,7 @@ class EMState:
     log_likelihood: float
     objective: float
     resp: np.ndarray
-    xhat: np.ndarray = field(repr=False)  # (K, n, D) rows completed per component, in the fit layout (see _fit_view)
-    cond_cov: tuple = field(repr=False)  # per component, per group: (n_unique, m, m) (full only)
+    stats: SufficientStatistics = field(repr=False)
     log_prior: float = 0.0
     prior: object = field(default=None, repr=False)
 
@@ -617,82 +637,19 @@ def _component_loglik(Xf, missing, patterns, means, covariances, covariance_type
     return ll, xhat, tuple(cond)
 
 
-def _e_step(Xf, missing, patterns, weights, means, covariances, covariance_type, fit_rows, conditionals=True):
-    ll, xhat, cond = _component_loglik(Xf, missing, patterns, means, covariances, covariance_type, conditionals)
-    with np.errstate(divide="ignore"):  # a component with weight exactly 0 gets log-weight -inf
-        weighted = ll + np.log(weights)
-    norm = logsumexp(weighted, axis=1)
-    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
-        resp = np.exp(weighted - norm[:, None])
-    total = float(norm[fit_rows].sum())
-    if not np.isfinite(total):
-        raise DegenerateCovarianceError(
-            "The log-likelihood is not finite: a component assigns zero density to the data. "
-            "Increase reg_covar or use fewer components."
-        )
-    return total, resp, xhat, cond
-
-
 _posterior_mode = posterior_mode  # the NIW posterior mode lives beside the statistics it uses
-
-
-def _m_step(resp, xhat, cond, prev_covariances, patterns, fit_rows, config: EMConfig, prior=None):
-    """Closed-form M-step from the E-step computed at the previous parameters (ML, or MAP under ``prior``)."""
-    K = config.n_components
-    n_features = xhat.shape[2]
-    h_all = np.zeros_like(resp)
-    h_all[fit_rows] = resp[fit_rows]
-    nk = h_all.sum(axis=0) + _EPS10
-    weights = nk / nk.sum()
-    means = (h_all.T[:, None, :] @ xhat)[:, 0, :] / nk[:, None]
-    full = config.covariance_type == "full"
-    covs = np.empty((K, n_features, n_features) if full else (K, n_features))
-    map_means = np.empty_like(means)
-    exact = config.variant == "em"
-    if not full and exact:
-        # C term of the diagonal case: Q_ij = diag(sigma^2_jd) on the missing coordinates
-        missing_mass = h_all.T @ patterns.missing  # (K, D): sum_i h_ij [d missing in row i]
-    for k in range(K):
-        h = h_all[:, k]
-        diff = xhat[k] - means[k]
-        if full:
-            cov = (h[:, None] * diff).T @ diff
-            if exact:
-                for g, q in zip(patterns.groups, cond[k]):
-                    if g.n_missing:
-                        embed_add(cov, g, q, np.bincount(g.inverse, weights=h[g.rows], minlength=g.n_unique))
-            if prior is None:
-                cov /= nk[k]
-            else:  # cov holds the scatter W_k here
-                map_means[k], cov = _posterior_mode(nk[k], means[k], cov, prior)
-            cov = 0.5 * (cov + cov.T)
-            cov.flat[:: n_features + 1] += config.reg_covar
-            covs[k] = cov
-        else:
-            var = h @ (diff * diff)
-            if exact:
-                var = var + prev_covariances[k] * missing_mass[k]
-            if prior is None:
-                covs[k] = var / nk[k] + config.reg_covar
-            else:
-                map_means[k], var = _posterior_mode(nk[k], means[k], var, prior)
-                covs[k] = var + config.reg_covar
-    return weights, means if prior is None else map_means, covs
 
 
 def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, means, covariances,
                            prior=None) -> EMState:
-    Xfit, miss_fit, pats_fit, rows_fit, perm = _fit_view(data, config)
-    objective, resp_p, xhat, cond = _e_step(
-        Xfit, miss_fit, pats_fit, weights, means, covariances, config.covariance_type, rows_fit
-    )
-    resp = _to_original(resp_p, perm)
+    stats, resp = _estep(data, config, weights, means, covariances)
+    objective = stats.log_likelihood
     if config.variant == "mean_impute":
         ll = observed_log_likelihood(data, weights, means, covariances, config.covariance_type)[data.fit_rows].sum()
     else:
         ll = objective
     lp = log_prior(means, covariances, prior)
-    _readonly(weights, means, covariances, resp, xhat)
+    _readonly(weights, means, covariances, resp, stats.nk, stats.shift, stats.first, stats.second)
     return EMState(
         iteration=iteration,
         weights=weights,
@@ -701,11 +658,143 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
         log_likelihood=float(ll),
         objective=float(objective) + lp,
         resp=resp,
-        xhat=xhat,
-        cond_cov=cond,
+        stats=stats,
         log_prior=lp,
         prior=prior,
     )
+
+
+#: ``strategy="auto"`` uses the compiled kernel when the E-step has at least this many
+#: row x component x feature entries (below, both take a few milliseconds and the numpy kernels
+#: need no compilation; see :func:`resolve_strategy`).
+AUTO_COMPILED_MIN_WORK = 200_000
+
+
+def resolve_strategy(data: EMData, config: EMConfig) -> str:
+    """The E-step kernel a fit uses: ``"compiled"``, ``"numpy"``, ``"tree"`` or ``"naive"``.
+
+    Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation).
+    ``"auto"`` (measured in ``results/bench_em.md``): ``"compiled"`` when rows x components x features
+    is at least :data:`AUTO_COMPILED_MIN_WORK` and numba imports, else ``"numpy"`` -- on small data
+    both take milliseconds, and the numpy kernels avoid loading (or, with a cold cache, compiling)
+    the numba kernels. The compiled kernel was faster than the numpy, tree and naive kernels on
+    every MCAR and structured mask measured, so ``"auto"`` never picks the tree.
+    """
+    if config.covariance_type != "full":
+        return "numpy"
+    if config.strategy != "auto":
+        return config.strategy
+    rows = data.n_samples if config.variant == "mean_impute" else data.n_fit
+    if rows * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK:
+        return "numpy"
+    try:
+        from . import _kernels  # noqa: F401
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return "numpy"
+    return "compiled"
+
+
+def _estep(data: EMData, config: EMConfig, weights, means, covariances):
+    """E-step at the given parameters: (SufficientStatistics about ``means``, responsibilities in the caller's order)."""
+    strategy = resolve_strategy(data, config)
+    if strategy == "compiled":
+        return _estep_compiled(data, config, weights, means, covariances)
+    Xfit, miss_fit, pats_fit, rows_fit, perm = _fit_view(data, config)
+    if strategy == "numpy":
+        ll, xhat, cond = _component_loglik(Xfit, miss_fit, pats_fit, means, covariances, config.covariance_type, True)
+    else:
+        ll, xhat, cond = _component_loglik_tree(data, config, Xfit, pats_fit, means, covariances, strategy)
+    with np.errstate(divide="ignore"):  # a component with weight exactly 0 gets log-weight -inf
+        weighted = ll + np.log(weights)
+    norm = logsumexp(weighted, axis=1)
+    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
+        resp_p = np.exp(weighted - norm[:, None])
+    total = float(norm[rows_fit].sum())
+    _check_finite(total)
+    stats = statistics_from_completions(
+        resp_p, xhat, cond, pats_fit, means, covariance_type=config.covariance_type, exact=config.variant == "em",
+        covariances=covariances, rows=None if rows_fit.size == resp_p.shape[0] else rows_fit, log_likelihood=total,
+    )
+    return stats, _to_original(resp_p, perm)
+
+
+def _check_finite(total: float) -> None:
+    if not np.isfinite(total):
+        raise DegenerateCovarianceError(
+            "The log-likelihood is not finite: a component assigns zero density to the data. "
+            "Increase reg_covar or use fewer components."
+        )
+
+
+def _layout(data: EMData, config: EMConfig):
+    """The compiled kernel's row layout of the fit (cached on ``data``)."""
+    from ._kernels import Layout
+
+    key = ("layout", config.variant == "mean_impute")
+    lay = data.cache.get(key)
+    if lay is None:
+        Xfit, miss_fit, _, rows_fit, perm = _fit_view(data, config)
+        lay = data.cache[key] = Layout(Xfit, miss_fit, rows_fit.size, perm)
+    return lay
+
+
+def workspace(data: EMData, config: EMConfig):
+    """The compiled E-step's scratch buffers for this data and ``config.n_components`` (allocated once, cached)."""
+    from ._kernels import Workspace
+
+    key = ("workspace", config.variant == "mean_impute", config.n_components)
+    ws = data.cache.get(key)
+    if ws is None:
+        ws = data.cache[key] = Workspace(_layout(data, config), config.n_components)
+    return ws
+
+
+def _estep_compiled(data: EMData, config: EMConfig, weights, means, covariances):
+    from ._kernels import Workspace, _NotPositiveDefinite, estep
+
+    precision, logdet = precision_and_logdet(np.asarray(covariances))
+    ws = workspace(data, config)
+    if not ws.lock.acquire(blocking=False):  # another thread steps on the same data: private scratch
+        ws = Workspace(ws.layout, config.n_components, ws.block_rows)
+        ws.lock.acquire()
+    try:
+        nk, first, second, total, resp = estep(ws, weights, means, precision, logdet, exact=config.variant == "em")
+    except _NotPositiveDefinite as exc:
+        raise DegenerateCovarianceError(
+            f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: a "
+            "component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
+            "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns."
+        ) from None
+    finally:
+        ws.lock.release()
+    _check_finite(total)
+    stats = SufficientStatistics(nk=nk, shift=np.array(means, dtype=float), first=first, second=second,
+                                 log_likelihood=total, n_rows=ws.layout.n_fit)
+    return stats, resp
+
+
+def _component_loglik_tree(data, config, Xfit, pats_fit, means, covariances, strategy):
+    """Per-component log-densities and conditionals by :mod:`explorer.core.pattern_tree` (imported lazily)."""
+    from . import pattern_tree
+
+    K = means.shape[0]
+    ll = np.empty((Xfit.shape[0], K))
+    xhat = np.empty((K,) + Xfit.shape)
+    cond = []
+    cholesky(np.asarray(covariances))  # a clear error on a singular covariance, as the other kernels
+    for k in range(K):
+        if strategy == "tree":
+            key = ("pattern_tree", config.variant == "mean_impute")
+            tree = data.cache.get(key)
+            if tree is None:
+                tree = data.cache[key] = pattern_tree.build_pattern_tree(pats_fit)
+            ll[:, k], _, cc = pattern_tree.observed_gaussian_tree(Xfit, pats_fit, means[k], covariances[k],
+                                                                  out=xhat[k], tree=tree)
+        else:
+            ll[:, k], _, cc = pattern_tree.observed_gaussian_naive(Xfit, pats_fit, means[k], covariances[k],
+                                                                   out=xhat[k])
+        cond.append(tuple(cc))
+    return ll, xhat, tuple(cond)
 
 
 def _fit_view(data: EMData, config: EMConfig):
@@ -810,13 +899,10 @@ def step(state: EMState, data: EMData, config: EMConfig) -> EMState:
     DegenerateCovarianceError
         When a component collapses (a covariance stops being positive definite).
     """
-    _, _, pats_fit, rows_fit, perm = _fit_view(data, config)
-    resp_p = state.resp if perm is None else state.resp[perm]
     prior = state.prior
     if prior is None and config.prior is not None:  # a state from an ML run continued under a prior
         prior = _resolve(data, config)
-    weights, means, covs = _m_step(resp_p, state.xhat, state.cond_cov, state.covariances, pats_fit, rows_fit, config,
-                                   prior)
+    weights, means, covs = m_step(state.stats, reg_covar=config.reg_covar, prior=prior)
     return _state_from_parameters(data, config, state.iteration + 1, weights, means, covs, prior)
 
 
@@ -828,9 +914,47 @@ def impute(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:
     if config.variant == "mean_impute":
         fill = np.broadcast_to(data.col_mean, data.X.shape)
     else:
-        perm = data.patterns.perm
-        fill = _to_original(np.einsum("nk,knd->nd", state.resp[perm], state.xhat), perm)
+        fill = np.zeros(data.X.shape)
+        for k, xk in enumerate(_completions_by_component(state, data, config, None)):
+            fill += state.resp[:, k, None] * xk
     return np.where(data.missing, fill, data.X)
+
+
+def completions(state: EMState, data: EMData, config: EMConfig, rows=None) -> np.ndarray:
+    """Rows completed by every component's conditional mean at the state's parameters, computed on demand.
+
+    Returns an array of shape (n_components, n_rows, n_features): observed entries copied from the data,
+    missing ones :math:`\\hat x_{ij}^m = E_j[x^m | x^o]` (the component mean for rows with nothing observed;
+    ``mean_impute``: the column means). ``rows`` (caller's indices, default all) limits the work to them.
+    """
+    idx = np.arange(data.n_samples) if rows is None else np.asarray(rows, dtype=np.intp).reshape(-1)
+    if idx.size and (idx.min() < -data.n_samples or idx.max() >= data.n_samples):
+        raise BadInputError(f"rows must be indices below n_samples = {data.n_samples}.")
+    return np.stack(list(_completions_by_component(state, data, config, None if rows is None else idx)))
+
+
+def _completions_by_component(state: EMState, data: EMData, config: EMConfig, rows):
+    """Yield, per component, the completed rows (caller's order; ``rows`` or all)."""
+    K = state.n_components
+    if config.variant == "mean_impute":
+        base = data.mean_filled if rows is None else data.mean_filled[rows]
+        for _ in range(K):
+            yield base.copy()
+        return
+    if rows is None:
+        X, pats, perm = data.Xp, data.patterns, data.patterns.perm
+        miss = pats.missing
+    else:
+        X, miss, perm = data.Xf[rows], data.missing[rows], None
+        pats = group_patterns(miss)
+    if config.covariance_type == "full":
+        precision, logdet = precision_and_logdet(np.asarray(state.covariances))
+        for k in range(K):
+            _, xk, _ = observed_gaussian(X, pats, state.means[k], precision[k], logdet[k])
+            yield _to_original(xk, perm)
+    else:
+        for k in range(K):
+            yield _to_original(np.where(miss, state.means[k], X), perm)
 
 
 def observed_log_likelihood(data: EMData, weights, means, covariances, covariance_type: str) -> np.ndarray:

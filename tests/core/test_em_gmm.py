@@ -231,7 +231,7 @@ def test_em_steps_never_decrease_the_observed_likelihood(problem):
     for s in states:
         assert s.weights.sum() == pytest.approx(1.0, abs=1e-12)
         assert np.all(s.weights >= 0)
-        for a in (s.weights, s.means, s.covariances, s.resp, s.xhat):
+        for a in (s.weights, s.means, s.covariances, s.resp, s.stats.first, s.stats.second):
             assert np.all(np.isfinite(a))
         assert not s.means.flags.writeable and not s.covariances.flags.writeable
         cov = s.full_covariances()

@@ -1,0 +1,324 @@
+r"""Compiled E-step of EM for full-covariance Gaussian mixtures with missing values (numba).
+
+One E-step returns the expected sufficient statistics of :mod:`explorer.core.suffstats` (about the
+E-step's means) and the responsibilities, without ever holding the (K, N, D) completions. Rows are
+taken in the *sorted layout* of :func:`~explorer.core.patterns.group_patterns` (rows sharing a
+missingness pattern are contiguous: a **run**), in blocks of ``block_rows`` rows for all components
+at once, so the data are read once per iteration and the block's buffers stay in cache:
+
+1. ``_center``: :math:`d_{ik} = x_i - \mu_k` with the missing entries set to 0, for every component
+   (into the workspace's ``E``, shape (K, B, D)).
+2. BLAS: :math:`r_{ik} = \Lambda_k d_{ik}` for the whole block (``R = E @ P``; the only N x D x D
+   product of the E-step, as scikit-learn's).
+3. ``_solve_block`` (one compiled pass): per run and component, the Cholesky factor of the
+   precision-side block :math:`\Lambda_{k,mm}` (once per run; see :mod:`explorer.core.gaussian`),
+   then per row :math:`t = L^{-1} r_m`, the observed Mahalanobis distance
+   :math:`d^\top\Lambda d - t^\top t`, :math:`\log|\Sigma_{oo}| = \log|\Sigma| + \log|\Lambda_{mm}|`,
+   and the conditional mean written **in place** into ``E`` (``E[k, i, m] = -L^{-\top} t``, i.e. the
+   completion minus :math:`\mu_k`); then the responsibilities (log-sum-exp over components), written
+   straight into the caller-order responsibility array, their sums per run :math:`W_{gk}`, the first
+   statistic :math:`S_k = \sum_i h_{ik} e_{ik}`, and ``E`` scaled by :math:`\sqrt{h_{ik}}`.
+4. BLAS: :math:`T_k \mathrel{+}= E_k^\top E_k` by ``dsyrk`` (half a GEMM: the M-step's scatter).
+
+After the last block, ``_add_conditional`` adds the conditional covariances once per (run,
+component): :math:`T_k[m, m] \mathrel{+}= W_{gk}\,\Lambda_{k,mm}^{-1}`, skipping the pairs whose
+responsibility mass is negligible, :math:`W_{gk} \le 10^{-12} N_k / G` (:data:`SKIP_RTOL`; G runs with
+missing entries): the skipped mass is at most :math:`10^{-12} N_k` in total and every skipped term is
+bounded by :math:`W_{gk}\Sigma_k` (a conditional covariance is below the marginal one), so the
+covariances move by at most 1e-12 relative. For well separated components almost every pair is
+skipped, which saves K - 1 of K factorisations in that pass.
+
+Buffers (``E``, ``R``, the per-run masses, the factor scratch) live in a :class:`Workspace` that is
+allocated once per (data layout, K) and reused by every step (scratch only: the state's arrays are
+always new).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+from scipy.linalg.blas import dsyrk
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+#: Relative pivot threshold, as :data:`explorer.core.gaussian.PIVOT_RTOL` times eps.
+_PIVOT_TOL = 1.0 * np.finfo(float).eps
+#: (run, component) pairs whose responsibility mass is at most ``SKIP_RTOL * N_k / n_runs`` do not get
+#: their conditional covariance added (total effect below SKIP_RTOL relative on the covariances).
+SKIP_RTOL = 1e-12
+#: Responsibilities below exp(_LOG_TINY) ~ 1e-300 are set to 0 (their products would be subnormal numbers).
+_LOG_TINY = -690.0
+#: Target bytes of one (K, block, D) buffer (E and R both are one): two of them fit the 1 MiB L2 cache.
+BLOCK_BYTES = 384 * 1024
+BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
+
+
+@numba.njit(cache=True)
+def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
+    """E[k, i - r0] = X[i] - means[k] with missing entries 0, rows r0..r1 (run g0 holds row r0)."""
+    K, D = means.shape
+    for k in range(K):
+        for i in range(r0, r1):
+            for j in range(D):
+                E[k, i - r0, j] = X[i, j] - means[k, j]
+    g = g0
+    while g < run_start.size - 1 and run_start[g] < r1:
+        a = max(run_start[g], r0)
+        b = min(run_start[g + 1], r1)
+        for p in range(mis_ptr[g], mis_ptr[g + 1]):
+            j = mis_idx[p]
+            for k in range(K):
+                for i in range(a, b):
+                    E[k, i - r0, j] = 0.0
+        g += 1
+
+
+@numba.njit(cache=True)
+def _cholesky_mm(P, mis, m, L):
+    """Lower Cholesky factor of P[mis][:, mis] into L[:m, :m]; returns log|P_mm|, or nan if not PD."""
+    logdet = 0.0
+    big = 0.0
+    for c in range(m):
+        v = P[mis[c], mis[c]]
+        if v > big:
+            big = v
+    for a in range(m):
+        s = P[mis[a], mis[a]]
+        for c in range(a):
+            s -= L[a, c] * L[a, c]
+        if not (s > _PIVOT_TOL * m * big):
+            return np.nan
+        piv = np.sqrt(s)
+        L[a, a] = piv
+        logdet += 2.0 * np.log(piv)
+        for b in range(a + 1, m):
+            s2 = P[mis[b], mis[a]]
+            for c in range(a):
+                s2 -= L[b, c] * L[a, c]
+            L[b, a] = s2 / piv
+    return logdet
+
+
+@numba.njit(cache=True)
+def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
+                 W, nk, S, L, t, ll, inv):
+    """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
+    statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
+    precision of component k is not positive definite."""
+    K, D = logdet.size, E.shape[2]
+    n = r1 - r0
+    g = g0
+    while g < run_start.size - 1 and run_start[g] < r1:
+        a = max(run_start[g], r0) - r0
+        b = min(run_start[g + 1], r1) - r0
+        m = mis_ptr[g + 1] - mis_ptr[g]
+        mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        for k in range(K):
+            Ek = E[k]
+            Rk = R[k]
+            ldmm = 0.0
+            if m > 0:
+                ldmm = _cholesky_mm(prec[k], mis, m, L)
+                if np.isnan(ldmm):
+                    return 0.0, k
+                for p in range(m):
+                    inv[p] = 1.0 / L[p, p]
+            const = (D - m) * LOG_2PI + logdet[k] + ldmm
+            for i in range(a, b):
+                q = 0.0
+                for j in range(D):
+                    q += Ek[i, j] * Rk[i, j]
+                if m > 0:
+                    for p in range(m):  # t = L^{-1} r_m
+                        s = Rk[i, mis[p]]
+                        for c in range(p):
+                            s -= L[p, c] * t[c]
+                        t[p] = s * inv[p]
+                        q -= t[p] * t[p]
+                    for p in range(m - 1, -1, -1):  # L^{-T} t, the shift of the conditional mean
+                        s = t[p]
+                        for c in range(p + 1, m):
+                            s -= L[c, p] * t[c]
+                        t[p] = s * inv[p]
+                    for p in range(m):
+                        Ek[i, mis[p]] = -t[p]
+                ll[i, k] = -0.5 * (const + q)
+        g += 1
+    total = 0.0
+    g = g0
+    for i in range(n):
+        while run_start[g + 1] <= r0 + i:
+            g += 1
+        top = -np.inf
+        for k in range(K):
+            v = ll[i, k] + logw[k]
+            ll[i, k] = v
+            if v > top:
+                top = v
+        acc = 0.0
+        for k in range(K):
+            acc += np.exp(ll[i, k] - top)
+        norm = top + np.log(acc)
+        total += norm
+        row = perm[r0 + i]
+        for k in range(K):
+            v = ll[i, k] - norm
+            sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
+            h = sh * sh
+            resp[row, k] = h
+            W[g, k] += h
+            nk[k] += h
+            for j in range(D):
+                e = E[k, i, j]
+                S[k, j] += h * e
+                E[k, i, j] = sh * e
+    return total, -1
+
+
+@numba.njit(cache=True)
+def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, Linv):
+    """T[k][mis, mis] += W[g, k] * inv(P_k[mis, mis]) for every run g and component k with W[g, k] > thresh[k].
+
+    Returns (pairs added, status): status -1 = fine, k = component k's block is not positive definite."""
+    K = prec.shape[0]
+    added = 0
+    for g in range(W.shape[0]):
+        m = mis_ptr[g + 1] - mis_ptr[g]
+        if m == 0:
+            continue
+        mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        for k in range(K):
+            w = W[g, k]
+            if not (w > thresh[k]):
+                continue
+            if np.isnan(_cholesky_mm(prec[k], mis, m, L)):
+                return added, k
+            for c in range(m):  # Linv = L^{-1}, column by column
+                for p in range(m):
+                    if p < c:
+                        Linv[p, c] = 0.0
+                        continue
+                    s = 1.0 if p == c else 0.0
+                    for r in range(c, p):
+                        s -= L[p, r] * Linv[r, c]
+                    Linv[p, c] = s / L[p, p]
+            for p in range(m):  # Q = Linv^T Linv
+                for c in range(p + 1):
+                    s = 0.0
+                    for r in range(p, m):
+                        s += Linv[r, p] * Linv[r, c]
+                    v = w * s
+                    T[k, mis[p], mis[c]] += v
+                    if c != p:
+                        T[k, mis[c], mis[p]] += v
+            added += 1
+    return added, -1
+
+
+class Layout:
+    """Rows of a fit in runs of one pattern each: ``X`` (C-contiguous, 0 at missing entries), the first
+    ``n_fit`` rows fitted, ``perm`` mapping layout rows to the caller's rows."""
+
+    def __init__(self, X, missing, n_fit, perm):
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.n_fit = int(n_fit)
+        self.n_features = self.X.shape[1]
+        self.perm = np.arange(self.X.shape[0], dtype=np.int64) if perm is None else np.asarray(perm, dtype=np.int64)
+        miss = np.asarray(missing[: self.n_fit], dtype=bool)
+        if self.n_fit:
+            change = np.flatnonzero(np.any(miss[1:] != miss[:-1], axis=1)) + 1
+            self.run_start = np.concatenate([[0], change, [self.n_fit]]).astype(np.int64)
+            first = miss[self.run_start[:-1]]
+        else:
+            self.run_start = np.zeros(1, dtype=np.int64)
+            first = np.zeros((0, self.n_features), dtype=bool)
+        counts = first.sum(axis=1)
+        self.mis_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.mis_idx = np.nonzero(first)[1].astype(np.int64)
+        self.n_runs = self.run_start.size - 1
+        self.n_runs_missing = int(np.count_nonzero(counts))
+        self.max_missing = int(counts.max()) if counts.size else 0
+
+
+class Workspace:
+    """Scratch buffers of the compiled E-step for one layout and K (reused by every step of a fit)."""
+
+    def __init__(self, layout: Layout, n_components: int, block_rows: int | None = None):
+        block_rows = block_rows if block_rows is not None else BLOCK_ROWS
+        K, D = n_components, layout.n_features
+        if block_rows is None:
+            block_rows = BLOCK_BYTES // (8 * K * max(D, 1))
+        self.block_rows = int(max(64, min(block_rows, 8192, max(layout.n_fit, 1))))
+        B = self.block_rows
+        self.layout = layout
+        self.n_components = K
+        self.E = np.empty((K, B, D))
+        self.R = np.empty((K, B, D))
+        self.ll = np.empty((B, K))
+        self.W = np.empty((layout.n_runs, K))
+        m = max(layout.max_missing, 1)
+        self.L = np.zeros((m, m))
+        self.Linv = np.zeros((m, m))
+        self.t = np.empty(m)
+        self.inv = np.empty(m)
+        self.T = np.empty((K, D, D))
+        # first run of every block
+        starts = np.arange(0, layout.n_fit, B, dtype=np.int64)
+        self.blocks = starts
+        self.block_run = (np.searchsorted(layout.run_start, starts, side="right") - 1).astype(np.int64)
+        self.lock = threading.Lock()
+        self.last_pairs_added = 0
+
+
+def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = True, skip_rtol: float = SKIP_RTOL):
+    """One E-step over the layout of ``ws``.
+
+    Returns ``(nk, first, second, log_likelihood, resp)`` with ``resp`` of shape (n_rows, K) in the
+    caller's row order (rows outside the fit get ``weights``), ``second`` the full :math:`T_k`.
+    Raises ``ValueError(k)`` -- caught by the caller -- when a missing-block precision is not positive definite.
+    """
+    lay = ws.layout
+    K, D = ws.n_components, lay.n_features
+    means = np.ascontiguousarray(means, dtype=float)
+    precision = np.ascontiguousarray(precision, dtype=float)
+    logdet = np.ascontiguousarray(logdet, dtype=float)
+    with np.errstate(divide="ignore"):
+        logw = np.log(np.asarray(weights, dtype=float))
+    resp = np.empty((lay.X.shape[0], K))
+    if lay.n_fit < lay.X.shape[0]:
+        resp[lay.perm[lay.n_fit:]] = weights
+    W, T = ws.W, ws.T
+    W[...] = 0.0
+    T[...] = 0.0
+    nk = np.zeros(K)
+    S = np.zeros((K, D))
+    total = 0.0
+    Tt = [T[k].T for k in range(K)]  # Fortran-ordered views: dsyrk accumulates in place
+    for b, r0 in enumerate(ws.blocks):
+        r1 = min(r0 + ws.block_rows, lay.n_fit)
+        nb = r1 - r0
+        g0 = ws.block_run[b]
+        E, R = ws.E[:, :nb], ws.R[:, :nb]
+        _center(lay.X, r0, r1, means, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, ws.E)
+        np.matmul(E, precision, out=R)
+        part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
+                                    ws.E, ws.R, lay.perm, resp, W, nk, S, ws.L, ws.t, ws.ll, ws.inv)
+        if status >= 0:
+            raise _NotPositiveDefinite(status)
+        total += part
+        for k in range(K):
+            dsyrk(1.0, E[k].T, beta=1.0, c=Tt[k], trans=0, lower=1, overwrite_c=1)
+    second = np.triu(T) + np.triu(T, 1).transpose(0, 2, 1)  # dsyrk filled the upper triangle (C order)
+    ws.last_pairs_added = 0
+    if exact and lay.n_runs_missing:
+        thresh = skip_rtol * nk / lay.n_runs_missing
+        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L, ws.Linv)
+        if status >= 0:
+            raise _NotPositiveDefinite(status)
+        ws.last_pairs_added = int(added)
+    return nk, S, second, float(total), resp
+
+
+class _NotPositiveDefinite(Exception):
+    """A missing-block precision of component ``args[0]`` is not positive definite."""

@@ -1,0 +1,197 @@
+"""The compiled E-step (explorer.core._kernels) against the numpy reference kernels, and the state it feeds."""
+
+import subprocess
+import sys
+from dataclasses import fields, replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer.core import em_gmm
+from explorer.core._validation import BadInputError
+from explorer.core.gaussian import DegenerateCovarianceError, precision_and_logdet
+from explorer.core.suffstats import SufficientStatistics, m_step
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.filterwarnings("ignore:Stopped after max_iter")
+
+
+def _mixture(n=600, d=6, seed=0, rate=0.3, structured=False, sep=4.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) / np.sqrt(d)
+    X[: n // 3] += sep
+    X[n // 3 : 2 * n // 3] -= sep
+    if structured:  # a few block patterns (e.g. a sensor group off), many rows each
+        blocks = [np.zeros(d, bool), np.r_[np.ones(2, bool), np.zeros(d - 2, bool)],
+                  np.r_[np.zeros(d - 3, bool), np.ones(3, bool)], np.arange(d) % 2 == 0]
+        miss = np.array(blocks)[rng.integers(len(blocks), size=n)]
+    else:
+        miss = rng.random((n, d)) < rate
+    miss[:3] = True  # rows with nothing observed
+    miss[3, :-1] = True  # a row with one observed value
+    return np.where(miss, np.nan, X)
+
+
+def _rel(a, b):
+    return np.abs(np.asarray(a) - np.asarray(b)).max() / max(np.abs(np.asarray(b)).max(), 1e-300)
+
+
+def _run(data, config, state, n_steps):
+    out = [state]
+    for _ in range(n_steps):
+        out.append(em_gmm.step(out[-1], data, config))
+    return out
+
+
+@pytest.mark.parametrize("structured", [False, True])
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("prior", [None, "auto"])
+def test_compiled_equals_numpy_over_steps(structured, K, prior):
+    data = em_gmm.prepare(_mixture(structured=structured, seed=K))
+    numpy_cfg = em_gmm.EMConfig(n_components=K, prior=prior, strategy="numpy")
+    compiled_cfg = replace(numpy_cfg, strategy="compiled")
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 4)
+    b = _run(data, compiled_cfg, em_gmm.init_from_parameters(data, compiled_cfg, start.weights, start.means,
+                                                             start.covariances) if prior is None else start, 4)
+    for sa, sb in zip(a[1:], b[1:]):
+        assert _rel(sb.weights, sa.weights) < 1e-10
+        assert _rel(sb.means, sa.means) < 1e-10
+        assert _rel(sb.covariances, sa.covariances) < 1e-10
+        assert sb.log_likelihood == pytest.approx(sa.log_likelihood, rel=1e-10)
+        assert sb.objective == pytest.approx(sa.objective, rel=1e-10)
+        np.testing.assert_allclose(sb.resp, sa.resp, rtol=1e-9, atol=1e-12)
+        assert sb.stats.n_rows == sa.stats.n_rows == data.n_fit
+
+
+@pytest.mark.parametrize("variant", ["naive", "mean_impute"])
+def test_compiled_equals_numpy_for_the_variants(variant):
+    data = em_gmm.prepare(_mixture(seed=5))
+    numpy_cfg = em_gmm.EMConfig(n_components=3, variant=variant, strategy="numpy")
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, replace(numpy_cfg, strategy="compiled"), start, 3)[-1]
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+
+
+def test_skipping_negligible_responsibility_mass_changes_nothing():
+    from explorer.core import _kernels
+
+    data = em_gmm.prepare(_mixture(n=1500, d=14, seed=3, sep=12.0))  # separated, ~1 row per pattern: most pairs skip
+    config = em_gmm.EMConfig(n_components=3, strategy="compiled")
+    state = em_gmm.fit(data, replace(config, max_iter=5, tol=0.0), np.random.default_rng(0)).state
+    ws = em_gmm.workspace(data, config)
+    precision, logdet = precision_and_logdet(np.asarray(state.covariances))
+    results = {}
+    for rtol in (_kernels.SKIP_RTOL, -1.0):  # -1: add every pair
+        nk, first, second, ll, _ = _kernels.estep(ws, state.weights, state.means, precision, logdet, skip_rtol=rtol)
+        stats = SufficientStatistics(nk=nk, shift=np.array(state.means), first=first, second=second,
+                                     log_likelihood=ll, n_rows=data.n_fit)
+        results[rtol] = (m_step(stats, reg_covar=config.reg_covar), ws.last_pairs_added)
+    (skip, n_skip), (full, n_full) = results[_kernels.SKIP_RTOL], results[-1.0]
+    assert n_skip < 0.6 * n_full  # the skip does something here
+    for x, y in zip(skip, full):
+        assert _rel(x, y) < 1e-10
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10_000), K=st.integers(1, 4), rate=st.floats(0.05, 0.6))
+def test_compiled_log_likelihood_never_decreases(seed, K, rate):
+    data = em_gmm.prepare(_mixture(n=300, d=5, seed=seed, rate=rate))
+    config = em_gmm.EMConfig(n_components=K, strategy="compiled", reg_covar=1e-6)
+    states = [em_gmm.init(data, config, np.random.default_rng(seed))]
+    for _ in range(8):
+        try:
+            states.append(em_gmm.step(states[-1], data, config))
+        except DegenerateCovarianceError:
+            break
+    lls = np.array([s.log_likelihood for s in states])
+    assert np.all(np.diff(lls) >= -1e-9 * np.abs(lls[:-1]) - 1e-12), lls
+
+
+def test_impute_keeps_observed_entries_and_completions_on_demand():
+    X = _mixture(seed=7)
+    data = em_gmm.prepare(X)
+    config = em_gmm.EMConfig(n_components=3, strategy="compiled")
+    state = em_gmm.fit(data, replace(config, max_iter=5), np.random.default_rng(0)).state
+    imp = em_gmm.impute(state, data, config)
+    obs = ~np.isnan(X)
+    np.testing.assert_array_equal(imp[obs], X[obs])
+    assert np.all(np.isfinite(imp))
+    allc = em_gmm.completions(state, data, config)
+    assert allc.shape == (3,) + X.shape
+    rows = np.array([40, 0, 3, 599, 40])
+    np.testing.assert_allclose(em_gmm.completions(state, data, config, rows=rows), allc[:, rows], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("nk,knd->nd", state.resp, allc)[~obs], imp[~obs], rtol=1e-12, atol=1e-12)
+    with pytest.raises(BadInputError, match="rows"):
+        em_gmm.completions(state, data, config, rows=[600])
+
+
+def test_state_holds_no_completions_and_buffers_are_reused():
+    X = _mixture(seed=8)
+    data = em_gmm.prepare(X)
+    K = 3
+    config = em_gmm.EMConfig(n_components=K, strategy="compiled")
+    s0 = em_gmm.init(data, config, np.random.default_rng(0))
+    ws = em_gmm.workspace(data, config)
+    buffers = (id(ws.E), id(ws.R), id(ws.W))
+    s1 = em_gmm.step(s0, data, config)
+    s2 = em_gmm.step(s1, data, config)
+    assert em_gmm.workspace(data, config) is ws and (id(ws.E), id(ws.R), id(ws.W)) == buffers
+    names = {f.name for f in fields(em_gmm.EMState)}
+    assert "xhat" not in names and "cond_cov" not in names
+    for s in (s0, s1, s2):
+        arrays = [getattr(s, f.name) for f in fields(s)] + [getattr(s.stats, f.name) for f in fields(s.stats)]
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                assert a.size < K * data.n_samples * data.n_features
+                assert not a.flags.writeable
+                assert not np.shares_memory(a, ws.E) and not np.shares_memory(a, ws.T)
+    assert not np.shares_memory(s1.resp, s2.resp)
+
+
+def test_auto_strategy_rule():
+    small = em_gmm.prepare(_mixture(n=200))
+    assert em_gmm.resolve_strategy(small, em_gmm.EMConfig(n_components=2)) == "numpy"
+    big = em_gmm.prepare(_mixture(n=12_000, d=6))
+    assert em_gmm.resolve_strategy(big, em_gmm.EMConfig(n_components=3)) == "compiled"
+    assert em_gmm.resolve_strategy(big, em_gmm.EMConfig(n_components=3, covariance_type="diag")) == "numpy"
+    assert em_gmm.resolve_strategy(small, em_gmm.EMConfig(n_components=2, strategy="compiled")) == "compiled"
+    with pytest.raises(BadInputError, match="strategy"):
+        em_gmm.EMConfig(strategy="fast")
+
+
+def test_singular_covariance_raises_a_clear_error():
+    data = em_gmm.prepare(_mixture(seed=9))
+    D = data.n_features
+    config = em_gmm.EMConfig(n_components=2, strategy="compiled")
+    cov = np.stack([np.eye(D), np.ones((D, D))])  # rank one
+    with pytest.raises(DegenerateCovarianceError, match="singular or not positive definite"):
+        em_gmm.init_from_parameters(data, config, [0.5, 0.5], np.zeros((2, D)), cov)
+
+
+def test_missing_block_failure_is_reported_with_its_component():
+    from explorer.core import _kernels
+
+    data = em_gmm.prepare(_mixture(seed=10))
+    config = em_gmm.EMConfig(n_components=2, strategy="compiled")
+    D = data.n_features
+    precision = np.stack([np.eye(D), np.eye(D)])
+    precision[1, 0, 0] = 0.0  # not positive definite on any pattern missing column 0
+    with pytest.raises(_kernels._NotPositiveDefinite) as info:
+        _kernels.estep(em_gmm.workspace(data, config), np.array([0.5, 0.5]), np.zeros((2, D)), precision, np.zeros(2))
+    assert info.value.args[0] == 1
+
+
+def test_bench_em_quick_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_em.py"), "--quick", "--tiny", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ratio" in out.stdout
+    assert (tmp_path / "bench_em_quick.md").exists()
