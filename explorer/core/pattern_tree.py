@@ -39,7 +39,9 @@ Design decisions (the paper leaves them open)
   (``PatternTree.peak_states``; 2-4 for the MNIST grid).
 * **Refresh**: a pattern whose depth is a multiple of ``refresh_every`` (default
   :data:`REFRESH_EVERY`) is recomputed from scratch; ``0`` or ``None`` = only the roots.
-* **Update order** along an edge: Cholesky side removals (highest position first) then appends;
+* **Update order** along an edge: Cholesky side removals then appends (removals fused into one
+  sweep of Givens rotations over the trailing block, appends into one multi-column forward
+  substitution: the same factor as one variable at a time, with one pass over memory per edge);
   :math:`K` side "remove missing" (variables that become observed) then "add missing". Both shrink
   first, so the intermediate matrices are the smaller ones (intersection patterns, always SPD).
 * **Large p** (footnote 3): above :data:`MST_MAX_PATTERNS` distinct patterns, the patterns are
@@ -336,8 +338,11 @@ class PatternTree:
 def _check_refresh(refresh_every) -> int:
     if refresh_every is None:
         return 0
-    if isinstance(refresh_every, (bool, np.bool_)) or not isinstance(refresh_every, (int, np.integer)) or refresh_every < 0:
-        raise BadInputError(f"refresh_every must be a non-negative integer or None (0/None = never), got {refresh_every!r}.")
+    ok = isinstance(refresh_every, (int, np.integer)) and not isinstance(refresh_every, (bool, np.bool_))
+    if not ok or refresh_every < 0:
+        raise BadInputError(
+            f"refresh_every must be a non-negative integer or None (0/None = never), got {refresh_every!r}."
+        )
     return int(refresh_every)
 
 
@@ -443,63 +448,116 @@ def build_pattern_tree(patterns: MissingPatterns, *, max_mst_patterns: int = MST
 # --------------------------------------------------------------------------- incremental Cholesky (numba)
 
 
-@numba.njit(cache=True)
-def _chol_remove(L, perm, n, k, c, s):  # pragma: no cover - compiled
-    """Remove position ``k`` of the active ``n x n`` factor in place; rows/columns after it shift by one.
-
-    The trailing block gets the rank-one update :math:`\\tilde L_{33}\\tilde L_{33}^T = L_{33}L_{33}^T +
-    l_{32}l_{32}^T` by Givens rotations, row by row (contiguous access in a C-ordered buffer); the
-    rotation of column ``j`` is fixed when row ``j`` reaches its diagonal.
-    """
-    for i in range(k + 1, n):
-        x = L[i, k]
-        for j in range(k):
-            L[i - 1, j] = L[i, j]
-        for j in range(k + 1, i):
-            a = L[i, j]
-            L[i - 1, j - 1] = c[j] * a + s[j] * x
-            x = c[j] * x - s[j] * a
-        a = L[i, i]
-        r = np.sqrt(a * a + x * x)
-        c[i] = a / r
-        s[i] = x / r
-        L[i - 1, i - 1] = r
-        perm[i - 1] = perm[i]
+# The factors are stored transposed, as the upper triangle U = L^T of a C-ordered (d, d) buffer: row i
+# of U is column i of L, so the Givens rotations of a removal (column operations on L) and the
+# forward substitution of an append (column-oriented) run over contiguous memory and vectorise.
 
 
 @numba.njit(cache=True)
-def _chol_update(L, perm, n, remove_pos, append_vars, cov, tol):  # pragma: no cover - compiled
-    """Removals (``remove_pos`` sorted descending), then appends of ``append_vars`` as last rows.
+def _chol_remove(U, perm, n, remove_pos, X):  # pragma: no cover - compiled
+    r"""Remove the positions ``remove_pos`` (any order) of the active ``n x n`` factor ``U = L^T`` in place.
 
-    Returns the new active size, or ``-1 - a`` when append ``a`` has a non-positive pivot
-    :math:`\\lambda^2 = \\sigma_{vv} - l^T l \\le` ``tol``.
+    Removing position :math:`k` leaves :math:`\begin{pmatrix}L_{11}&0\\ L_{31}&\tilde L_{33}\end{pmatrix}`
+    with :math:`\tilde L_{33}\tilde L_{33}^T = L_{33}L_{33}^T + l_{32}l_{32}^T`: a rank-one *update*
+    (stable), done by Givens rotations. Several removals are the same sequence of rank-one updates,
+    highest position first in the paper's REF-IMPL; here they are fused into one sweep over the rows
+    (lowest first), which gives the same factor: row ``j`` receives the rotations of every removed row
+    above it, in order, and a removed row, once rotated, becomes the next update vector. One pass
+    over the trailing block instead of one per removal. Later positions shift up; returns the new size.
     """
-    size = L.shape[0]
-    c = np.empty(size)
-    s = np.empty(size)
-    for r in range(remove_pos.size):
-        _chol_remove(L, perm, n, remove_pos[r], c, s)
-        n -= 1
-    b = np.empty(size)
-    for a in range(append_vars.size):
-        v = append_vars[a]
-        total = 0.0
+    removed = np.zeros(n, dtype=np.bool_)
+    k0 = n
+    for t in range(remove_pos.size):
+        removed[remove_pos[t]] = True
+        k0 = min(k0, remove_pos[t])
+    if k0 >= n:
+        return n
+    for r in range(k0):  # rows above the first removal: drop the removed columns
+        col = k0
+        for i in range(k0, n):
+            if not removed[i]:
+                U[r, col] = U[r, i]
+                col += 1
+    nx = 0
+    shift = 0
+    for j in range(k0, n):
+        for t in range(nx):
+            a = U[j, j]
+            b = X[t, j]
+            rr = np.sqrt(a * a + b * b)
+            c = a / rr
+            s = b / rr
+            U[j, j] = rr
+            for i in range(j + 1, n):
+                u = U[j, i]
+                xi = X[t, i]
+                U[j, i] = c * u + s * xi
+                X[t, i] = c * xi - s * u
+        if removed[j]:
+            for i in range(j + 1, n):
+                X[nx, i] = U[j, i]
+            nx += 1
+            shift += 1
+        else:
+            dst = j - shift
+            col = dst
+            for i in range(j, n):
+                if not removed[i]:
+                    U[dst, col] = U[j, i]
+                    col += 1
+            perm[dst] = perm[j]
+    return n - shift
+
+
+@numba.njit(cache=True)
+def _chol_update(U, perm, n, remove_pos, append_vars, cov, tol):  # pragma: no cover - compiled
+    r"""Removals ``remove_pos`` (positions), then appends of the features ``append_vars`` as last rows of L.
+
+    Appends solve :math:`L Y = \Sigma_{o,A}` by forward substitution, all appended columns in one pass
+    over ``U`` (column-oriented), then factor the small block :math:`\Sigma_{AA} - Y^TY = C C^T`; the
+    new factor is :math:`\begin{pmatrix}L&0\\Y^T&C\end{pmatrix}`, which is what appending the
+    features one at a time (:math:`l = L^{-1}\Sigma_{o,v}`, :math:`\lambda = \sqrt{\sigma_{vv} - l^Tl}`)
+    gives. Returns the new active size, or ``-1 - a`` when append ``a`` has a pivot
+    :math:`\lambda^2 \le` ``tol`` (the conditional variance of that feature).
+    """
+    size = U.shape[0]
+    if remove_pos.size:
+        X = np.empty((remove_pos.size, size))
+        n = _chol_remove(U, perm, n, remove_pos, X)
+    r = append_vars.size
+    if r == 0:
+        return n
+    Y = np.empty((r, n))
+    for t in range(r):
+        v = append_vars[t]
         for i in range(n):
-            t = cov[perm[i], v]
-            for j in range(i):
-                t -= L[i, j] * b[j]
-            t /= L[i, i]
-            b[i] = t
-            total += t * t
-        lam2 = cov[v, v] - total
-        if not lam2 > tol:
-            return -1 - a
+            Y[t, i] = cov[perm[i], v]
+    for j in range(n):
+        d = U[j, j]
+        Uj = U[j, j + 1:n]
+        for t in range(r):
+            y = Y[t, j] / d
+            Y[t, j] = y
+            Yt = Y[t, j + 1:n]
+            Yt -= y * Uj  # an array expression: vectorised (about 2x faster than the scalar loop here)
+    for t in range(r):  # the new columns of U: (Y, C^T) by a Cholesky of the small block, column by column
         for j in range(n):
-            L[n, j] = b[j]
-        L[n, n] = np.sqrt(lam2)
-        perm[n] = v
-        n += 1
-    return n
+            U[j, n + t] = Y[t, j]
+    for t in range(r):
+        v = append_vars[t]
+        for q in range(t + 1):
+            w = append_vars[q]
+            acc = cov[v, w]
+            for j in range(n + q):
+                acc -= U[j, n + t] * U[j, n + q]
+            if q < t:
+                U[n + q, n + t] = acc / U[n + q, n + q]
+            else:
+                if not acc > tol:
+                    return -1 - t
+                U[n + t, n + t] = np.sqrt(acc)
+        perm[n + t] = v
+    return n + r
 
 
 def _pivot_tol(covariance: np.ndarray) -> float:
@@ -517,7 +575,7 @@ def _append_error(v: int) -> DegenerateCovarianceError:
 
 
 def _apply_chol_update(L, perm, n, remove_pos, append_vars, covariance, tol) -> int:
-    remove_pos = np.ascontiguousarray(remove_pos, dtype=np.int64)
+    remove_pos = np.ascontiguousarray(remove_pos, dtype=np.int64)  # any order
     append_vars = np.ascontiguousarray(append_vars, dtype=np.int64)
     new_n = _chol_update(L, perm, n, remove_pos, append_vars, covariance, tol)
     if new_n < 0:
@@ -536,7 +594,7 @@ def cholesky_update(L: np.ndarray, perm: np.ndarray, covariance: np.ndarray, *, 
         Feature index of each row of ``L``.
     covariance : ndarray of shape (n_features, n_features)
     remove : sequence of int
-        Features (present in ``perm``) that become missing: removed first, highest position first.
+        Features (present in ``perm``) that become missing: removed first (one fused sweep).
     append : sequence of int
         Features (absent from ``perm``) that become observed: appended as last rows, in this order.
 
@@ -554,69 +612,67 @@ def cholesky_update(L: np.ndarray, perm: np.ndarray, covariance: np.ndarray, *, 
     d = covariance.shape[0]
     n = L.shape[0]
     buf = np.zeros((d, d))
-    buf[:n, :n] = np.tril(L)
+    buf[:n, :n] = np.tril(L).T
     pbuf = np.zeros(d, dtype=np.int64)
     pbuf[:n] = perm
     pos = {int(v): i for i, v in enumerate(perm)}
     try:
-        rpos = sorted((pos[int(v)] for v in remove), reverse=True)
+        rpos = [pos[int(v)] for v in remove]
     except KeyError as e:
         raise BadInputError(f"cannot remove feature {e.args[0]}: it is not in perm.") from None
     if any(int(v) in pos and int(v) not in set(map(int, remove)) for v in append):
         raise BadInputError("cannot append a feature that is already in perm.")
     n = _apply_chol_update(buf, pbuf, n, rpos, np.asarray(append, dtype=np.int64), covariance, _pivot_tol(covariance))
-    return np.tril(buf[:n, :n]), pbuf[:n].copy()
+    return np.tril(buf[:n, :n].T), pbuf[:n].copy()
 
 
 # --------------------------------------------------------------------------- inverse variance lemma
 
 
 @numba.njit(cache=True)
-def _tri_solve_numba(L, B, trans):  # pragma: no cover - compiled
-    """Solve ``L X = B`` (``trans`` False) or ``L^T X = B`` for lower ``L`` (any layout), row-oriented."""
+def _tri_solve_numba(U, B, trans):  # pragma: no cover - compiled
+    """With ``U = L^T`` upper (any layout): ``L^{-1} B`` (``trans`` False) or ``L^{-T} B = U^{-1} B``.
+
+    Works on ``X^T`` (one right-hand side per contiguous row) with row slices of ``U``: the inner
+    loops are array expressions / dot products that vectorise.
+    """
     n, r = B.shape
-    X = np.empty((n, r))
-    for i in range(n):
-        for k in range(r):
-            X[i, k] = B[i, k]
-    if not trans:
-        for i in range(n):
-            for j in range(i):
-                a = L[i, j]
-                for k in range(r):
-                    X[i, k] -= a * X[j, k]
-            a = L[i, i]
-            for k in range(r):
-                X[i, k] /= a
-    else:
+    XT = np.ascontiguousarray(B.T)
+    if not trans:  # U^T X = B: forward, column-oriented on U
+        for j in range(n):
+            d = U[j, j]
+            Uj = U[j, j + 1:n]
+            for t in range(r):
+                y = XT[t, j] / d
+                XT[t, j] = y
+                Xt = XT[t, j + 1:n]
+                Xt -= y * Uj
+    else:  # U X = B: backward, row-oriented on U
         for i in range(n - 1, -1, -1):
-            a = L[i, i]
-            for k in range(r):
-                X[i, k] /= a
-            for j in range(i):
-                a = L[i, j]
-                for k in range(r):
-                    X[j, k] -= a * X[i, k]
-    return X
+            Ui = np.ascontiguousarray(U[i, i + 1:n])
+            d = U[i, i]
+            for t in range(r):
+                XT[t, i] = (XT[t, i] - np.dot(Ui, XT[t, i + 1:n])) / d
+    return np.ascontiguousarray(XT.T)
 
 
 #: Triangular solves with at most this many multiply-adds run in a numba loop instead of LAPACK:
 #: OpenBLAS threads its triangular solves with several right-hand sides, which on a busy machine
 #: costs 0.05-1 ms of synchronisation per call, more than the solve of a small block.
-NUMBA_SOLVE_MAX = 1 << 20
+NUMBA_SOLVE_MAX = 1 << 26
 
 
-def _tri_solve(L: np.ndarray, B: np.ndarray, *, trans: bool = False) -> np.ndarray:
-    """``L^{-1} B`` (or ``L^{-T} B``) for lower-triangular ``L``, reading only its lower triangle."""
-    n = L.shape[0]
+def _tri_solve(U: np.ndarray, B: np.ndarray, *, trans: bool = False) -> np.ndarray:
+    """``L^{-1} B`` (or ``L^{-T} B``) given ``U = L^T``, reading only the upper triangle of ``U``."""
+    n = U.shape[0]
     B = np.asarray(B, dtype=float)
     if B.ndim == 1:
-        return _tri_solve(L, B[:, None], trans=trans)[:, 0]
+        return _tri_solve(U, B[:, None], trans=trans)[:, 0]
     if n == 0 or B.shape[1] == 0:
         return np.zeros(B.shape)
     if n * n * B.shape[1] <= NUMBA_SOLVE_MAX:
-        return _tri_solve_numba(L, B, trans)
-    X, info = dtrtrs(L.T, B, lower=0, trans=0 if trans else 1)  # L.T is upper
+        return _tri_solve_numba(U, B, trans)
+    X, info = dtrtrs(U, B, lower=0, trans=0 if trans else 1)
     if info != 0:
         raise DegenerateCovarianceError("A triangular factor has a zero pivot: the covariance is singular.")
     return X
@@ -624,7 +680,7 @@ def _tri_solve(L: np.ndarray, B: np.ndarray, *, trans: bool = False) -> np.ndarr
 
 def _cho_solve(C: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``(C C^T)^{-1} B`` from a lower Cholesky factor ``C``."""
-    return _tri_solve(C, _tri_solve(C, B), trans=True)
+    return _tri_solve(C.T, _tri_solve(C.T, B), trans=True)
 
 
 def _spd_factor(S: np.ndarray, what: str) -> np.ndarray:
@@ -645,12 +701,14 @@ def lemma_remove_missing(K: np.ndarray, mis: np.ndarray, observed_now) -> tuple[
     y = np.flatnonzero(gone)
     x = np.flatnonzero(~gone)
     C = _spd_factor(K[np.ix_(y, y)], "conditional covariance block")
-    W = _tri_solve(C, K[np.ix_(y, x)])
+    W = _tri_solve(C.T, K[np.ix_(y, x)])
     Kx = K[np.ix_(x, x)] - W.T @ W
     return 0.5 * (Kx + Kx.T), mis[x]
 
 
-def lemma_add_missing(K: np.ndarray, mis: np.ndarray, missing_now, precision: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def lemma_add_missing(
+    K: np.ndarray, mis: np.ndarray, missing_now, precision: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Conditional covariance after the observed features ``missing_now`` become missing (eqs 9-11).
 
     With :math:`X` = ``mis``, :math:`Y` = ``missing_now`` and :math:`P = \\Sigma^{-1}`:
@@ -696,7 +754,8 @@ def _check_inputs(Xf, patterns, mean, covariance, out, maha_out):
         raise BadInputError(f"covariance must have shape ({d}, {d}), got {covariance.shape}.")
     if not np.all(np.isfinite(covariance)) or not np.all(np.isfinite(mean)):
         raise BadInputError("mean and covariance must be finite (no NaN or inf).")
-    if not np.allclose(covariance, covariance.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(covariance).max(initial=0)))):
+    scale = max(1.0, float(np.abs(covariance).max(initial=0.0)))
+    if not np.allclose(covariance, covariance.T, rtol=1e-10, atol=1e-12 * scale):
         raise BadInputError("covariance must be symmetric.")
     if out is not None and out.shape != (n, d):
         raise BadInputError(f"out must have shape {(n, d)}, got {out.shape}.")
@@ -724,31 +783,26 @@ class _Out:
             self.cond_cov = [np.zeros((g.n_unique, g.n_missing, g.n_missing)) if g.n_missing else np.zeros((1, 0, 0))
                              for g in patterns.groups]
 
-    def rows(self, Xf, rows, Lo, obs, mis, mean, covariance, conditionals):
+    def rows(self, Xf, rows, Uo, obs, mis, mean, covariance, conditionals):
         """Per-row work of one pattern, all its rows as right-hand sides (BLAS-3).
 
-        ``Lo`` factors ``covariance[obs][:, obs]`` (rows in ``obs`` order); ``mis`` sorted.
+        ``Uo = L^T`` with ``L L^T = covariance[obs][:, obs]`` (``obs`` in factor order); ``mis`` sorted.
         """
         n_o = obs.size
         Z = np.take(np.take(Xf, rows, axis=0), obs, axis=1) - mean[obs]  # (n_r, n_o)
-        W = _tri_solve(Lo, Z.T)  # L^{-1} z
+        W = _tri_solve(Uo, Z.T)  # L^{-1} z
         quad = np.einsum("ij,ij->j", W, W)
-        logdet = 2.0 * np.log(np.diagonal(Lo)).sum()
+        logdet = 2.0 * np.log(np.diagonal(Uo)).sum()
         self.loglik[rows] = -0.5 * (n_o * LOG_2PI + logdet + quad)
         if self.maha is not None:
             self.maha[rows] = quad
         if conditionals and mis.size:
-            A = _tri_solve(Lo, W, trans=True)  # Sigma_oo^{-1} z
+            A = _tri_solve(Uo, W, trans=True)  # Sigma_oo^{-1} z
             xm = mean[mis][:, None] + covariance[np.ix_(mis, obs)] @ A
             self.xhat[rows[:, None], mis[None, :]] = xm.T
 
     def result(self):
         return self.loglik, self.xhat, self.cond_cov
-
-
-def _node_rows(patterns, g_idx, u):
-    g = patterns.groups[g_idx]
-    return g, g.rows[g.members[u]]
 
 
 def observed_gaussian_naive(
@@ -788,11 +842,12 @@ def observed_gaussian_naive(
             Lo = cholesky(covariance[np.ix_(obs, obs)], what="observed-block covariance")
             n_scratch += 1
             if conditionals and mis.size:
-                V = _tri_solve(Lo, covariance[np.ix_(obs, mis)])
+                V = _tri_solve(np.ascontiguousarray(Lo.T), covariance[np.ix_(obs, mis)])
                 K = covariance[np.ix_(mis, mis)] - V.T @ V
                 res.cond_cov[gi][u] = 0.5 * (K + K.T)
             t1 = time.perf_counter()
-            res.rows(Xf, g.rows[g.members[u]], Lo, obs, mis, mean, covariance, conditionals)
+            Uo = np.ascontiguousarray(Lo.T)  # the row-major U = L^T the solves stream through
+            res.rows(Xf, g.rows[g.members[u]], Uo, obs, mis, mean, covariance, conditionals)
             t_pat += t1 - t0
             t_row += time.perf_counter() - t1
     if stats is not None:
@@ -801,7 +856,7 @@ def observed_gaussian_naive(
 
 
 class _State:
-    """A node's matrices: Cholesky factor (active n x n of a d x d buffer) with its feature order, and K."""
+    """A node's matrices: Cholesky factor ``U = L^T`` (active n x n of a d x d buffer) with its feature order, and K."""
 
     __slots__ = ("node", "L", "perm", "n", "K", "mis")
 
@@ -893,7 +948,7 @@ def observed_gaussian_tree(
         obs = np.setdiff1d(allcols, mis, assume_unique=True) if mis.size else allcols
         Lo = cholesky(covariance[np.ix_(obs, obs)], what="observed-block covariance")
         L = new_buffer()
-        L[: obs.size, : obs.size] = Lo
+        L[: obs.size, : obs.size] = Lo.T
         perm = np.zeros(d, dtype=np.int64)
         perm[: obs.size] = obs
         K = None
@@ -915,7 +970,7 @@ def observed_gaussian_tree(
         if now_missing.size:
             where = np.zeros(d, dtype=bool)
             where[now_missing] = True
-            rpos = np.flatnonzero(where[state.perm[:n]])[::-1]
+            rpos = np.flatnonzero(where[state.perm[:n]])
         else:
             rpos = np.zeros(0, dtype=np.int64)
         state.n = _apply_chol_update(state.L, state.perm, n, rpos, now_observed, covariance, tol)

@@ -178,6 +178,9 @@ def test_cholesky_append_singular_raises():
     perm = np.arange(5)
     with pytest.raises(DegenerateCovarianceError, match="feature 5.*non-positive pivot"):
         cholesky_update(_chol_of(cov, perm), perm, cov, append=[5])
+    # several appends at once (one blocked forward substitution): the failing one is named
+    with pytest.raises(DegenerateCovarianceError, match="feature 5.*non-positive pivot"):
+        cholesky_update(_chol_of(cov, perm[:3]), perm[:3], cov, remove=[1], append=[3, 4, 5])
 
 
 # --------------------------------------------------------------------------- inverse variance lemma
