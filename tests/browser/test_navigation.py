@@ -14,7 +14,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TITLES = {"home": "Home", "em_playground": "EM playground", "conditional": "Conditional density slices",
           "data_mechanism": "Data & mechanism", "variational": "Variational DP mixture",
           "benchmark": "Benchmark (thesis Fig. A.1-A.5)", "inpainting": "Inpainting with factor models",
-          "neumann": "Neumann-series convergence", "responsibilities": "Responsibilities under masking"}
+          "neumann": "Neumann-series convergence", "responsibilities": "Responsibilities under masking",
+          "performance": "EM performance"}
 
 # what is on screen: the active menu entry, the shown page parts (by their page-main-/page-sidebar- class),
 # and the font size of the sidebar's headings
@@ -79,8 +80,8 @@ def test_any_sequence_of_clicks_back_forward_and_reloads_lands_on_the_page(serve
     _expect(page, "em_playground")
     # every page, then back and forth (the reported trap: neumann, then back to em_playground did nothing)
     sequence = ["neumann", "em_playground", "conditional", "data_mechanism", "variational", "benchmark",
-                "inpainting", "responsibilities", "home", "data_mechanism", "neumann", "em_playground",
-                "neumann", "responsibilities", "em_playground", "home", "variational"]
+                "inpainting", "responsibilities", "performance", "home", "data_mechanism", "neumann", "em_playground",
+                "performance", "neumann", "responsibilities", "em_playground", "home", "variational"]
     sizes: dict = {}
     visited = ["em_playground"]
     for slug in sequence:

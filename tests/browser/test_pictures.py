@@ -24,7 +24,8 @@ from tests.browser.test_gallery import REPO_ROOT
 #: (screenshot name, query): every page of the gallery with its defaults, and the data page on wine (13 columns:
 #: its per-column missing-rate chart must stay readable).
 PAGES = [(slug, f"page={slug}") for slug in ("em_playground", "conditional", "data_mechanism", "variational",
-                                             "benchmark", "inpainting", "neumann", "responsibilities")]
+                                             "benchmark", "inpainting", "neumann", "responsibilities",
+                                             "performance")]
 PAGES.append(("data_mechanism-wine", "page=data_mechanism&data_mechanism.dataset=wine"))
 VIEWPORTS = [(1440, 900), (1024, 768)]
 MIN_PLOT_WIDTH = 400
