@@ -47,6 +47,9 @@ _PIVOT_TOL = 1.0 * np.finfo(float).eps
 #: (run, component) pairs whose responsibility mass is at most ``SKIP_RTOL * N_k / n_runs`` do not get
 #: their conditional covariance added (total effect below SKIP_RTOL relative on the covariances).
 SKIP_RTOL = 1e-12
+#: LLVM may reassociate sums and fuse multiply-adds (vectorised reductions); no assumption about nan / inf,
+#: which the kernels test for.
+_FAST = {"nsz", "arcp", "contract", "reassoc"}
 #: Responsibilities below exp(_LOG_TINY) ~ 1e-300 are set to 0 (their products would be subnormal numbers).
 _LOG_TINY = -690.0
 #: Target bytes of one (K, block, D) buffer (E and R both are one): two of them fit the 1 MiB L2 cache.
@@ -54,7 +57,7 @@ BLOCK_BYTES = 384 * 1024
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=_FAST)
 def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
     """E[k, i - r0] = X[i] - means[k] with missing entries 0, rows r0..r1 (run g0 holds row r0)."""
     K, D = means.shape
@@ -74,76 +77,137 @@ def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
         g += 1
 
 
-@numba.njit(cache=True)
-def _cholesky_mm(P, mis, m, L):
-    """Lower Cholesky factor of P[mis][:, mis] into L[:m, :m]; returns log|P_mm|, or nan if not PD."""
-    logdet = 0.0
+@numba.njit(cache=True, fastmath=_FAST)
+def _ldl_mm(P, mis, m, L, inv):
+    """LDL^T factor of P[mis][:, mis]: unit lower L[:m, :m] and 1 / D in inv[:m]; returns log|P_mm|, or nan
+    when a pivot is below m * eps times the largest diagonal entry (not numerically positive definite)."""
     big = 0.0
     for c in range(m):
         v = P[mis[c], mis[c]]
         if v > big:
             big = v
+    tol = _PIVOT_TOL * m * big
+    prod = 1.0
+    logdet = 0.0
     for a in range(m):
         s = P[mis[a], mis[a]]
-        for c in range(a):
-            s -= L[a, c] * L[a, c]
-        if not (s > _PIVOT_TOL * m * big):
+        for c in range(a):  # w_c = L[a, c] d_c, kept in L's upper triangle (unused by the unit factor)
+            w = L[a, c] / inv[c]
+            L[c, a] = w
+            s -= L[a, c] * w
+        if not (s > tol):
             return np.nan
-        piv = np.sqrt(s)
-        L[a, a] = piv
-        logdet += 2.0 * np.log(piv)
+        ia = 1.0 / s
+        inv[a] = ia
+        L[a, a] = 1.0
+        prod *= s
+        if prod > 1e150 or prod < 1e-150:  # one log per factor, without overflow
+            logdet += np.log(prod)
+            prod = 1.0
         for b in range(a + 1, m):
             s2 = P[mis[b], mis[a]]
             for c in range(a):
-                s2 -= L[b, c] * L[a, c]
-            L[b, a] = s2 / piv
-    return logdet
+                s2 -= L[b, c] * L[c, a]
+            L[b, a] = s2 * ia
+    return logdet + np.log(prod)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=_FAST)
+def _ldl_all(prec, mis, m, L, inv, dv, sc, ld):
+    """:func:`_ldl_mm` of every component at once, the component innermost (independent chains: the CPU
+    overlaps them). L (m, m, K), inv and dv (m, K) = 1 / D and D, ``sc`` (4, K) scratch, ``ld`` (K,) receives
+    log|P_mm|. Returns -1, or the first component whose block is not numerically positive definite."""
+    K = prec.shape[0]
+    big, prod, s, s2 = sc[0], sc[1], sc[2], sc[3]
+    for k in range(K):
+        big[k] = 0.0
+        prod[k] = 1.0
+        ld[k] = 0.0
+        for c in range(m):
+            v = prec[k, mis[c], mis[c]]
+            if v > big[k]:
+                big[k] = v
+    for a in range(m):
+        ja = mis[a]
+        for k in range(K):
+            s[k] = prec[k, ja, ja]
+        for c in range(a):
+            for k in range(K):
+                w = L[a, c, k] * dv[c, k]
+                L[c, a, k] = w
+                s[k] -= L[a, c, k] * w
+        for k in range(K):
+            if not (s[k] > _PIVOT_TOL * m * big[k]):
+                return k
+            inv[a, k] = 1.0 / s[k]
+            dv[a, k] = s[k]
+            prod[k] *= s[k]
+            if prod[k] > 1e150 or prod[k] < 1e-150:
+                ld[k] += np.log(prod[k])
+                prod[k] = 1.0
+        for b in range(a + 1, m):
+            jb = mis[b]
+            for k in range(K):
+                s2[k] = prec[k, jb, ja]
+            for c in range(a):
+                for k in range(K):
+                    s2[k] -= L[b, c, k] * L[c, a, k]
+            for k in range(K):
+                L[b, a, k] = s2[k] * inv[a, k]
+    for k in range(K):
+        ld[k] += np.log(prod[k])
+    return -1
+
+
+@numba.njit(cache=True, fastmath=_FAST)
 def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
-                 W, nk, S, L, t, ll, inv):
+                 W, nk, S, L, t, ll, inv, dv, sc, kv):
     """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
     statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
-    precision of component k is not positive definite."""
+    precision of component k is not positive definite. ``kv`` (3, K) scratch."""
     K, D = logdet.size, E.shape[2]
     n = r1 - r0
+    ld, const, q = kv[0], kv[1], kv[2]
     g = g0
     while g < run_start.size - 1 and run_start[g] < r1:
         a = max(run_start[g], r0) - r0
         b = min(run_start[g + 1], r1) - r0
         m = mis_ptr[g + 1] - mis_ptr[g]
         mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        if m > 0:
+            bad = _ldl_all(prec, mis, m, L, inv, dv, sc, ld)
+            if bad >= 0:
+                return 0.0, bad
         for k in range(K):
-            Ek = E[k]
-            Rk = R[k]
-            ldmm = 0.0
-            if m > 0:
-                ldmm = _cholesky_mm(prec[k], mis, m, L)
-                if np.isnan(ldmm):
-                    return 0.0, k
-                for p in range(m):
-                    inv[p] = 1.0 / L[p, p]
-            const = (D - m) * LOG_2PI + logdet[k] + ldmm
-            for i in range(a, b):
-                q = 0.0
+            const[k] = (D - m) * LOG_2PI + logdet[k] + (ld[k] if m > 0 else 0.0)
+        for i in range(a, b):
+            for k in range(K):
+                acc = 0.0
                 for j in range(D):
-                    q += Ek[i, j] * Rk[i, j]
-                if m > 0:
-                    for p in range(m):  # t = L^{-1} r_m
-                        s = Rk[i, mis[p]]
-                        for c in range(p):
-                            s -= L[p, c] * t[c]
-                        t[p] = s * inv[p]
-                        q -= t[p] * t[p]
-                    for p in range(m - 1, -1, -1):  # L^{-T} t, the shift of the conditional mean
-                        s = t[p]
-                        for c in range(p + 1, m):
-                            s -= L[c, p] * t[c]
-                        t[p] = s * inv[p]
-                    for p in range(m):
-                        Ek[i, mis[p]] = -t[p]
-                ll[i, k] = -0.5 * (const + q)
+                    acc += E[k, i, j] * R[k, i, j]
+                q[k] = acc
+            if m > 0:
+                for p in range(m):  # t = L^{-1} r_m (unit lower), all components
+                    jp = mis[p]
+                    for k in range(K):
+                        t[p, k] = R[k, i, jp]
+                    for c in range(p):
+                        for k in range(K):
+                            t[p, k] -= L[p, c, k] * t[c, k]
+                    for k in range(K):
+                        q[k] -= t[p, k] * t[p, k] * inv[p, k]
+                for p in range(m - 1, -1, -1):  # L^{-T} D^{-1} t = Lambda_mm^{-1} r_m, the conditional mean's shift
+                    for k in range(K):
+                        t[p, k] *= inv[p, k]
+                    for c in range(p + 1, m):
+                        for k in range(K):
+                            t[p, k] -= L[c, p, k] * t[c, k]
+                for p in range(m):
+                    jp = mis[p]
+                    for k in range(K):
+                        E[k, i, jp] = -t[p, k]
+            for k in range(K):
+                ll[i, k] = -0.5 * (const[k] + q[k])
         g += 1
     total = 0.0
     g = g0
@@ -176,8 +240,8 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
     return total, -1
 
 
-@numba.njit(cache=True)
-def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, Linv):
+@numba.njit(cache=True, fastmath=_FAST)
+def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, Linv, inv):
     """T[k][mis, mis] += W[g, k] * inv(P_k[mis, mis]) for every run g and component k with W[g, k] > thresh[k].
 
     Returns (pairs added, status): status -1 = fine, k = component k's block is not positive definite."""
@@ -192,22 +256,20 @@ def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, Linv):
             w = W[g, k]
             if not (w > thresh[k]):
                 continue
-            if np.isnan(_cholesky_mm(prec[k], mis, m, L)):
+            if np.isnan(_ldl_mm(prec[k], mis, m, L, inv)):
                 return added, k
-            for c in range(m):  # Linv = L^{-1}, column by column
-                for p in range(m):
-                    if p < c:
-                        Linv[p, c] = 0.0
-                        continue
-                    s = 1.0 if p == c else 0.0
-                    for r in range(c, p):
+            for c in range(m):  # Linv = L^{-1} (unit lower), column by column
+                Linv[c, c] = 1.0
+                for p in range(c + 1, m):
+                    s = -L[p, c]
+                    for r in range(c + 1, p):
                         s -= L[p, r] * Linv[r, c]
-                    Linv[p, c] = s / L[p, p]
-            for p in range(m):  # Q = Linv^T Linv
+                    Linv[p, c] = s
+            for p in range(m):  # Q = Linv^T D^{-1} Linv
                 for c in range(p + 1):
                     s = 0.0
                     for r in range(p, m):
-                        s += Linv[r, p] * Linv[r, c]
+                        s += Linv[r, p] * inv[r] * Linv[r, c]
                     v = w * s
                     T[k, mis[p], mis[c]] += v
                     if c != p:
@@ -262,6 +324,12 @@ class Workspace:
         self.Linv = np.zeros((m, m))
         self.t = np.empty(m)
         self.inv = np.empty(m)
+        self.LK = np.zeros((m, m, K))  # per-component factors, component innermost
+        self.tK = np.empty((m, K))
+        self.invK = np.empty((m, K))
+        self.dK = np.empty((m, K))
+        self.sc = np.empty((4, K))
+        self.kv = np.zeros((3, K))
         self.T = np.empty((K, D, D))
         # first run of every block
         starts = np.arange(0, layout.n_fit, B, dtype=np.int64)
@@ -303,7 +371,8 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         _center(lay.X, r0, r1, means, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, ws.E)
         np.matmul(E, precision, out=R)
         part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
-                                    ws.E, ws.R, lay.perm, resp, W, nk, S, ws.L, ws.t, ws.ll, ws.inv)
+                                    ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
+                                    ws.sc, ws.kv)
         if status >= 0:
             raise _NotPositiveDefinite(status)
         total += part
@@ -313,7 +382,8 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     ws.last_pairs_added = 0
     if exact and lay.n_runs_missing:
         thresh = skip_rtol * nk / lay.n_runs_missing
-        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L, ws.Linv)
+        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L, ws.Linv,
+                                          ws.inv)
         if status >= 0:
             raise _NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)

@@ -195,3 +195,16 @@ def test_bench_em_quick_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "ratio" in out.stdout
     assert (tmp_path / "bench_em_quick.md").exists()
+
+
+@pytest.mark.parametrize("strategy", ["tree", "naive"])
+def test_pattern_tree_strategies_equal_numpy(strategy):
+    data = em_gmm.prepare(_mixture(n=300, d=5, seed=11))
+    numpy_cfg = em_gmm.EMConfig(n_components=2, strategy="numpy")
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 2)[-1]
+    b = _run(data, replace(numpy_cfg, strategy=strategy), start, 2)[-1]
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+    if strategy == "tree":
+        assert any(key[0] == "pattern_tree" for key in data.cache)  # built once per data set
