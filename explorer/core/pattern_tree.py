@@ -34,9 +34,9 @@ Design decisions (the paper leaves them open)
   tree height, i.e. the longest chain of incremental updates and so the accumulated round-off
   (the paper's stability concern; REF-IMPL instead picks the root minimising memory). Memory is
   still kept small: children are visited in increasing order of their Strahler-like "number of
-  states held at once" and the last (heaviest) child inherits its parent's state in place, so the
-  peak number of stored ``n_o x n_o`` factors is the Strahler-like number of the rooted tree
-  (``PatternTree.peak_states``; 2-4 for the MNIST grid).
+  states held at once" (``PatternTree.need``) and the last (heaviest) child inherits its parent's
+  state in place, so only branching nodes with unvisited children keep a copy; the peak number of
+  live ``d x d`` factor buffers is ``PatternTree.peak_states`` (3-5 for the MNIST grid).
 * **Refresh**: a pattern whose depth is a multiple of ``refresh_every`` (default
   :data:`REFRESH_EVERY`) is recomputed from scratch; ``0`` or ``None`` = only the roots.
 * **Update order** along an edge: Cholesky side removals then appends (removals fused into one
@@ -48,6 +48,20 @@ Design decisions (the paper leaves them open)
   first clustered by Hamming k-median (majority-vote templates, deterministic farthest-point
   start) into clusters of at most that size, one MST per cluster, each cluster root from scratch.
   The dense Hamming matrix of a cluster is then at most 4000 x 4000 (64 MB as float32).
+* **Storage and kernels**: a factor is kept as ``U = L^T`` in the upper triangle of a C-ordered
+  ``(d, d)`` buffer with the feature order ``perm`` beside it; the per-edge updates are numba
+  kernels (removals fused into one Givens sweep, appends into one blocked forward substitution,
+  which give the same factor as one variable at a time). Per-row solves use all the rows of a
+  pattern as right-hand sides, in numba below :data:`NUMBA_SOLVE_MAX` multiply-adds.
+
+Using it from EM
+----------------
+Build the tree once per data set, ``tree = build_pattern_tree(patterns)``, with the very
+:class:`MissingPatterns` passed to the E-step (``sort=True`` or not: the patterns, not the rows,
+matter; a tree from other patterns is rejected with a :class:`BadInputError`), then per component
+``observed_gaussian_tree(Xf, patterns, means[k], covariances[k], tree=tree, out=xhat[k])``; pass
+``precision=`` when :math:`\Sigma^{-1}` is at hand, else it is computed (one ``d x d`` Cholesky)
+when ``conditionals`` is true.
 """
 
 from __future__ import annotations
@@ -656,26 +670,45 @@ def _tri_solve_numba(U, B, trans):  # pragma: no cover - compiled
     return np.ascontiguousarray(XT.T)
 
 
-#: Triangular solves with at most this many multiply-adds run in a numba loop instead of LAPACK:
-#: OpenBLAS threads its triangular solves with several right-hand sides, which on a busy machine
-#: costs 0.05-1 ms of synchronisation per call, more than the solve of a small block.
-NUMBA_SOLVE_MAX = 1 << 26
+#: Triangular solves run in the numba loop (no copy of the factor, no BLAS threads) when they have at
+#: most :data:`NUMBA_SOLVE_MAX_RHS` right-hand sides or at most :data:`NUMBA_SOLVE_MAX` multiply-adds;
+#: otherwise through LAPACK ``dtrtrs`` (BLAS-3) on one contiguous copy of the factor. OpenBLAS
+#: threads its multi-right-hand-side solves, which on a busy machine costs 0.05-1 ms of
+#: synchronisation per call, more than a small solve itself; for a 759 x 759 factor the numba loop
+#: wins up to about 3 right-hand sides, LAPACK beyond (measured single-threaded).
+NUMBA_SOLVE_MAX = 1 << 16
+NUMBA_SOLVE_MAX_RHS = 3
+
+
+class _Factor:
+    """``U = L^T`` (upper, any layout) ready for repeated solves ``L^{-1} B`` / ``L^{-T} B``."""
+
+    __slots__ = ("U", "L_f")
+
+    def __init__(self, U: np.ndarray, n_rhs: int):
+        n = U.shape[0]
+        self.U = U
+        use_lapack = n_rhs > NUMBA_SOLVE_MAX_RHS and n * n * n_rhs > NUMBA_SOLVE_MAX
+        self.L_f = np.ascontiguousarray(U).T if use_lapack else None  # lower L, Fortran-ordered: no copy by f2py
+
+    def solve(self, B: np.ndarray, *, trans: bool = False) -> np.ndarray:
+        """``L^{-1} B`` (or ``L^{-T} B``), reading only the upper triangle of ``U``."""
+        B = np.asarray(B, dtype=float)
+        if B.ndim == 1:
+            return self.solve(B[:, None], trans=trans)[:, 0]
+        if self.U.shape[0] == 0 or B.shape[1] == 0:
+            return np.zeros(B.shape)
+        if self.L_f is None:
+            return _tri_solve_numba(self.U, B, trans)
+        X, info = dtrtrs(self.L_f, B, lower=1, trans=1 if trans else 0)
+        if info != 0:
+            raise DegenerateCovarianceError("A triangular factor has a zero pivot: the covariance is singular.")
+        return X
 
 
 def _tri_solve(U: np.ndarray, B: np.ndarray, *, trans: bool = False) -> np.ndarray:
     """``L^{-1} B`` (or ``L^{-T} B``) given ``U = L^T``, reading only the upper triangle of ``U``."""
-    n = U.shape[0]
-    B = np.asarray(B, dtype=float)
-    if B.ndim == 1:
-        return _tri_solve(U, B[:, None], trans=trans)[:, 0]
-    if n == 0 or B.shape[1] == 0:
-        return np.zeros(B.shape)
-    if n * n * B.shape[1] <= NUMBA_SOLVE_MAX:
-        return _tri_solve_numba(U, B, trans)
-    X, info = dtrtrs(U, B, lower=0, trans=0 if trans else 1)
-    if info != 0:
-        raise DegenerateCovarianceError("A triangular factor has a zero pivot: the covariance is singular.")
-    return X
+    return _Factor(U, 1 if np.ndim(B) == 1 else np.shape(B)[1]).solve(B, trans=trans)
 
 
 def _cho_solve(C: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -790,14 +823,15 @@ class _Out:
         """
         n_o = obs.size
         Z = np.take(np.take(Xf, rows, axis=0), obs, axis=1) - mean[obs]  # (n_r, n_o)
-        W = _tri_solve(Uo, Z.T)  # L^{-1} z
+        factor = _Factor(Uo, rows.size)
+        W = factor.solve(Z.T)  # L^{-1} z
         quad = np.einsum("ij,ij->j", W, W)
         logdet = 2.0 * np.log(np.diagonal(Uo)).sum()
         self.loglik[rows] = -0.5 * (n_o * LOG_2PI + logdet + quad)
         if self.maha is not None:
             self.maha[rows] = quad
         if conditionals and mis.size:
-            A = _tri_solve(Uo, W, trans=True)  # Sigma_oo^{-1} z
+            A = factor.solve(W, trans=True)  # Sigma_oo^{-1} z
             xm = mean[mis][:, None] + covariance[np.ix_(mis, obs)] @ A
             self.xhat[rows[:, None], mis[None, :]] = xm.T
 
@@ -840,13 +874,13 @@ def observed_gaussian_naive(
             mis = g.unique_mis[u]
             obs = np.setdiff1d(allcols, mis, assume_unique=True) if mis.size else allcols
             Lo = cholesky(covariance[np.ix_(obs, obs)], what="observed-block covariance")
+            Uo = np.ascontiguousarray(Lo.T)  # the row-major U = L^T the solves stream through
             n_scratch += 1
             if conditionals and mis.size:
-                V = _tri_solve(np.ascontiguousarray(Lo.T), covariance[np.ix_(obs, mis)])
+                V = _tri_solve(Uo, covariance[np.ix_(obs, mis)])
                 K = covariance[np.ix_(mis, mis)] - V.T @ V
                 res.cond_cov[gi][u] = 0.5 * (K + K.T)
             t1 = time.perf_counter()
-            Uo = np.ascontiguousarray(Lo.T)  # the row-major U = L^T the solves stream through
             res.rows(Xf, g.rows[g.members[u]], Uo, obs, mis, mean, covariance, conditionals)
             t_pat += t1 - t0
             t_row += time.perf_counter() - t1

@@ -234,6 +234,10 @@ def _case(kind, rng):
     elif kind == "squares":
         n, d = 200, 64
         missing = _squares(n, 8, 3, rng)
+    elif kind == "few":  # 5 patterns shared by 300 rows: the BLAS-3 (LAPACK) path of the per-row solves
+        n, d = 300, 60
+        templates = rng.random((5, d)) < 0.15
+        missing = templates[rng.integers(0, 5, size=n)]
     else:  # blocks of consecutive columns, some rows complete
         n, d = 150, 30
         start = rng.integers(0, 26, size=n)
@@ -259,7 +263,7 @@ def _assert_same(res, ref):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("kind", ["mcar", "squares", "blocks"])
+@pytest.mark.parametrize("kind", ["mcar", "squares", "blocks", "few"])
 @pytest.mark.parametrize("sort", [False, True])
 def test_tree_and_naive_equal_observed_gaussian(kind, sort):
     rng = np.random.default_rng(len(kind) + sort)
