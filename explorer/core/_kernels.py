@@ -392,3 +392,14 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
 
 class _NotPositiveDefinite(Exception):
     """A missing-block precision of component ``args[0]`` is not positive definite."""
+
+
+def warm_up() -> None:
+    """Compile (empty numba cache) or load (filled cache) every kernel, on a tiny problem."""
+    X = np.array([[0.5, 0.0], [0.0, 1.0], [1.0, 2.0], [0.3, -1.0]])
+    missing = np.array([[False, True], [True, False], [False, False], [False, False]])
+    order = np.array([2, 3, 0, 1])  # the sorted layout: complete rows first
+    lay = Layout(np.where(missing, 0.0, X)[order], missing[order], 4, order)
+    ws = Workspace(lay, 2)
+    prec = np.stack([np.eye(2), 2.0 * np.eye(2)])
+    estep(ws, np.array([0.5, 0.5]), np.zeros((2, 2)), prec, np.array([0.0, -2.0 * np.log(2.0)]))

@@ -132,6 +132,7 @@ __all__ = [
     "completions",
     "resolve_strategy",
     "workspace",
+    "warm_up_kernels",
     "STRATEGIES",
     "observed_log_likelihood",
     "snapshot",
@@ -747,6 +748,31 @@ def workspace(data: EMData, config: EMConfig):
     if ws is None:
         ws = data.cache[key] = Workspace(_layout(data, config), config.n_components)
     return ws
+
+
+def warm_up_kernels(*, background: bool = True):
+    """Load (or, with an empty numba cache, compile) the compiled E-step now, e.g. when an app starts.
+
+    The first compiled step of a process otherwise pays it: about 1 s with a filled on-disk cache
+    (importing numba and loading the machine code), several seconds on the very first run (compiling;
+    see ``results/bench_em.md``). ``background=True`` does it on a daemon thread and returns the thread.
+    """
+    def run():
+        try:
+            from ._kernels import warm_up
+
+            warm_up()
+        except Exception:  # pragma: no cover - best effort: the first step reports any real problem
+            pass
+
+    if not background:
+        run()
+        return None
+    import threading
+
+    thread = threading.Thread(target=run, name="explorer-warm-up-kernels", daemon=True)
+    thread.start()
+    return thread
 
 
 def _estep_compiled(data: EMData, config: EMConfig, weights, means, covariances):

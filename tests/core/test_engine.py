@@ -208,3 +208,10 @@ def test_pattern_tree_strategies_equal_numpy(strategy):
     assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
     if strategy == "tree":
         assert any(key[0] == "pattern_tree" for key in data.cache)  # built once per data set
+
+
+def test_warm_up_runs_in_the_background():
+    thread = em_gmm.warm_up_kernels()
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    em_gmm.warm_up_kernels(background=False)
