@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist
 
@@ -297,12 +299,12 @@ def test_forest_e_step_matches():
     p = group_patterns(missing)
     prec, logdet = precision_and_logdet(cov[None])
     forest = build_pattern_tree(p, max_mst_patterns=40)
-    st = {}
-    _assert_same(observed_gaussian_tree(Xf, p, mean, cov, tree=forest, stats=st, refresh_every=None),
+    stats = {}
+    _assert_same(observed_gaussian_tree(Xf, p, mean, cov, tree=forest, stats=stats, refresh_every=None),
                  observed_gaussian(Xf, p, mean, prec[0], logdet[0]))
-    assert st["n_scratch"] == forest.n_clusters
-    assert st["n_updates"] == forest.n_patterns - forest.n_clusters
-    assert st["sum_nd"] == forest.total_weight
+    assert stats["n_scratch"] == forest.n_clusters
+    assert stats["n_updates"] == forest.n_patterns - forest.n_clusters
+    assert stats["sum_nd"] == forest.total_weight
 
 
 @pytest.mark.parametrize("refresh", [None, 0, 1, 4])
@@ -311,15 +313,15 @@ def test_refresh_every_recomputes_at_multiples_of_depth(refresh):
     Xf, missing, mean, cov = _case("squares", rng)
     p = group_patterns(missing)
     tree = build_pattern_tree(p)
-    st = {}
-    observed_gaussian_tree(Xf, p, mean, cov, tree=tree, refresh_every=refresh, stats=st)
+    stats = {}
+    observed_gaussian_tree(Xf, p, mean, cov, tree=tree, refresh_every=refresh, stats=stats)
     expected = set(tree.roots.tolist())
     if refresh:
         expected |= set(np.flatnonzero(tree.depth % refresh == 0).tolist())
-    assert set(st["scratch_nodes"]) == expected
+    assert set(stats["scratch_nodes"]) == expected
     np.testing.assert_array_equal(np.flatnonzero(tree.scratch_nodes(refresh)), sorted(expected))
     if not refresh:
-        assert st["peak_states"] == tree.peak_states
+        assert stats["peak_states"] == tree.peak_states
 
 
 def test_deep_chain_drift_without_refresh():
@@ -376,3 +378,46 @@ def test_wrong_shapes_and_arguments_raise_bad_input():
         observed_gaussian_tree(Xf, p, mean, cov, refresh_every=-2)
     with pytest.raises(BadInputError, match="not in perm"):
         cholesky_update(np.eye(2), np.array([0, 1]), np.eye(3), remove=[2])
+
+
+@pytest.mark.parametrize(
+    "missing",
+    [
+        np.ones((4, 3), dtype=bool),  # nothing observed anywhere: no pattern at all
+        np.zeros((5, 3), dtype=bool),  # one pattern, complete rows
+        np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1], [0, 0, 0], [1, 1, 1], [1, 1, 0]], dtype=bool),  # n_o = 0 in between
+    ],
+)
+def test_edge_cases_match_observed_gaussian(missing):
+    rng = np.random.default_rng(16)
+    cov = _spd(rng, 3)
+    mean = rng.standard_normal(3)
+    Xf = np.where(missing, 0.0, rng.standard_normal(missing.shape))
+    p = group_patterns(missing)
+    prec, logdet = precision_and_logdet(cov[None])
+    ref = observed_gaussian(Xf, p, mean, prec[0], logdet[0])
+    tree = build_pattern_tree(p)
+    assert tree.n_patterns == p.n_patterns
+    _check_traversal(tree)
+    for res in (observed_gaussian_tree(Xf, p, mean, cov, tree=tree, refresh_every=None),
+                observed_gaussian_naive(Xf, p, mean, cov)):
+        _assert_same(res, ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_cholesky_update_property(data):
+    """Any removals then appends give the factor of the permuted submatrix (hypothesis, sparingly)."""
+    d = data.draw(st.integers(1, 9), label="d")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    cov = _spd(np.random.default_rng(seed), d)
+    perm = np.array(data.draw(st.permutations(range(d)), label="perm")[: data.draw(st.integers(0, d))], dtype=int)
+    remove = data.draw(st.lists(st.sampled_from(perm.tolist()), unique=True), label="remove") if perm.size else []
+    free = [v for v in range(d) if v not in set(perm.tolist())]
+    append = data.draw(st.permutations(free), label="append")[: data.draw(st.integers(0, len(free)))] if free else []
+    L = _chol_of(cov, perm) if perm.size else np.zeros((0, 0))
+    L2, perm2 = cholesky_update(L, perm, cov, remove=remove, append=append)
+    kept = [v for v in perm.tolist() if v not in set(remove)]
+    assert perm2.tolist() == kept + list(append)
+    if perm2.size:
+        np.testing.assert_allclose(L2, _chol_of(cov, perm2), rtol=0, atol=1e-10)
