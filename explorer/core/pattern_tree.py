@@ -36,7 +36,7 @@ Design decisions (the paper leaves them open)
   still kept small: children are visited in increasing order of their Strahler-like "number of
   states held at once" (``PatternTree.need``) and the last (heaviest) child inherits its parent's
   state in place, so only branching nodes with unvisited children keep a copy; the peak number of
-  live ``d x d`` factor buffers is ``PatternTree.peak_states`` (3-5 for the MNIST grid).
+  live factor buffers is ``PatternTree.peak_states`` (3-5 for the MNIST grid).
 * **Refresh**: a pattern whose depth is a multiple of ``refresh_every`` (default
   :data:`REFRESH_EVERY`) is recomputed from scratch; ``0`` or ``None`` = only the roots.
 * **Update order** along an edge: Cholesky side removals then appends (removals fused into one
@@ -49,7 +49,8 @@ Design decisions (the paper leaves them open)
   start) into clusters of at most that size, one MST per cluster, each cluster root from scratch.
   The dense Hamming matrix of a cluster is then at most 4000 x 4000 (64 MB as float32).
 * **Storage and kernels**: a factor is kept as ``U = L^T`` in the upper triangle of a C-ordered
-  ``(d, d)`` buffer with the feature order ``perm`` beside it; the per-edge updates are numba
+  ``(s, s)`` buffer (``s`` = the largest number of observed features of a pattern) with the feature
+  order ``perm`` beside it; the per-edge updates are numba
   kernels (removals fused into one Givens sweep, appends into one blocked forward substitution,
   which give the same factor as one variable at a time). Per-row solves use all the rows of a
   pattern as right-hand sides, in numba below :data:`NUMBA_SOLVE_MAX` multiply-adds.
@@ -462,7 +463,7 @@ def build_pattern_tree(patterns: MissingPatterns, *, max_mst_patterns: int = MST
 # --------------------------------------------------------------------------- incremental Cholesky (numba)
 
 
-# The factors are stored transposed, as the upper triangle U = L^T of a C-ordered (d, d) buffer: row i
+# The factors are stored transposed, as the upper triangle U = L^T of a C-ordered square buffer: row i
 # of U is column i of L, so the Givens rotations of a removal (column operations on L) and the
 # forward substitution of an append (column-oriented) run over contiguous memory and vectorise.
 
@@ -890,7 +891,7 @@ def observed_gaussian_naive(
 
 
 class _State:
-    """A node's matrices: Cholesky factor ``U = L^T`` (active n x n of a d x d buffer) with its feature order, and K."""
+    """A node's matrices: Cholesky factor ``U = L^T`` (active n x n of a buffer) with its feature order, and K."""
 
     __slots__ = ("node", "L", "perm", "n", "K", "mis")
 
@@ -957,6 +958,9 @@ def observed_gaussian_tree(
     res = _Out(Xf, patterns, mean, conditionals, out, maha_out)
     tol = _pivot_tol(covariance)
     allcols = np.arange(d)
+    # factor buffers are (size, size) with size the largest observed count: an edge removes before it
+    # appends, so no intermediate factor is larger than its two end patterns
+    size = int(tree.n_patterns and (~tree.patterns).sum(axis=1).max())
     pool: list[np.ndarray] = []
     live = peak = 0
 
@@ -964,7 +968,7 @@ def observed_gaussian_tree(
         nonlocal live, peak
         live += 1
         peak = max(peak, live)
-        return pool.pop() if pool else np.empty((d, d))
+        return pool.pop() if pool else np.empty((size, size))
 
     def release(state):
         nonlocal live
@@ -983,7 +987,7 @@ def observed_gaussian_tree(
         Lo = cholesky(covariance[np.ix_(obs, obs)], what="observed-block covariance")
         L = new_buffer()
         L[: obs.size, : obs.size] = Lo.T
-        perm = np.zeros(d, dtype=np.int64)
+        perm = np.zeros(size, dtype=np.int64)
         perm[: obs.size] = obs
         K = None
         if conditionals:
