@@ -72,14 +72,20 @@ from explorer.core.pattern_tree import (  # noqa: E402
 from explorer.core.patterns import group_patterns  # noqa: E402
 
 
-def squares_case(n_rows: int, side: int = 28, k: int = 5, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    d = side * side
+def random_squares(n_rows: int, rng: np.random.Generator, side: int = 28, k: int = 5) -> np.ndarray:
+    """(n_rows, side * side) missingness: one k x k square per row, corner uniform over the inside positions."""
     corners = rng.integers(0, side - k + 1, size=(n_rows, 2))
     missing = np.zeros((n_rows, side, side), dtype=bool)
     for i, (r, c) in enumerate(corners):
         missing[i, r:r + k, c:c + k] = True
-    missing = missing.reshape(n_rows, d)
+    return missing.reshape(n_rows, side * side)
+
+
+def squares_case(n_rows: int, side: int = 28, k: int = 5, seed: int = 0):
+    """Synthetic pixels: a random rank-300 factor model plus 0.05 I, with a random square missing per row."""
+    rng = np.random.default_rng(seed)
+    d = side * side
+    missing = random_squares(n_rows, rng, side, k)
     F = rng.standard_normal((d, 300)) / np.sqrt(300)
     cov = F @ F.T + 0.05 * np.eye(d)
     mean = rng.uniform(0.0, 0.5, size=d)
@@ -87,21 +93,15 @@ def squares_case(n_rows: int, side: int = 28, k: int = 5, seed: int = 0):
     return np.where(missing, 0.0, X), missing, mean, cov
 
 
-def mnist_case(digit: int, seed: int = 0, ridge: float = 0.01, side: int = 28, k: int = 5):
+def mnist_case(digit: int, seed: int = 0, ridge: float = 0.01):
     """The MNIST test images of one digit (about 1000, pixel / 255) with a random 5 x 5 square missing each;
     the covariance is the images' empirical covariance plus ``ridge`` I (border pixels are constant)."""
     from explorer.datasets import load_dataset  # L1, fine in a benchmark script
 
     X = np.asarray(load_dataset("mnist", digits=(digit,)).values, dtype=float)
-    rng = np.random.default_rng(seed)
-    n, d = X.shape
-    corners = rng.integers(0, side - k + 1, size=(n, 2))
-    missing = np.zeros((n, side, side), dtype=bool)
-    for i, (r, c) in enumerate(corners):
-        missing[i, r:r + k, c:c + k] = True
-    missing = missing.reshape(n, d)
+    missing = random_squares(X.shape[0], np.random.default_rng(seed))
     mean = X.mean(axis=0)
-    cov = np.cov(X, rowvar=False) + ridge * np.eye(d)
+    cov = np.cov(X, rowvar=False) + ridge * np.eye(X.shape[1])
     return np.where(missing, 0.0, X), missing, mean, cov
 
 
