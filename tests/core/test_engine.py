@@ -67,6 +67,19 @@ def test_compiled_equals_numpy_over_steps(structured, K, prior):
         assert sb.stats.n_rows == sa.stats.n_rows == data.n_fit
 
 
+def test_compiled_equals_numpy_on_long_missing_blocks():  # runs with m >= M_SWITCH: one component at a time
+    from explorer.core import _kernels
+
+    data = em_gmm.prepare(_mixture(n=800, d=18, seed=13, rate=0.65))
+    assert np.mean(data.patterns.missing.sum(axis=1) >= _kernels.M_SWITCH) > 0.3
+    numpy_cfg = em_gmm.EMConfig(n_components=3, strategy="numpy", reg_covar=1e-3)
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, replace(numpy_cfg, strategy="compiled"), start, 3)[-1]
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+
+
 @pytest.mark.parametrize("variant", ["naive", "mean_impute"])
 def test_compiled_equals_numpy_for_the_variants(variant):
     data = em_gmm.prepare(_mixture(seed=5))
@@ -215,3 +228,15 @@ def test_warm_up_runs_in_the_background():
     thread.join(timeout=120)
     assert not thread.is_alive()
     em_gmm.warm_up_kernels(background=False)
+
+
+def test_prepared_data_with_a_workspace_pickles():
+    import pickle
+
+    data = em_gmm.prepare(_mixture(seed=12))
+    config = em_gmm.EMConfig(n_components=2, strategy="compiled")
+    state = em_gmm.init(data, config, np.random.default_rng(0))
+    data2, state2 = pickle.loads(pickle.dumps((data, state)))
+    a, b = em_gmm.step(state, data, config), em_gmm.step(state2, data2, config)
+    np.testing.assert_array_equal(a.covariances, b.covariances)
+    assert em_gmm.workspace(data2, config) is not em_gmm.workspace(data, config)
