@@ -227,6 +227,7 @@ def main(argv=None):
         repeats = min(args.repeats, 3)
     else:
         cases, mem, repeats = CASES, MEMORY, args.repeats
+    load_start = os.getloadavg()
     rows = []
     for name, n, d, k, threads in cases:
         r = bench_case(name, n, d, k, threads, args.rate, repeats, args.seed, args.numpy_repeats)
@@ -239,8 +240,10 @@ def main(argv=None):
           f"{_mb(memory['sklearn_step_peak_bytes'])} MiB, ratio {memory['ratio']:.2f}", flush=True)
     latency = first_call_latency()
     print(f"first-call latency: {latency}", flush=True)
+    load_end = os.getloadavg()
     meta = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-            "processor": platform.processor(), "blas": blas_info(), "repeats": repeats}
+            "processor": platform.processor(), "blas": blas_info(), "repeats": repeats,
+            "load_average_start": load_start, "load_average_end": load_end, "cpu_count": os.cpu_count()}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "bench_em_quick" if args.quick else "bench_em"
     (args.out / f"{name}.json").write_text(json.dumps({"meta": meta, "cases": rows, "memory": memory,
@@ -254,7 +257,9 @@ def main(argv=None):
     text = (
         f"Command: `.venv/bin/python {cmd}` (median of {repeats} interleaved iterations; numpy "
         f"{np.__version__}, Python {platform.python_version()}; explorer: `EMConfig(strategy='compiled')`, "
-        f"the numpy reference strategy timed after, {args.numpy_repeats} iterations).\n\n"
+        f"the numpy reference strategy timed after, {args.numpy_repeats} iterations; {os.cpu_count()} CPUs, load "
+        f"average (1 / 5 / 15 min) {'/'.join(f'{v:.1f}' for v in load_start)} at the start, "
+        f"{'/'.join(f'{v:.1f}' for v in load_end)} at the end).\n\n"
         + "\n".join(lines) + "\n\n"
         f"Peak memory of one step (tracemalloc, after a warm-up step) at N = {memory['n_samples']:,}, "
         f"D = {memory['n_features']}, K = {memory['n_components']}: explorer {_mb(memory['explorer_step_peak_bytes'])} "
