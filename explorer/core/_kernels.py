@@ -199,7 +199,7 @@ def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
 
 @numba.njit(cache=True, fastmath=_FAST)
 def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
-                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1):
+                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll):
     """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
     statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
     precision of component k is not positive definite. ``kv`` (3, K) scratch.
@@ -274,6 +274,7 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
         norm = top + np.log(acc)
         total += norm
         row = perm[r0 + i]
+        rowll[row] = norm
         for k in range(K):
             v = ll[i, k] - norm
             sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
@@ -371,6 +372,7 @@ class Workspace:
         self.R = np.empty((K, B, D))
         self.ll = np.empty((B, K))
         self.W = np.empty((layout.n_runs, K))
+        self.rowll = np.zeros(layout.X.shape[0])  # per-row log-likelihood of the last E-step (caller's order)
         m = max(layout.max_missing, 1)
         self.Linv = np.zeros((m, m))
         self.LK = np.zeros((m, m, K))  # per-component factors, component innermost
@@ -427,7 +429,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         np.matmul(E, precision, out=R)
         part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
                                     ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
-                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1)
+                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll)
         if status >= 0:
             raise _NotPositiveDefinite(status)
         total += part

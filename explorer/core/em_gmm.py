@@ -109,7 +109,7 @@ from ._validation import BadInputError, check_incomplete
 from .gaussian import DegenerateCovarianceError, cholesky, observed_diagonal, observed_gaussian, precision_and_logdet
 from .kmeans import kmeans, kmeans_plusplus
 from .patterns import MissingPatterns, group_patterns
-from .suffstats import SufficientStatistics, m_step, posterior_mode, statistics_from_completions
+from .suffstats import AUTO_COMPILED_MIN_WORK, SufficientStatistics, m_step, posterior_mode, statistics_from_completions
 
 __all__ = [
     "EMConfig",
@@ -663,12 +663,6 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
         log_prior=lp,
         prior=prior,
     )
-
-
-#: ``strategy="auto"`` uses the compiled kernel when the E-step has at least this many
-#: row x component x feature entries (below, both take a few milliseconds and the numpy kernels
-#: need no compilation; see :func:`resolve_strategy`).
-AUTO_COMPILED_MIN_WORK = 200_000
 
 
 def resolve_strategy(data: EMData, config: EMConfig) -> str:

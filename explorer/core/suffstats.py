@@ -168,9 +168,14 @@ def statistics_from_completions(resp, completions, cond_cov, patterns: MissingPa
                                 n_rows=resp.shape[0] if rows is None else int(np.asarray(rows).size))
 
 
+#: ``strategy="auto"`` runs the compiled kernel when rows x components x features reaches this (see
+#: :func:`explorer.core.em_gmm.resolve_strategy`).
+AUTO_COMPILED_MIN_WORK = 200_000
+
+
 def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances, *,
-                     covariance_type: str = "full", exact: bool = True):
-    """E-step of one block of rows with the reference kernels: statistics and responsibilities.
+                     covariance_type: str = "full", exact: bool = True, strategy: str = "auto"):
+    """E-step of one block of rows: statistics and responsibilities.
 
     Parameters
     ----------
@@ -180,6 +185,11 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         ``group_patterns(missing)`` of the block (any layout, ``Xf`` in the same row order).
     weights, means, covariances
         Current parameters, shapes (K,), (K, D), (K, D, D) or (K, D).
+    strategy : {"auto", "compiled", "numpy"}
+        ``"compiled"``: the numba kernel of :mod:`explorer.core._kernels` (full covariances; the
+        results agree with the numpy kernels to round-off); ``"numpy"``: the reference kernels of
+        :mod:`explorer.core.gaussian`; ``"auto"``: compiled for full covariances once rows x components
+        x features reaches :data:`AUTO_COMPILED_MIN_WORK`. Diagonal covariances always use numpy.
 
     Returns
     -------
@@ -195,6 +205,11 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
     covariances = np.asarray(covariances, dtype=float)
     K = means.shape[0]
     n, D = Xf.shape
+    if strategy not in ("auto", "compiled", "numpy"):
+        raise BadInputError(f"strategy must be 'auto', 'compiled' or 'numpy', got {strategy!r}.")
+    if covariance_type == "full" and (strategy == "compiled"
+                                      or (strategy == "auto" and n * K * D >= AUTO_COMPILED_MIN_WORK)):
+        return _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact)
     ll = np.empty((n, K))
     completions = np.empty((K, n, D))
     cond = []
@@ -224,6 +239,38 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
                                         exact=exact, covariances=covariances, rows=counted,
                                         log_likelihood=float(norm.sum()))
     return stats, resp, norm
+
+
+def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact):
+    """:func:`estep_statistics` by the compiled kernel (rows sorted by pattern unless they already are)."""
+    from ._kernels import Layout, Workspace, _NotPositiveDefinite, estep
+
+    precision, logdet = precision_and_logdet(covariances)
+    n = Xf.shape[0]
+    if patterns.perm is not None:  # the sorted layout: Xf's rows are already in runs, empty rows last
+        order, missing = None, patterns.missing
+        X = np.where(missing, 0.0, Xf)
+    else:
+        from .patterns import group_patterns
+
+        order = group_patterns(patterns.missing, sort=True).perm
+        missing = patterns.missing[order]
+        X = np.where(missing, 0.0, Xf[order])
+    n_fit = n - patterns.empty_rows.size
+    ws = Workspace(Layout(X, missing, n_fit, order), means.shape[0])
+    try:
+        nk, first, second, total, resp = estep(ws, weights, means, precision, logdet, exact=exact)
+    except _NotPositiveDefinite as exc:
+        raise DegenerateCovarianceError(
+            f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: a "
+            "component has collapsed. Increase reg_covar, use fewer components, or standardise the data."
+        ) from None
+    if not np.isfinite(total):
+        raise DegenerateCovarianceError("The log-likelihood is not finite: a component assigns zero density to the "
+                                        "data. Increase reg_covar or use fewer components.")
+    stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=float(total),
+                                 n_rows=n_fit)
+    return stats, resp, ws.rowll
 
 
 def posterior_mode(nk: float, xbar: np.ndarray, scatter: np.ndarray, prior):

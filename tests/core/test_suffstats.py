@@ -62,3 +62,28 @@ def test_different_shifts_do_not_add():
     b = SufficientStatistics.zeros(np.ones((2, 3)))
     with pytest.raises(BadInputError, match="different shifts"):
         a + b
+
+
+@pytest.mark.parametrize("sort", [False, True])
+@pytest.mark.parametrize("exact", [True, False])
+def test_compiled_estep_statistics_equal_the_reference(sort, exact):
+    X = _data(n=500, seed=4, offset=50.0)
+    miss = np.isnan(X)
+    patterns = group_patterns(miss, sort=sort)
+    Xf = np.where(miss, 7.0, X)  # any finite value at missing entries
+    if sort:
+        Xf = Xf[patterns.perm]
+    data = em_gmm.prepare(X)
+    state = em_gmm.init(data, em_gmm.EMConfig(n_components=3), np.random.default_rng(2))
+    args = (Xf, patterns, state.weights, state.means, state.covariances)
+    ref, resp_ref, ll_ref = estep_statistics(*args, exact=exact, strategy="numpy")
+    got, resp, ll = estep_statistics(*args, exact=exact, strategy="compiled")
+    for name in ("nk", "first", "second"):
+        a, b = getattr(got, name), getattr(ref, name)
+        assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max(), name
+    assert got.log_likelihood == pytest.approx(ref.log_likelihood, rel=1e-12)
+    assert got.n_rows == ref.n_rows
+    np.testing.assert_allclose(resp, resp_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ll, ll_ref, rtol=1e-10, atol=1e-10)
+    with pytest.raises(BadInputError, match="strategy"):
+        estep_statistics(*args, strategy="tree")
