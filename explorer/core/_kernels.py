@@ -280,6 +280,10 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
             sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
             h = sh * sh
             resp[row, k] = h
+            if h == 0.0:  # most (row, component) pairs of well separated components
+                for j in range(D):
+                    E[k, i, j] = 0.0
+                continue
             W[g, k] += h
             nk[k] += h
             for j in range(D):
