@@ -88,13 +88,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betaln, digamma, logsumexp, multigammaln
+from scipy.special import betaln, digamma, gammaln, logsumexp
 
 from ._validation import BadInputError
 from .conditional import ConditionalMixture
 from ._loop import run_restarts
 from .em_gmm import ConvergenceWarning as _EMConvergenceWarning
 from .em_gmm import EMConfig, EMData, data_moments, prepare
+from .em_gmm import _layout as _em_layout
+from .suffstats import AUTO_COMPILED_MIN_WORK
 from .gaussian import (
     LOG_2PI,
     DegenerateCovarianceError,
@@ -109,6 +111,7 @@ __all__ = [
     "INIT_METHODS",
     "RESPONSIBILITIES",
     "STICKS",
+    "STRATEGIES",
     "UPDATES",
     "ConvergenceWarning",
     "VBConfig",
@@ -123,6 +126,7 @@ __all__ = [
     "init_from_resp",
     "prepare",
     "resolve_prior",
+    "resolve_strategy",
     "snapshot",
     "step",
     "predictive_conditional",
@@ -133,6 +137,7 @@ RESPONSIBILITIES = ("corrected", "thesis", "augmented")
 STICKS = ("truncated", "sklearn")
 INIT_METHODS = ("kmeans", "random")
 COVARIANCE_PRIORS = ("identity", "data")
+STRATEGIES = ("auto", "compiled", "numpy")
 _EPS10 = 10 * np.finfo(float).eps
 _LOG2 = float(np.log(2.0))
 WEIGHT_THRESHOLD = 1e-2
@@ -179,6 +184,11 @@ class VBConfig:
         Tolerance on the per-row change of the objective.
     max_iter, n_init : int
     init : {"kmeans", "random"}
+    strategy : {"auto", "compiled", "numpy"}
+        The E-step kernel (see :func:`resolve_strategy`): ``"compiled"`` is one numba pass over the rows
+        sorted by pattern (:mod:`explorer.core._kernels_vb`, no (K, N, D) completions); ``"numpy"`` the
+        reference path (per-component pieces, the completions held in the state's cache). Both give the same
+        states to round-off.
     """
 
     n_components: int = 15
@@ -196,6 +206,7 @@ class VBConfig:
     max_iter: int = 100
     init: str = "kmeans"
     n_init: int = 1
+    strategy: str = "auto"
 
     def __post_init__(self):
         if not _is_int(self.n_components) or self.n_components < 1:
@@ -207,7 +218,8 @@ class VBConfig:
         if not (isinstance(self.beta0, (int, float, np.number)) and np.isfinite(self.beta0) and self.beta0 > 0):
             raise BadInputError(f"beta0 must be a positive number, got {self.beta0!r}.")
         for name, allowed in (("update", UPDATES), ("responsibilities", RESPONSIBILITIES),
-                              ("stick", STICKS), ("init", INIT_METHODS), ("covariance_prior", COVARIANCE_PRIORS)):
+                              ("stick", STICKS), ("init", INIT_METHODS), ("covariance_prior", COVARIANCE_PRIORS),
+                              ("strategy", STRATEGIES)):
             if getattr(self, name) not in allowed:
                 raise BadInputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
         if not self.reg_covar >= 0:
@@ -352,6 +364,11 @@ def _digamma_sum(nu: np.ndarray, count: int) -> np.ndarray:
     return digamma((np.asarray(nu)[..., None] + 1 - i) / 2).sum(axis=-1)
 
 
+def _multigammaln(a: np.ndarray, D: int) -> np.ndarray:
+    """:func:`scipy.special.multigammaln` for an array ``a`` (one call of gammaln; a > (D - 1) / 2)."""
+    return 0.25 * D * (D - 1) * np.log(np.pi) + gammaln(a[:, None] - 0.5 * np.arange(D)).sum(axis=1)
+
+
 def expected_log_weights(gamma: np.ndarray, stick: str = "truncated") -> np.ndarray:
     """:math:`E[\\log \\pi_k] = E[\\log v_k] + \\sum_{j<k} E[\\log(1-v_j)]`, shape (K,)."""
     s = digamma(gamma.sum(axis=1))
@@ -456,15 +473,24 @@ def _eta(tau, xt, cond, nu_prev, data: EMData, prior: dict, reg_covar: float):
                     w = np.bincount(g.inverse, weights=tau[g.rows, k], minlength=g.n_unique)
                     embed_add(S[k], g, q / nu_prev[k], w)
         S[k] = 0.5 * (S[k] + S[k].T)
+    stats = {"nk": nk, "xbar": xbar, "S": S}
+    return (stats,) + _eta_from_stats(stats, prior, reg_covar)
+
+
+def _eta_from_stats(stats: dict, prior: dict, reg_covar: float):
+    """Normal-Wishart parameters (beta, nu, means, scatter) from the statistics ``nk``, ``xbar``, ``S``."""
+    nk, xbar, S = stats["nk"], stats["xbar"], stats["S"]
+    D = xbar.shape[1]
     beta, nu = prior["beta0"] + nk, prior["nu0"] + nk
     means = (prior["beta0"] * prior["m0"] + nk[:, None] * xbar) / beta[:, None]
     dm = xbar - prior["m0"]
     scatter = (prior["Psi0"] + S + (nk * reg_covar)[:, None, None] * np.eye(D)
                + (prior["beta0"] * nk / beta)[:, None, None] * dm[:, :, None] * dm[:, None, :])
-    return {"nk": nk, "xbar": xbar, "S": S}, beta, nu, means, scatter
+    return beta, nu, means, scatter
 
 
-def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior: dict, stick: str) -> dict:
+def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior: dict, stick: str, *,
+               precision_logdet=None) -> dict:
     """Terms of the evidence lower bound (all constants included); ``sum(values)`` is the ELBO.
 
     Parameters
@@ -477,9 +503,11 @@ def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior:
         the completed rows, :math:`S_k = \\sum_n\\tau_{nk}[(\\tilde x-\\bar x)(\\cdot)^\\top + C_{nk}]`.
     gamma, means, beta, nu, scatter, prior, stick
         Current variational and prior parameters.
+    precision_logdet : tuple, optional
+        ``precision_and_logdet(scatter)`` when the caller has it.
     """
     _K, D = means.shape
-    W, ld = precision_and_logdet(scatter)
+    W, ld = precision_and_logdet(scatter) if precision_logdet is None else precision_logdet
     ld0, nu0, b0, m0 = prior["logdet_Psi0"], prior["nu0"], prior["beta0"], prior["m0"]
     elog_lam = _digamma_sum(nu, D) + D * _LOG2 - ld
     nk, xbar, S = tau.sum(axis=0), stats["xbar"], stats["S"]
@@ -488,8 +516,8 @@ def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior:
     t = {}
     t["log_lik"] = float(np.sum(0.5 * nk * (elog_lam - D / beta - D * LOG_2PI) - 0.5 * nu * trace_x))
     dm = means - m0
-    log_b0 = 0.5 * nu0 * ld0 - 0.5 * nu0 * D * _LOG2 - multigammaln(0.5 * nu0, D)
-    log_b = 0.5 * nu * ld - 0.5 * nu * D * _LOG2 - multigammaln(0.5 * nu, D)
+    log_b0 = 0.5 * nu0 * ld0 - 0.5 * nu0 * D * _LOG2 - _multigammaln(np.array([0.5 * nu0]), D)[0]
+    log_b = 0.5 * nu * ld - 0.5 * nu * D * _LOG2 - _multigammaln(0.5 * nu, D)
     t["log_p_theta"] = float(np.sum(
         0.5 * (D * np.log(b0 / (2 * np.pi)) + elog_lam - D * b0 / beta - b0 * nu * np.einsum("kd,kde,ke->k", dm, W, dm))
         + log_b0 + 0.5 * (nu0 - D - 1) * elog_lam - 0.5 * nu * np.einsum("de,ked->k", prior["Psi0"], W)))
@@ -507,18 +535,126 @@ def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior:
     return t
 
 
+def resolve_strategy(data: EMData, config: VBConfig) -> str:
+    """The E-step kernel a fit uses: ``"compiled"`` or ``"numpy"``.
+
+    ``responsibilities="thesis"`` (the printed eq. 3.17, kept for comparison: it needs the plain blocks
+    :math:`W^{oo}`) always uses ``"numpy"``. ``"auto"`` follows :func:`explorer.core.em_gmm.resolve_strategy`:
+    ``"compiled"`` when rows x components x features is at least
+    :data:`explorer.core.suffstats.AUTO_COMPILED_MIN_WORK` and numba imports, else ``"numpy"`` (small
+    interactive data never wait for the first compiled call, about 0.6 s with a filled numba cache).
+    """
+    if config.responsibilities == "thesis":
+        return "numpy"
+    if config.strategy != "auto":
+        return config.strategy
+    if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK:
+        return "numpy"
+    try:
+        from . import _kernels_vb  # noqa: F401
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return "numpy"
+    return "compiled"
+
+
+def workspace(data: EMData, n_components: int):
+    """The compiled VB E-step's scratch buffers for this data and K (allocated once per data, cached)."""
+    from ._kernels_vb import VBWorkspace
+
+    key = ("vb_workspace", n_components)
+    ws = data.cache.get(key)
+    if ws is None:
+        ws = data.cache[key] = VBWorkspace(_em_layout(data, EMConfig(n_components=n_components)), n_components)
+    return ws
+
+
+def _coefficients(D: int, beta, nu, logdet, kind: str) -> np.ndarray:
+    """(5, D + 1, K): the affine coefficients of :func:`explorer.core._kernels_vb._solve_block_vb` by the
+    number of observed entries o (row o = 0 unused): log rho = ll + a + b maha (``kind``), plug-in
+    ll + 0.5 o log nu + 0.5 (1 - nu) maha, entropy constant 0.5 (D - o)(1 + log 2 pi - log nu)."""
+    K = nu.shape[0]
+    o = np.arange(D + 1, dtype=float)[:, None]
+    coef = np.zeros((5, D + 1, K))
+    lognu = np.log(nu)
+    if kind == "augmented":
+        coef[0] = 0.5 * _digamma_sum(nu, D) + 0.5 * D * _LOG2 - 0.5 * D / beta - 0.5 * (D - o) * lognu
+        coef[1] = -0.5 * (nu - 1.0)
+    else:  # corrected: nu' = nu - D + o and sum_{i<=o} psi((nu' + 1 - i) / 2) = sum_{j<o} psi((nu - D + 1 + j) / 2)
+        dsum = np.cumsum(digamma((nu[None, :] - D + 1 + np.arange(D)[:, None]) / 2), axis=0)  # (D, K): o = j + 1
+        coef[0, 1:] = 0.5 * dsum + 0.5 * o[1:] * _LOG2 - 0.5 * o[1:] / beta
+        coef[1] = -0.5 * (nu - D + o - 1.0)
+    coef[2] = 0.5 * o * lognu
+    coef[3] = 0.5 * (1.0 - nu)
+    coef[4] = 0.5 * (D - o) * (1.0 + LOG_2PI - lognu)
+    return coef
+
+
+def _compiled_pass(data: EMData, config: VBConfig, means, beta, nu, scatter, gamma, weights, precision_logdet=None):
+    """The compiled E-step at these parameters: (plug-in log-likelihood, the next step's tau / stats / entropy)."""
+    from ._kernels_vb import VBWorkspace, _NotPositiveDefinite, estep
+
+    K, D = means.shape
+    W, logdet = precision_and_logdet(scatter) if precision_logdet is None else precision_logdet
+    coef = _coefficients(D, beta, nu, logdet, config.responsibilities)
+    principled = config.update == "principled"
+    with np.errstate(divide="ignore"):
+        logw = np.log(weights)
+    ws = workspace(data, K)
+    if not ws.lock.acquire(blocking=False):  # another thread steps on the same data: private scratch
+        ws = VBWorkspace(ws.layout, K, ws.block_rows)
+        ws.lock.acquire()
+    try:
+        tau, nk_raw, first, second, entropy, plug = estep(
+            ws, means, W, logdet, coef, expected_log_weights(gamma, config.stick), logw, cond_mean=principled,
+            cond_scale=1.0 / nu if principled else None)
+    except _NotPositiveDefinite as exc:
+        raise DegenerateCovarianceError(
+            f"The missing block of a scatter matrix (component {exc.args[0]}) is not positive definite: a component "
+            "collapsed. Increase reg_covar or use fewer components.") from None
+    finally:
+        ws.lock.release()
+    # statistics about the means m_k -> about the weighted means (as _eta computes them)
+    nk = nk_raw + _EPS10
+    xbar = means + first / nk[:, None]
+    S = second - (2.0 / nk - nk_raw / nk**2)[:, None, None] * first[:, :, None] * first[:, None, :]
+    S = 0.5 * (S + S.transpose(0, 2, 1))
+    if not principled:
+        entropy = float("nan") if data.patterns.missing[: data.n_fit].any() else 0.0
+    return plug, {"tau": tau, "stats": {"nk": nk, "xbar": xbar, "S": S}, "entropy": entropy,
+                  "key": _pass_key(config)}
+
+
+def _pass_key(config: VBConfig) -> tuple:
+    """The settings a compiled pass depends on (a state stepped under other settings redoes the pass)."""
+    return (config.update, config.responsibilities, config.stick)
+
+
 def _make_state(data, config, prior, iteration, tau, gamma, stats, means, beta, nu, scatter, entropy) -> VBState:
-    """Assemble a state: ELBO (NaN if ``entropy`` is NaN), pieces at the new parameters, plug-in LL."""
-    pc = _pieces(data, means, scatter, config.responsibilities == "thesis")
+    """Assemble a state: ELBO (NaN if ``entropy`` is NaN), the E-step at the new parameters, plug-in LL.
+
+    ``"numpy"``: the per-component pieces at the new parameters (the next :func:`step` computes tau and the
+    completions from them). ``"compiled"``: one compiled pass at the new parameters gives the plug-in
+    log-likelihood and the next step's tau, statistics and entropy (``cache["next"]``).
+    """
     weights = expected_weights(gamma, config.stick)
+    prec = None
+    if resolve_strategy(data, config) == "compiled":
+        prec = precision_and_logdet(scatter)
+        ll, nxt = _compiled_pass(data, config, means, beta, nu, scatter, gamma, weights, prec)
+        pc = {"next": nxt}
+    else:
+        pc = _pieces(data, means, scatter, config.responsibilities == "thesis")
+        ll = None
     terms = None
     if np.isfinite(entropy):
-        terms = elbo_terms(tau, entropy, stats, gamma, means, beta, nu, scatter, prior, config.stick)
+        terms = elbo_terms(tau, entropy, stats, gamma, means, beta, nu, scatter, prior, config.stick,
+                           precision_logdet=prec)
         elbo = float(sum(terms.values()))
     else:
         elbo = float("nan")
-    with np.errstate(divide="ignore"):
-        ll = float(_plugin_loglik(pc, np.log(weights), nu).sum())
+    if ll is None:
+        with np.errstate(divide="ignore"):
+            ll = float(_plugin_loglik(pc, np.log(weights), nu).sum())
     if not np.isfinite(ll):
         raise DegenerateCovarianceError("The plug-in log-likelihood is not finite: a component collapsed. "
                                         "Increase reg_covar or use fewer components.")
@@ -605,6 +741,20 @@ def step(state: VBState, data: EMData, config: VBConfig) -> VBState:
     """
     c, D = state.cache, data.n_features
     prior = c["prior"]
+    nxt = c.get("next")
+    if nxt is not None and nxt["key"] != _pass_key(config):
+        nxt = None
+    if nxt is None and resolve_strategy(data, config) == "compiled":  # a state made under other settings
+        nxt = _compiled_pass(data, config, state.means, state.beta, state.nu, state.scatter, state.gamma,
+                             state.weights)[1]
+    if nxt is not None:  # the compiled E-step at the state's parameters
+        stats, entropy = nxt["stats"], nxt["entropy"]
+        beta, nu, means, scatter = _eta_from_stats(stats, prior, config.reg_covar)
+        gamma = _gamma(stats["nk"], prior["alpha"], config.stick)
+        return _make_state(data, config, prior, state.iteration + 1, nxt["tau"], gamma, stats, means, beta, nu,
+                           scatter, entropy)
+    if "ll" not in c or (config.responsibilities == "thesis" and "logdet_Woo" not in c):
+        c = dict(c, **_pieces(data, state.means, state.scatter, config.responsibilities == "thesis"))
     log_rho = _expected_log_lik(c, state.beta, state.nu, D, config.responsibilities)
     log_rho = log_rho + expected_log_weights(state.gamma, config.stick)
     with np.errstate(under="ignore"):
