@@ -68,6 +68,16 @@ it exists so complete-data runs can be checked against scikit-learn to round-off
 
 ``n_effective`` is the number of components with :math:`E[\pi_k] > 0.01`.
 
+**E-step kernels.** ``VBConfig.strategy`` (see :func:`resolve_strategy`): ``"numpy"``, the reference, keeps
+per-component pieces at the state's parameters in ``state.cache`` (log-densities, Mahalanobis distances, the
+(K, N, D) completions and the conditional covariances per pattern) and the next :func:`step` computes tau and
+the eta statistics from them. ``"compiled"`` (:mod:`explorer.core._kernels_vb`, em_gmm's engine design) makes
+one numba pass over the rows sorted by pattern when a state is made, at its parameters: the plug-in
+log-likelihood of the state and, for the next :func:`step`, tau, the entropy of :math:`q(x^m|z)` and the
+statistics :math:`N_k, \bar x_k, S_k` (``cache["next"]``), without (K, N, D) arrays; the scratch buffers are
+allocated once per data and K (:func:`workspace`, in ``EMData.cache``). Both give the same states to round-off
+(tested to 1e-10). ``responsibilities="thesis"`` always uses ``"numpy"``.
+
 **Prior scale.** ``covariance_prior="identity"`` (the default of :class:`VBConfig`, the thesis and the
 author's code on standardised data): :math:`\Psi_0 = W_0^{-1}` with :math:`W_0` = identity (or the given
 ``W0``) and :math:`\nu_0 = D`, so an empty component's plug-in covariance :math:`\Psi_0/\nu_0` is
