@@ -18,6 +18,16 @@ Usage::
 
     .venv/bin/python benchmarks/bench_em.py                 # every case, writes results/bench_em.{json,md}
     .venv/bin/python benchmarks/bench_em.py --quick         # small cases only (CI: add --tiny)
+    .venv/bin/python benchmarks/bench_em.py --all           # and every other row of issue 11's table
+
+``--all`` also runs, after the EM cases, the other rows of issue 11's table, each by its own script (in a
+subprocess, with ``--quick`` / tiny sizes when asked): the variational mixture against scikit-learn's
+``BayesianGaussianMixture`` (``benchmarks/bench_vb.py``), seed 002's tree against the naive per-pattern EM
+(full: ``experiments/delalleau_mnist.py``, the ten MNIST digits; quick: ``benchmarks/bench_pattern_tree.py``,
+one component's E-step), EM on Dask with 1 and 2 workers (``benchmarks/bench_dask.py``) and, when the separate
+environment of ``benchmarks/bench_peers.py`` exists, pygmmis. It then writes ``bench_targets.md`` in ``--out``:
+every row of the table with its target, the measured value and whether it is met, read from the JSON files the
+scripts wrote (a row whose script did not run in this mode says so).
 """
 
 from __future__ import annotations
@@ -221,7 +231,10 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
+    ap.add_argument("--all", action="store_true", help="also every other row of issue 11's table (see the docstring)")
     args = ap.parse_args(argv)
+    if args.all:
+        args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         cases, mem = (TINY, MEMORY_TINY) if args.tiny else (QUICK, MEMORY_QUICK)
         repeats = min(args.repeats, 3)
@@ -273,6 +286,110 @@ def main(argv=None):
     )
     (args.out / f"{name}.md").write_text(text)
     print(text)
+    if args.all:
+        run_other_rows(args.out, quick=args.quick, tiny=args.tiny)
+        table = targets_table(args.out, quick=args.quick)
+        (args.out / "bench_targets.md").write_text(table)
+        print(table)
+
+
+PEERS_PYTHON = Path("/work/peers-venv/bin/python")
+
+
+def _run(cmd: list, what: str) -> bool:
+    print(f">> {what}: {' '.join(str(c) for c in cmd)}", flush=True)
+    done = subprocess.run([str(c) for c in cmd], cwd=ROOT)
+    if done.returncode:
+        print(f">> {what} failed with exit status {done.returncode}", flush=True)
+    return done.returncode == 0
+
+
+def run_other_rows(out: Path, *, quick: bool, tiny: bool) -> None:
+    """Run the other benchmarks of issue 11's table, each writing its JSON into ``out`` (see the docstring)."""
+    py = sys.executable
+    vb = [py, ROOT / "benchmarks" / "bench_vb.py", "--out", out]
+    if quick:
+        vb += ["--quick"] + (["--repeats", "2", "--numpy-repeats", "1"] if tiny else [])
+    _run(vb, "variational mixture vs BayesianGaussianMixture")
+    if not quick:
+        _run([py, ROOT / "experiments" / "delalleau_mnist.py"], "seed 002 on MNIST (writes results/)")
+    else:
+        tree = [py, ROOT / "benchmarks" / "bench_pattern_tree.py", "--repeats", "1", "--json", out / "bench_pattern_tree.json"]
+        _run(tree + (["--rows", "200"] if tiny else ["--mnist", "3"]), "seed 002: one E-step, tree vs naive")
+    dask = [py, ROOT / "benchmarks" / "bench_dask.py", "--out", out / ("bench_dask_quick" if quick else "bench_dask")]
+    if quick:
+        dask += ["--n", "20000", "--iters", "2"] if tiny else ["--quick"]
+    _run(dask, "EM on Dask, 1 and 2 workers")
+    if PEERS_PYTHON.exists() and not tiny:
+        _run([PEERS_PYTHON, ROOT / "benchmarks" / "bench_peers.py"] + (["--quick"] if quick else []), "pygmmis")
+    else:
+        print(f">> pygmmis: skipped ({PEERS_PYTHON} is not there: see benchmarks/bench_peers.py)", flush=True)
+
+
+def _load(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _verdict(value, target) -> str:
+    return "met" if value <= target else f"missed by {value / target:.2f}x"
+
+
+def targets_table(out: Path, *, quick: bool) -> str:
+    """Issue 11's table: target, measured value and verdict per row, from the JSON files in ``out``."""
+    sfx = "_quick" if quick else ""
+    rows = []
+    em = _load(out / f"bench_em{sfx}.json")
+    for case in (em or {}).get("cases", []):
+        t = TARGETS.get(case["case"])
+        rows.append((f"EM {case['case']} (N={case['n_samples']:,}, D={case['n_features']}, K={case['n_components']}, "
+                     f"{case['blas_threads']} thread(s)), 30 % MCAR vs scikit-learn complete",
+                     f"<= {t}x" if t else "-", f"{case['ratio']:.2f}x", _verdict(case["ratio"], t) if t else "-"))
+    if em:
+        m = em["memory"]
+        rows.append((f"peak memory of a step, N={m['n_samples']:,}", "<= 1.5x", f"{m['ratio']:.2f}x",
+                     _verdict(m["ratio"], 1.5)))
+        lat = em["first_call_latency"].get("warm_cache")
+        if lat:
+            rows.append(("first compiled step, filled numba cache", "<= 1 s", f"{lat['first_step_seconds']:.2f} s",
+                         _verdict(lat["first_step_seconds"], 1.0)))
+    vb = _load(out / f"bench_vb{sfx}.json")
+    for case in (vb or {}).get("cases", []):
+        label = f"VB DP mixture N={case['n_samples']:,}, D={case['n_features']}, K={case['n_components']} vs BayesianGaussianMixture"
+        rows.append((label + ", complete", "<= 1.0x", f"{case['ratio_complete']:.2f}x", _verdict(case["ratio_complete"], 1.0)))
+        rows.append((label + ", 30 % MCAR", "<= 1.5x", f"{case['ratio_missing']:.2f}x", _verdict(case["ratio_missing"], 1.5)))
+    mnist = None if quick else _load(ROOT / "results" / "delalleau_mnist.json")
+    if mnist:
+        sp = [c["timing"]["naive"]["seconds_per_iter"] / c["timing"]["tree"]["seconds_per_iter"] for c in mnist["classes"]]
+        diff = max(c["timing"]["tree"]["max_rel_diff_loglik"] for c in mnist["classes"])
+        rows.append(("seed 002: MNIST, 5x5 square per image, per-digit mixtures, tree vs naive per-pattern EM",
+                     ">= 8-20x (paper), same log-likelihood", f"{np.mean(sp):.1f}x (range {min(sp):.1f}-{max(sp):.1f}), "
+                     f"log-likelihoods within {diff:.0e}", _verdict(8.0, float(np.mean(sp))) if np.mean(sp) < 8 else "met"))
+    tree = _load(out / "bench_pattern_tree.json") if quick else None
+    if tree:
+        rows.append((f"seed 002, one E-step ({tree['rows']} rows, {tree['n_patterns']} patterns, D={tree['n_features']}), "
+                     "tree vs naive", ">= 8x", f"{tree['naive_over_tree']:.1f}x", _verdict(8.0, tree["naive_over_tree"])
+                     if tree["naive_over_tree"] < 8 else "met"))
+    dask = _load(out / f"bench_dask{sfx}.json")
+    if dask:
+        rows.append((f"Dask, N={dask['n_rows']:,}, D={dask['n_features']}: 2 workers vs 1", "~1.8x faster",
+                     f"{dask['speedup']:.2f}x", "met" if dask["speedup"] >= 1.7 else "missed"))
+    peers = _load(ROOT / "results" / f"bench_peers{sfx}.json")
+    for case in (peers or {}).get("cases", []):
+        r = case["ratio_to_sklearn_complete"]
+        if "pygmmis_serial" in r:
+            rows.append((f"pygmmis (N={case['n_samples']:,}, D={case['n_features']}, K={case['n_components']}, 30 % MCAR, "
+                         "one process) vs scikit-learn complete / vs explorer", "report",
+                         f"{r['pygmmis_serial']:.0f}x / {case['ratio_to_explorer']['pygmmis_serial']:.0f}x", "-"))
+    lines = ["# Issue 11's targets: measured", "",
+             f"Written by `benchmarks/bench_em.py --all{' --quick' if quick else ''}` from the JSON files in "
+             f"`{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}`; every number is the median of its "
+             "script's interleaved runs (see each script's md for the command, load and notes).", "",
+             "| row | target | measured | verdict |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
