@@ -19,6 +19,7 @@ Usage::
     .venv/bin/python benchmarks/bench_em.py                 # every case, writes results/bench_em.{json,md}
     .venv/bin/python benchmarks/bench_em.py --quick         # small cases only (CI: add --tiny)
     .venv/bin/python benchmarks/bench_em.py --all           # and every other row of issue 11's table
+    .venv/bin/python benchmarks/bench_em.py --table-only    # results/bench_targets.md from the committed JSON files
 
 ``--all`` also runs, after the EM cases, the other rows of issue 11's table, each by its own script (in a
 subprocess, with ``--quick`` / tiny sizes when asked): the variational mixture against scikit-learn's
@@ -232,7 +233,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     ap.add_argument("--all", action="store_true", help="also every other row of issue 11's table (see the docstring)")
+    ap.add_argument("--table-only", action="store_true",
+                    help="only (re)write bench_targets.md from the JSON files already in --out (no timing)")
     args = ap.parse_args(argv)
+    if args.table_only:
+        table = targets_table(args.out, quick=args.quick, how="--table-only")
+        (args.out / "bench_targets.md").write_text(table)
+        print(table)
+        return
     if args.all:
         args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
@@ -337,7 +345,7 @@ def _verdict(value, target) -> str:
     return "met" if value <= target else f"missed by {value / target:.2f}x"
 
 
-def targets_table(out: Path, *, quick: bool) -> str:
+def targets_table(out: Path, *, quick: bool, how: str = "--all") -> str:
     """Issue 11's table: target, measured value and verdict per row, from the JSON files in ``out``."""
     sfx = "_quick" if quick else ""
     rows = []
@@ -384,7 +392,7 @@ def targets_table(out: Path, *, quick: bool) -> str:
                          "one process) vs scikit-learn complete / vs explorer", "report",
                          f"{r['pygmmis_serial']:.0f}x / {case['ratio_to_explorer']['pygmmis_serial']:.0f}x", "-"))
     lines = ["# Issue 11's targets: measured", "",
-             f"Written by `benchmarks/bench_em.py --all{' --quick' if quick else ''}` from the JSON files in "
+             f"Written by `benchmarks/bench_em.py {how}{' --quick' if quick else ''}` from the JSON files in "
              f"`{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}`; every number is the median of its "
              "script's interleaved runs (see each script's md for the command, load and notes).", "",
              "| row | target | measured | verdict |", "|---|---|---|---|"]
