@@ -393,8 +393,8 @@ def targets_table(out: Path, *, quick: bool, how: str = "--all") -> str:
                          f"{r['pygmmis_serial']:.0f}x / {case['ratio_to_explorer']['pygmmis_serial']:.0f}x", "-"))
     lines = ["# Issue 11's targets: measured", "",
              f"Written by `benchmarks/bench_em.py {how}{' --quick' if quick else ''}` from the JSON files in "
-             f"`{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}`; every number is the median of its "
-             "script's interleaved runs (see each script's md for the command, load and notes).", "",
+             f"`{out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}`; every number comes from its script's "
+             "last run (medians; see each script's md for the command, the machine load and notes).", "",
              "| row | target | measured | verdict |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     return "\n".join(lines) + "\n"
