@@ -29,13 +29,14 @@ def test_bad_uploads_show_readable_errors_and_lose_nothing(serve_app, new_page, 
 
     # a column with nothing observed
     _upload(page, "empty.csv", b"a,b\n1,\n3,\n5,\n")
-    page.get_by_text("no observed value").first.wait_for()
+    page.get_by_text("has no observed value").first.wait_for()
     page.get_by_text("150 rows x 4 columns").first.wait_for()
 
     # a good file with its own missing values replaces the data and clears the message
     _upload(page, "good.csv", b"a,b,c\n1,2,3\n2,,5\n3,4,?\n4,5,6\n5,7,8\n")
     page.get_by_text("5 rows x 3 columns").first.wait_for()
-    page.get_by_text("no observed value").wait_for(state="hidden")
+    # "has": the download card's note speaks of "rows with no observed value" and stays
+    page.get_by_text("has no observed value").wait_for(state="hidden")
     wait_for_bokeh(page)
     assert "Traceback" not in page.content()
     errors.assert_none()
