@@ -224,7 +224,10 @@ class PerformanceModel(Settings):
     def __init__(self, **params):
         super().__init__(**params)
         self._tree_cache = None
-        warm_up_kernels()
+        # No warm-up of the numba kernels here: a daemon thread loading them when the page opened stalled Play on
+        # other pages of the same server (tests/browser/test_session_lifecycle.py after test_pictures.py); the first
+        # Measure pays the load (0.5-0.7 s from numba's disk cache) under its progress bar. warm_up_kernels() stays
+        # for scripts that want it.
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
