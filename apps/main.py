@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import logging
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pandas as pd
@@ -135,24 +136,19 @@ def _marked(obj, css_class: str):
     return obj
 
 
-class BackForward(pn.custom.JSComponent):
-    """Browser back / forward reload the page, so the screen follows the URL it goes back to.
+#: Browser back / forward reload the page, so the screen follows the URL it goes back to. The gallery
+#: writes every change of page and setting to the URL (one history entry each); the browser changes the
+#: address on back / forward without telling the server. The listener is a script in the page's <head>
+#: (see :func:`back_forward_script`), registered before anything renders: after a reload, Chromium keeps
+#: the earlier entries same-document, so the very next Back fires ``popstate`` in the *new* page, possibly
+#: before its components have rendered (a listener installed by a component missed it under load, and the
+#: screen stayed on the old page while the address said another).
+BACK_FORWARD_JS = 'window.addEventListener("popstate", function () { window.location.reload(); });'
 
-    The gallery writes every change of page and setting to the URL (one history entry each); the
-    browser changes the address on back / forward without telling the server, so without this
-    the screen would stay where it was while the address says otherwise.
-    """
 
-    _esm = """
-    export function render({ model }) {
-      const onpop = () => window.location.reload();
-      window.addEventListener("popstate", onpop);
-      model.on("remove", () => window.removeEventListener("popstate", onpop));
-      const el = document.createElement("span");
-      el.className = "explorer-back-forward";
-      return el;
-    }
-    """
+def back_forward_script() -> str:
+    """``BACK_FORWARD_JS`` as a ``data:`` URL for the session's ``pn.config.js_files`` (a ``<script>`` in <head>)."""
+    return "data:text/javascript;charset=utf-8," + urllib.parse.quote(BACK_FORWARD_JS)
 
 
 class Gallery(Viewer):
@@ -181,7 +177,7 @@ class Gallery(Viewer):
         # the notice and the open page's main area, side by side in one Column (see _marked)
         self.main = pn.Column(self.notice, sizing_mode="stretch_width", min_height=400)
         self.sidebar = pn.Column("### Pages", self.menu, pn.layout.Divider(), self.page_sidebar,
-                                 BackForward(visible=False), sizing_mode="stretch_width")
+                                 sizing_mode="stretch_width")
         self._home = _marked(self._build_home(), f"page-main-{HOME}")
         self._layout = pn.Row(pn.Column(self.sidebar, width=340), self.main, sizing_mode="stretch_width")
         # the page named in the link (its value checked; a new value shows the page), then the URL
@@ -256,8 +252,11 @@ class Gallery(Viewer):
 def create_app() -> pn.template.BootstrapTemplate:
     """The served gallery: page menu (and the open page's controls) in the sidebar, the page in main."""
     # "tabulator": the benchmark page's table (a page built later in the session cannot load its JS)
-    return page_template(TITLE, lambda: Gallery(url=UrlState.of_session()), extensions=("tabulator",),
-                         threaded=True, url=lambda gallery: [])
+    template = page_template(TITLE, lambda: Gallery(url=UrlState.of_session()), extensions=("tabulator",),
+                             threaded=True, url=lambda gallery: [])
+    # per session (Panel keeps js_files per document): a <script> in the page's <head>
+    pn.config.js_files = {**pn.config.js_files, "explorer_back_forward": back_forward_script()}
+    return template
 
 
 if __name__.startswith("bokeh"):
