@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run the whole test suite: unit/property tests, browser tests (Playwright + Debian chromium)
-# and, when notebooks/*.ipynb exist, the notebooks (executed with nbmake).
+# Run the whole test suite: unit/property tests and browser tests (Playwright + Debian chromium),
+# among them every notebook run in JupyterLab (tests/browser/test_jupyterlab.py).
 #
-#   bash scripts/test.sh                  # everything: tests/ (+ notebooks/ with --nbmake)
+#   bash scripts/test.sh                  # everything: tests/
 #   bash scripts/test.sh -x -q            # same selection, extra pytest options
 #   bash scripts/test.sh tests/core -q    # explicit paths: passed to pytest unchanged
 #
@@ -37,15 +37,12 @@ for arg in "$@"; do
     esac
 done
 
+# The notebooks run (every cell, offline) inside a real JupyterLab in tests/browser/test_jupyterlab.py,
+# which also checks their pages; running them a second time with nbmake only cost time (about 95 s).
+# `bash scripts/test.sh notebooks --nbmake` still runs them headless on their own.
 targets=()
 if [ "$have_target" = 0 ]; then
     targets=(tests)
-    shopt -s nullglob
-    notebooks=(notebooks/*.ipynb)
-    shopt -u nullglob
-    if [ "${#notebooks[@]}" -gt 0 ]; then
-        targets+=(notebooks --nbmake "--nbmake-timeout=${NBMAKE_TIMEOUT:-300}")
-    fi
 fi
 
 # the slowest tests are listed at the end of every run (keep the suite fast as the project grows)
