@@ -82,6 +82,11 @@ PAGES = [
              summary="Time per E-step of the precision-side, minimum-spanning-tree and naive kernels, measured live "
                      "against the number of patterns, D and the missing rate; the pattern tree and its Cholesky updates.",
              dataset=""),
+    PageInfo(slug="decision_surface", title="Decision surfaces",
+             summary="Classifiers trained on 2-D data with missing features (Marlin, ch. 6): P(class | x) over the "
+                     "complete cases, strips for the rows missing x or y, imputation samples, and the test loss and "
+                     "error of every method; Step / Play the EM mixture classifier.",
+             dataset=""),
 ]
 
 
