@@ -614,7 +614,7 @@ def _component_log_density(state: JointState, X, missing, covariance_type: str):
     if Xn.shape[1] != D:
         raise BadInputError(f"X has {Xn.shape[1]} feature(s), but the model was fitted with {D}.")
     pats = group_patterns(miss)
-    ll, _, _ = _component_loglik(np.where(miss, 0.0, Xn), miss, pats, np.asarray(state.means),
+    ll, _, _ = _component_loglik(np.ascontiguousarray(np.where(miss, 0.0, Xn)), miss, pats, np.asarray(state.means),
                                  np.asarray(state.covariances), covariance_type, False)
     with np.errstate(divide="ignore"):
         return ll + np.log(state.weights)

@@ -301,7 +301,8 @@ class GaussianMixtureRegressor(_FeatureCountMixin, SupervisedMixin, RegressorMix
 
     def _conditional(self, X):
         Xn, _ = self._predict_features(X)
-        Xi = Xn if self.targets is None else Xn[:, self.inputs_]
+        # C order: conditional.regression gives wrong means for Fortran-ordered inputs (reported to the lead)
+        Xi = np.ascontiguousarray(Xn if self.targets is None else Xn[:, self.inputs_])
         return regression(self.weights_, self.means_, self.covariances_, Xi, inputs=self.inputs_,
                           targets=self.targets_, covariance_type=self.covariance_type)
 
