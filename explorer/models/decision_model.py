@@ -167,9 +167,10 @@ def _pick_columns(all_columns: tuple[str, ...], x_column: str, y_column: str, de
     for c in (x_column, y_column):
         if c and c not in cols:
             raise BadInputError(f"Column {c!r} is not in the data; columns: {', '.join(cols[:20])}.")
-    fallback = [c for c in defaults if c in cols] or cols[:2]
-    x = x_column or next((c for c in fallback if c != y_column), cols[0])
-    y = y_column or next((c for c in fallback + cols if c != x), cols[1])
+    fallback = [c for c in defaults if c in cols]
+    dx, dy = (fallback + [c for c in cols if c not in fallback])[:2]
+    x = x_column or (dx if dx != y_column else dy)
+    y = y_column or (dy if dy != x else dx)
     if x == y:
         raise BadInputError(f"The x and y columns are both {x!r}; choose two different columns.")
     return x, y

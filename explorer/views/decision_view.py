@@ -231,9 +231,13 @@ class DecisionView(Viewer):
     ----------
     model : DecisionModel, optional
         Default: a new one (Mix, the thesis's missingness patterns).
+    score_table : bool
+        Score every method for the table. Served, this runs on a thread of the session; outside a
+        server (Jupyter, scripts) it runs on the caller's thread, some seconds per data change.
     """
 
     model = param.ClassSelector(class_=DecisionModel)
+    score_table = param.Boolean(default=True, doc="Score every method (the table)")
 
     def __init__(self, **params):
         if params.get("model") is None:
@@ -437,7 +441,8 @@ class DecisionView(Viewer):
         self._cancel.set()
         self._cancel = cancel = threading.Event()
         data, rev, _, seed = m.snapshot()
-        if data is None:
+        if data is None or not self.score_table:
+            self._update_table()
             return
         doc = self._served_doc()
         if doc is None:
