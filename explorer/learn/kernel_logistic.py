@@ -188,18 +188,25 @@ class KernelLogisticRegression(SupervisedMixin, ClassifierMixin, BaseEstimator):
 
         return _predict_input(self, X)
 
-    def decision_function(self, X) -> np.ndarray:
+    def _scores(self, X) -> np.ndarray:
         """:math:`f_c(x) = \\sum_n \\alpha_{nc} K(x_n, x) + b_c`, shape (n_samples, n_classes)."""
         check_is_fitted(self, "dual_coef_")
         Xn, _ = self._predict_features(X)
         F = self._gram(Xn, self.X_fit_) @ self.dual_coef_ + self.intercept_
         return check_finite_output(F, "decision_function")
 
+    def decision_function(self, X) -> np.ndarray:
+        """The class scores :math:`f_c(x)`, shape (n_samples, n_classes); for two classes (scikit-learn's
+        convention) the 1-D log-odds :math:`f_1(x) - f_0(x)`, positive for ``classes_[1]``."""
+        F = self._scores(X)
+        return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
+
     def predict_proba(self, X) -> np.ndarray:
-        """Softmax of :meth:`decision_function`; rows sum to one."""
-        F = self.decision_function(X)
+        """Softmax of the class scores; rows sum to one."""
+        F = self._scores(X)
         return np.exp(F - logsumexp(F, axis=1, keepdims=True))
 
     def predict(self, X) -> np.ndarray:
         """The most probable class."""
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        codes = np.argmax(self._scores(X), axis=1)
+        return self.classes_[codes]

@@ -573,7 +573,8 @@ class MissingInputClassifier(SupervisedMixin, ClassifierMixin, _MissingInputBase
     def predict(self, X) -> np.ndarray:
         """Most probable class (for estimators without ``predict_proba``: their own ``predict``)."""
         if hasattr(self.estimator, "predict_proba"):
-            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+            codes = np.argmax(self.predict_proba(X), axis=1)
+            return self.classes_[codes]
         Xn, missing = self._predict_features(X)
         t = self.treatment
         if t == "reduced":
