@@ -79,7 +79,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import logsumexp
+
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError
@@ -91,6 +91,15 @@ __all__ = [
     "LDAFAParams", "centred", "class_means", "conditional_log_likelihood", "fa_fit", "fa_init", "fa_step",
     "fit_discriminative", "fit_generative", "log_posterior", "negative_objective", "pack", "prepare", "unpack",
 ]
+
+
+def logsumexp(a: np.ndarray, axis=None, keepdims: bool = False):
+    """``log(sum(exp(a)))`` along ``axis`` (plain numpy; scipy's version costs more than the rest of an
+    objective evaluation on these small arrays)."""
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else (np.squeeze(out, axis=axis) if axis is not None else out.reshape(()))[()]
 
 
 # ----------------------------------------------------------------------------- parameters, config
@@ -438,12 +447,18 @@ def fit_discriminative(data: DiscriminantData, config: LDAFAConfig, start: LDAFA
     Q = config.n_factors
     trace = []
     f0, _ = negative_objective(x0, data, Q, config.reg)
+    last = {}
 
-    def record(xk):
-        trace.append(-float(negative_objective(xk, data, Q, config.reg)[0]))
+    def fun(x):
+        value, grad = negative_objective(x, data, Q, config.reg)
+        last["x"], last["f"] = x.copy(), value
+        return value, grad
 
-    res = minimize(negative_objective, x0, args=(data, Q, config.reg), jac=True, method="L-BFGS-B",
-                   callback=record, options={"maxiter": config.max_iter})
+    def record(xk):  # the iterate was just evaluated by the line search: reuse its value
+        same = "x" in last and np.array_equal(last["x"], xk)
+        trace.append(-float(last["f"] if same else negative_objective(xk, data, Q, config.reg)[0]))
+
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=record, options={"maxiter": config.max_iter})
     x = res.x
     value = -float(res.fun)
     if value < -f0:  # L-BFGS-B returns its best point; keep the start if nothing improved on it
