@@ -87,6 +87,11 @@ PAGES = [
                      "complete cases, strips for the rows missing x or y, imputation samples, and the test loss and "
                      "error of every method; Step / Play the EM mixture classifier.",
              dataset=""),
+    PageInfo(slug="regression", title="Regression from the joint density",
+             summary="A mixture fitted to the joint density of x and y, then conditioned on x (Ghahramani & Jordan "
+                     "eq. 13): E[y | x], predictive bands, stochastic draws, the bimodal case where the mean falls "
+                     "between the modes, and held-out RMSE against regression after imputation.",
+             dataset="ring"),
 ]
 
 
