@@ -18,8 +18,11 @@ Protocol (seed001 digest sections 4.1, 4.3 and 5; the details the paper leaves o
   classifier fitted by maximum likelihood on the filled training matrix and applied to the
   filled test rows;
 * ``reg_covar`` 1e-6 for both (the paper gives none), tolerance 1e-8 per row, at most 500 EM
-  steps (maximum likelihood does not converge at high missing rates: see below); ``--repeats`` repetitions (paper: 5); accuracy on the 50 test rows, mean +- 1 standard
-  error (sd / sqrt(n), sd with n - 1).
+  steps (maximum likelihood does not converge at high missing rates: see the report);
+  ``--repeats`` repetitions (paper: 5); accuracy on the 50 test rows, mean +- 1 standard error
+  (sd / sqrt(n), sd with n - 1);
+* the same two methods with the data-scaled Normal-inverse-Wishart prior (``prior='auto'``,
+  MAP-EM) as extra columns.
 
 The "reference" column holds the numbers given with the task (EM / MI at 20/40/60/80 %: 0.96/0.94,
 0.92/0.86, 0.83/0.74, 0.59/0.56). The digest of the memo says the curve values of Fig. 3 cannot

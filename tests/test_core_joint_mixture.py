@@ -115,7 +115,8 @@ def test_marginal_posterior_equals_numerical_integration_over_the_missing_featur
     for r, x1 in enumerate(x1_values):
         joint = []
         for c in range(C):
-            f = lambda x2, c=c: sum(weights[j] * label_probs[j, c] * dens[j].pdf([x1, x2]) for j in range(M))  # noqa: E731
+            def f(x2, c=c):
+                return sum(weights[j] * label_probs[j, c] * dens[j].pdf([x1, x2]) for j in range(M))
             joint.append(quad(f, -np.inf, np.inf, epsabs=1e-13, epsrel=1e-11)[0])
         joint = np.array(joint)
         np.testing.assert_allclose(got[r], joint / joint.sum(), atol=1e-8)

@@ -54,7 +54,8 @@ Prediction (digest section 2.10, "Prediction"): missing test features are margin
 
 .. math::
 
-    P(c \mid x^o) = \frac{\sum_j \pi_j N(x^o; m_j^o, \Sigma_j^{oo})\, \mu_{jc}}{\sum_j \pi_j N(x^o; m_j^o, \Sigma_j^{oo})} .
+    P(c \mid x^o) = \frac{\sum_j \pi_j N(x^o; m_j^o, \Sigma_j^{oo})\, \mu_{jc}}
+                         {\sum_j \pi_j N(x^o; m_j^o, \Sigma_j^{oo})} .
 
 API (house style, see :mod:`explorer.core.em_gmm`): :func:`prepare` -> :class:`JointData`,
 :func:`init` -> :class:`JointState`, :func:`step` (pure), :func:`fit` (a loop over :func:`step`
@@ -184,7 +185,8 @@ class JointConfig:
 
 
 def component_owners(config: JointConfig) -> np.ndarray | None:
-    """Class of every component for ``"per_class"`` (component j belongs to class ``j // n_components``); None for ``"joint"``."""
+    """Class of every component for ``"per_class"`` (component j belongs to class ``j // n_components``);
+    None for ``"joint"``."""
     if config.structure != "per_class":
         return None
     return np.repeat(np.arange(config.n_classes), config.n_components)
@@ -608,7 +610,8 @@ def fit(data: JointData, config: JointConfig, rng: np.random.Generator, *,
 
 # ----------------------------------------------------------------------------- prediction
 def _component_log_density(state: JointState, X, missing, covariance_type: str):
-    """(n, M): :math:`\\log \\pi_j + \\log N(x^o; m_j^o, \\Sigma_j^{oo})` of new rows (0 density term for empty rows)."""
+    """(n, M): :math:`\\log \\pi_j + \\log N(x^o; m_j^o, \\Sigma_j^{oo})` of new rows (no density term for
+    empty rows)."""
     Xn, miss = check_incomplete(X, missing, allow_empty_rows=True, allow_empty_columns=True)
     D = state.means.shape[1]
     if Xn.shape[1] != D:

@@ -107,7 +107,8 @@ def target_mixtures(cond: ConditionalMixture):
 
 
 def predictive_bands(cond: ConditionalMixture, levels=(0.5, 0.9, 0.95)) -> dict:
-    """Equal-tailed bands of every target for several levels: ``{level: (lower, upper)}``, each (n_samples, n_targets)."""
+    """Equal-tailed bands of every target for several levels: ``{level: (lower, upper)}``, each of shape
+    (n_samples, n_targets)."""
     out = {}
     for level in np.atleast_1d(levels):
         lv = check_level(level)

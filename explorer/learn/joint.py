@@ -277,7 +277,8 @@ class GaussianMixtureRegressor(_FeatureCountMixin, SupervisedMixin, RegressorMix
             tg = np.atleast_1d(np.asarray(self.targets))
             if tg.dtype.kind not in "iu" or tg.ndim != 1 or tg.size == 0 or np.any(tg < 0) or np.any(tg >= p) \
                     or np.unique(tg).size != tg.size:
-                raise BadInputError(f"targets must be distinct column indices of X (0 .. {p - 1}), got {self.targets!r}.")
+                raise BadInputError(
+                    f"targets must be distinct column indices of X (0 .. {p - 1}), got {self.targets!r}.")
             if tg.size == p:
                 raise BadInputError("targets cannot be every column of X; at least one input is needed.")
             self._y_1d = np.ndim(self.targets) == 0
