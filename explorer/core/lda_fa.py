@@ -65,7 +65,8 @@ The :math:`-S_n` term of 6.2.38 / 6.2.43 cancels because :math:`\sum_c G_{nc} = 
 by the classes (digest, "Simplification"); so does the log-determinant in the posterior. One Cholesky
 factor of :math:`\Sigma^{oo}` per distinct pattern serves all its rows and classes. Optimiser:
 ``scipy.optimize.minimize(method="L-BFGS-B", jac=True)`` on :math:`-F`, at most ``max_iter`` iterations,
-started from the generative fit (:func:`fit_discriminative`). L-BFGS is one scipy call, not an
+started from the generative fit (:func:`fit_discriminative`); a trial point whose :math:`\Sigma^{oo}` is not
+numerically positive definite gets :math:`-F = +\infty`, so the line search backtracks. L-BFGS is one scipy call, not an
 ``init``/``step`` loop; its per-iteration objective is recorded in the result's ``trace``.
 
 :math:`Q = 0` is allowed (:math:`\Sigma = \Psi`, diagonal), as in the thesis's grids.
@@ -450,7 +451,10 @@ def fit_discriminative(data: DiscriminantData, config: LDAFAConfig, start: LDAFA
     last = {}
 
     def fun(x):
-        value, grad = negative_objective(x, data, Q, config.reg)
+        try:
+            value, grad = negative_objective(x, data, Q, config.reg)
+        except DegenerateCovarianceError:  # a trial step made Sigma^oo singular: reject it (the line search backtracks)
+            value, grad = np.inf, np.zeros_like(x)
         last["x"], last["f"] = x.copy(), value
         return value, grad
 
@@ -461,6 +465,8 @@ def fit_discriminative(data: DiscriminantData, config: LDAFAConfig, start: LDAFA
     res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=record, options={"maxiter": config.max_iter})
     x = res.x
     value = -float(res.fun)
+    if not np.isfinite(value):
+        x, value = x0, -float(f0)
     if value < -f0:  # L-BFGS-B returns its best point; keep the start if nothing improved on it
         x, value = x0, -float(f0)
     if not res.success:
