@@ -227,6 +227,9 @@ def observed_gaussian(
         For each group of ``patterns``, the conditional covariances of its distinct patterns,
         shape (n_unique, m, m).
     """
+    # C order: the per-group differences below are zeroed through ``ravel()``, a view only for C-ordered
+    # arrays (a Fortran-ordered input, e.g. a column slice, made the zeroing land on a copy)
+    Xf = np.ascontiguousarray(Xf)
     n, d = Xf.shape
     loglik = np.zeros(n)
     if maha_out is not None:

@@ -413,3 +413,21 @@ def test_bad_regression_inputs(setup):
         regression(w, mu, cov, x, inputs=[0, 0], targets=[1])
     with pytest.raises(BadInputError, match="targets is empty"):
         regression(w, mu, cov, x, inputs=[0, 2], targets=[])
+
+
+def test_regression_does_not_depend_on_the_memory_order_of_the_inputs():
+    # a Fortran-ordered input (a column slice of a larger array, some DataFrames) once gave wrong means:
+    # the zeroing of missing entries in observed_gaussian landed on a copy
+    rng = np.random.default_rng(5)
+    weights = np.array([0.4, 0.6])
+    means = rng.normal(size=(2, 3))
+    A = rng.normal(size=(2, 3, 3))
+    covs = A @ A.transpose(0, 2, 1) + np.eye(3)
+    complete = rng.normal(size=(40, 2))
+    gappy = complete.copy()
+    gappy[rng.random(gappy.shape) < 0.3] = np.nan
+    for Xq in (complete, gappy):
+        c_order = regression(weights, means, covs, Xq, inputs=[0, 1], targets=[2]).mean()
+        f_order = regression(weights, means, covs, np.asfortranarray(Xq), inputs=[0, 1], targets=[2]).mean()
+        assert np.isfinite(c_order).all()
+        np.testing.assert_allclose(f_order, c_order, rtol=1e-12, atol=1e-12)
