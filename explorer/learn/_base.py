@@ -6,8 +6,12 @@ and gives the same clear errors as the imputers (non-numeric columns, infinities
 sparse input, values beyond ``±1e100``). Rows whose features are *all* missing are allowed: a
 classifier then predicts from the class prior, which is the right answer.
 
-Labels: ``y`` is any 1-D array of class labels; for the semi-supervised estimators an *unlabelled*
-row is ``-1`` (scikit-learn's convention, :mod:`sklearn.semi_supervised`) or NaN / None.
+Labels: ``y`` is any 1-D array of class labels. The estimators that *learn from unlabelled rows*
+(:class:`~explorer.learn.joint.GaussianMixtureClassifier`,
+:class:`~explorer.learn.joint.BernoulliMixtureClassifier`) read ``-1``, NaN and None as "unlabelled"
+(scikit-learn's semi-supervised convention, :mod:`sklearn.semi_supervised`); every other classifier
+here is fully supervised and treats ``-1`` as an ordinary class label (NaN / None are errors), as any
+scikit-learn classifier does.
 """
 
 from __future__ import annotations
