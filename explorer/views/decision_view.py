@@ -25,6 +25,7 @@ recomputed on every frame).
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -40,8 +41,8 @@ from panel.viewable import Viewer
 from explorer.core.mechanisms import MECHANISMS
 from explorer.learn.methods import FAMILIES, METHODS, MISSING_MODULES
 from explorer.models.data_model import NO_MECHANISM, UPLOADED
-from explorer.models.decision_model import (SYNTHETIC, TABLES, ClassificationData, DecisionModel, EMClassifierRun,
-                                            Surface, fit_surface)
+from explorer.models.decision_model import (SYNTHETIC, ClassificationData, DecisionModel, EMClassifierRun, Surface,
+                                            fit_surface, score_method)
 from explorer.views._notebook import notebook_layout
 from explorer.views._page import sync_with_url
 from explorer.views._text import html, md
@@ -56,6 +57,7 @@ CMAP = {str(k): PALETTE[k % 10] for k in range(10)}
 #: strongest tint of the background (1 = the class colour itself at full confidence)
 MAX_TINT = 0.6
 STRIP = 80  # px: the strips' short side
+_BREATHE_S = 0.05  # pause of the table's thread between two methods
 MAIN = 440  # px: the main panel's frame
 DATASET_LABELS = {"simple": "Simple (Marlin 6.4)", "mix": "Mix (Marlin 6.4)", "overlap": "Overlap (Marlin 6.4)",
                   "xor": "XOR (Marlin 6.4)", "iris": "Iris", "wine": "Wine", "ionosphere": "Ionosphere",
@@ -150,15 +152,15 @@ def _pts(x, y, cls) -> dict:
 def empty_frame(data: ClassificationData | None = None) -> dict:
     """A frame with the data's points and a white background (no method drawn yet)."""
     if data is None:
-        xlim, ylim = (0.0, 1.0), (0.0, 1.0)
+        xlim, ylim, labels = (0.0, 1.0), (0.0, 1.0), ("x", "y")
         X, y = np.empty((0, 2)), np.empty(0, dtype=int)
     else:
-        xlim, ylim, X, y = data.xlim, data.ylim, data.X_train, data.y_train
+        xlim, ylim, X, y, labels = data.xlim, data.ylim, data.X_train, data.y_train, data.columns
     miss = np.isnan(X)
     full, mx, my = ~miss.any(axis=1), miss[:, 0] & ~miss[:, 1], miss[:, 1] & ~miss[:, 0]
     white = np.ones((2, 2, 3))
     return {
-        "xlim": xlim, "ylim": ylim, "rgb": white, "left_rgb": white[:, :1], "bottom_rgb": white[:1],
+        "xlim": xlim, "ylim": ylim, "xlabel": str(labels[0]), "ylabel": str(labels[1]), "rgb": white, "left_rgb": white[:, :1], "bottom_rgb": white[:1],
         "solid": [], "dashed": [],
         "points": _pts(X[full, 0], X[full, 1], y[full]),
         "imputed": _pts([], [], []),
@@ -192,9 +194,17 @@ def _bounds(f) -> tuple:
     return (f["xlim"][0], f["ylim"][0], f["xlim"][1], f["ylim"][1])
 
 
+def _xd(f) -> hv.Dimension:
+    return hv.Dimension("x", label=f["xlabel"], range=f["xlim"])
+
+
+def _yd(f) -> hv.Dimension:
+    return hv.Dimension("y", label=f["ylabel"], range=f["ylim"])
+
+
 def _main(data: dict) -> hv.Overlay:
     f = data
-    xd, yd = hv.Dimension("x", range=f["xlim"]), hv.Dimension("y", range=f["ylim"])
+    xd, yd = _xd(f), _yd(f)
     rgb = hv.RGB(f["rgb"], bounds=_bounds(f), kdims=[xd, yd])
     solid = hv.Path(f["solid"], kdims=[xd, yd]).opts(color="black", line_width=2)
     dashed = hv.Path(f["dashed"], kdims=[xd, yd]).opts(color="#555555", line_width=1, line_dash="dashed")
@@ -207,7 +217,7 @@ def _main(data: dict) -> hv.Overlay:
 
 def _left(data: dict) -> hv.Overlay:
     f = data
-    ud, yd = hv.Dimension("u", range=(0.0, 1.0)), hv.Dimension("y", range=f["ylim"])
+    ud, yd = hv.Dimension("u", range=(0.0, 1.0)), _yd(f)
     rgb = hv.RGB(f["left_rgb"], bounds=(0.0, f["ylim"][0], 1.0, f["ylim"][1]), kdims=[ud, yd])
     pts = hv.Points(f["left_points"], [ud, yd], ["cls"]).opts(color="cls", cmap=CMAP, size=6, line_color="white",
                                                               line_width=0.8)
@@ -216,7 +226,7 @@ def _left(data: dict) -> hv.Overlay:
 
 def _bottom(data: dict) -> hv.Overlay:
     f = data
-    xd, vd = hv.Dimension("x", range=f["xlim"]), hv.Dimension("v", range=(0.0, 1.0))
+    xd, vd = _xd(f), hv.Dimension("v", range=(0.0, 1.0))
     rgb = hv.RGB(f["bottom_rgb"], bounds=(f["xlim"][0], 0.0, f["xlim"][1], 1.0), kdims=[xd, vd])
     pts = hv.Points(f["bottom_points"], [xd, vd], ["cls"]).opts(color="cls", cmap=CMAP, size=6,
                                                                 line_color="white", line_width=0.8)
@@ -287,7 +297,8 @@ class DecisionView(Viewer):
             frame_width=MAIN, frame_height=MAIN, xaxis=None, yaxis=None, hooks=[fit_axes], show_legend=False,
             title="complete cases", backend="bokeh", fontsize={"title": "10pt"}, active_tools=["wheel_zoom"])
         bottom = hv.DynamicMap(_bottom, streams=[self._pipe]).opts(
-            frame_width=MAIN, frame_height=STRIP, yaxis=None, show_legend=False, backend="bokeh")
+            frame_width=MAIN, frame_height=STRIP, yaxis=None, show_legend=False, backend="bokeh",
+            title="y missing", fontsize={"title": "10pt"})
         layout = hv.Layout([left, main, hv.Empty(), bottom]).cols(2).opts(shared_axes=True, toolbar="right")
         self._plots = pn.pane.HoloViews(layout, sizing_mode="fixed", width=MAIN + STRIP + 110,
                                         height=MAIN + STRIP + 80, linked_axes=True,
@@ -297,13 +308,16 @@ class DecisionView(Viewer):
                                        css_classes=["decision-title"])
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._info = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width", css_classes=["decision-info"])
-        self._progress = pn.indicators.Progress(value=0, max=max(1, len(METHODS)), width=300, bar_color="primary")
+        self._progress = pn.indicators.Progress(value=0, max=max(1, len(METHODS)), sizing_mode="stretch_width",
+                                                bar_color="primary")
         self._progress_text = pn.pane.Markdown("", margin=(0, 10), css_classes=["decision-progress"])
         self._table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["decision-table"],
                                    stylesheets=[_TABLE_CSS])
-        table_box = pn.Column("### Test loss and error of every method", pn.Row(self._progress, self._progress_text),
-                              self._table, sizing_mode="stretch_width", min_width=380)
-        plots_box = pn.Column(self._title, self._legend, self._plots, width=MAIN + STRIP + 120)
+        table_box = pn.Column("### Test loss and error of every method", self._progress, self._progress_text,
+                              self._table, sizing_mode="stretch_width", min_width=340,
+                              styles={"flex": "1 1 340px"})
+        plots_box = pn.Column(self._title, self._legend, self._plots, width=MAIN + STRIP + 120,
+                              styles={"flex": "0 0 auto"})
         self.main = pn.Column(
             self._alert, self._info,
             pn.FlexBox(plots_box, table_box, flex_wrap="wrap", sizing_mode="stretch_width"),
@@ -385,6 +399,15 @@ class DecisionView(Viewer):
                 ex.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ background work
+    def _connected(self, doc) -> bool:
+        """False once the session is over or its browser is gone (a closed tab)."""
+        if self._destroyed:
+            return False
+        session = getattr(getattr(doc, "session_context", None), "session", None)
+        if session is None:
+            return True
+        return not session.destroyed and session.connection_count > 0
+
     def _later(self, doc, fn, *args):
         if self._destroyed:
             return
@@ -419,7 +442,7 @@ class DecisionView(Viewer):
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-decision")
 
         def job():
-            if token != self._token or self._destroyed:
+            if token != self._token or not self._connected(doc):
                 return
             try:
                 surf, err = fit_surface(method, data, seed, rev), ""
@@ -454,14 +477,13 @@ class DecisionView(Viewer):
 
         def job():
             for name in METHODS:
-                if cancel.is_set() or self._destroyed:
-                    return
-                from explorer.models.decision_model import score_method
-
+                if cancel.is_set() or not self._connected(doc):
+                    return  # new settings, or nobody is watching any more (a closed tab, a stopped server)
                 row = score_method(name, data, seed)
                 if cancel.is_set():
                     return
                 self._later(doc, m.publish_row, row, rev)
+                time.sleep(_BREATHE_S)  # the session's event loop gets the GIL between two fits
 
         self._table_executor.submit(job)
 

@@ -7,6 +7,8 @@ import re
 APP = "apps/decision_surface.py"
 GALLERY = "apps/main.py"
 VIEWPORT = {"width": 1440, "height": 900}
+#: First load of a page in a fresh server (imports, the first fit): generous, the CPU may be shared.
+LOAD_TIMEOUT_MS = 60_000
 
 #: The heat maps (ImageRGBA glyphs) of the page: a checksum of each image, and the figures' frames.
 HEAT_JS = """() => {
@@ -63,8 +65,9 @@ def test_decision_surface_page(serve_app, new_page, watch_errors, wait_for_bokeh
     url = serve_app({"decision": APP})
     page = new_page(viewport=VIEWPORT)
     errors = watch_errors(page)
-    page.goto(f"{url}/decision")
-    wait_for_bokeh(page)
+    # small training sets: the table's fits stay quick
+    page.goto(f"{url}/decision?n_per_class=40", timeout=LOAD_TIMEOUT_MS)
+    wait_for_bokeh(page, timeout=LOAD_TIMEOUT_MS)
     _wait_title(page, lambda t: "test loss" in t)
     heat = _heat(page)
     assert len(heat["images"]) == 3, heat  # main panel and the two strips
@@ -132,8 +135,9 @@ def test_decision_surface_in_the_gallery(serve_app, new_page, watch_errors, wait
     url = serve_app({"main": GALLERY})
     page = new_page(viewport=VIEWPORT)
     errors = watch_errors(page)
-    page.goto(f"{url}/main?page=decision_surface&decision_surface.dataset=simple")
-    wait_for_bokeh(page)
+    page.goto(f"{url}/main?page=decision_surface&decision_surface.dataset=simple&decision_surface.n_per_class=30",
+              timeout=LOAD_TIMEOUT_MS)
+    wait_for_bokeh(page, timeout=LOAD_TIMEOUT_MS)
     _wait_title(page, lambda t: "test loss" in t)
     assert "simple" in _text(page, "decision-info")
     assert len(_heat(page)["images"]) == 3
