@@ -143,6 +143,10 @@ def test_bad_settings_give_clear_errors():
     assert m.data is before and m.revision == rev  # the previous data stay
     m.x_column = "sepal_length"
     assert m.error == "" and m.data.columns == ("sepal_length", "petal_width")
+    m.dataset = "wine"  # another table: its own default columns, not iris's
+    assert m.error == "" and m.x_column == "" and m.data.columns == ("flavanoids", "color_intensity")
+    m.param.update(dataset="iris", x_column="sepal_width")  # a link sets both at once: both are kept
+    assert m.data.columns == ("sepal_width", "petal_width")
     with pytest.raises(ValueError):
         m.dataset = "not-a-data-set"
     with pytest.raises(BadInputError, match="Unknown method"):

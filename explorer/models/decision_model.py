@@ -477,6 +477,7 @@ class DecisionModel(Settings):
         self.all_columns: tuple[str, ...] = ()
         self.class_columns: list[str] = []
         self.session.param.watch(self._on_upload, "revision")
+        self.param.watch(self._on_settings, [*_DATA_SETTINGS, "seed"])
         self.load()
 
     # ------------------------------------------------------------------ data
@@ -493,7 +494,15 @@ class DecisionModel(Settings):
         """Whether the chosen mechanism has a rate."""
         return self.mechanism != NO_MECHANISM and MECHANISMS[self.mechanism].has_rate
 
-    @param.depends(*_DATA_SETTINGS, "seed", watch=True)
+    def _on_settings(self, *events) -> None:
+        """A data setting changed: load again. A new data set alone forgets the previous one's columns."""
+        changed = {e.name for e in events}
+        columns = {"x_column", "y_column", "class_column"}
+        if "dataset" in changed and not changed & columns and any(getattr(self, c) for c in columns):
+            with param.parameterized.discard_events(self):
+                self.param.update(x_column="", y_column="", class_column="")
+        self.load()
+
     def load(self) -> bool:
         """Build :attr:`data` from the settings; on failure keep the previous data and set :attr:`error`.
 
@@ -538,8 +547,6 @@ class DecisionModel(Settings):
         with param.parameterized.batch_call_watchers(self):
             self.param.update(dataset=UPLOADED, x_column="", y_column="", class_column="",
                               mechanism=NO_MECHANISM if table.missing.any() else self.mechanism)
-        if self.dataset == UPLOADED and self.data is not None and not self.error:
-            return True
         return not self.error
 
     # ------------------------------------------------------------------ compute (pure, any thread)
