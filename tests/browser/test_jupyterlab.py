@@ -67,6 +67,7 @@ EXPECTED = [
     Notebook("variational_and_benchmark.ipynb", (Page("Variational DP mixture", n_figures=5),
                                                   Page("Benchmark", n_figures=8, player=False))),
     Notebook("factor_models.ipynb", (Page("Inpainting", min_figure_width=100, n_figures=7),)),
+    Notebook("learning_with_missing_features.ipynb"),  # tables and numbers, no Panel page
 ]
 
 
