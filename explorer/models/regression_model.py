@@ -64,19 +64,20 @@ _SETTINGS = ("input_column", "target_column", "n_components", "covariance_type",
 
 # ============================================================================ pure functions
 def mixture_density(weights, means, sds, grid) -> np.ndarray:
-    """Densities of many 1-D Gaussian mixtures on one grid.
+    """Densities of many 1-D Gaussian mixtures on a grid (one for all, or one per mixture).
 
     Parameters
     ----------
     weights, means, sds : array-like of shape (n, K)
-    grid : array-like of shape (G,)
+    grid : array-like of shape (G,) or (n, G)
 
     Returns
     -------
     ndarray of shape (n, G): :math:`\\sum_k w_k N(g; m_k, s_k^2)`.
     """
     w, m, s = (np.asarray(a, dtype=float)[:, :, None] for a in (weights, means, sds))
-    g = np.asarray(grid, dtype=float)[None, None, :]
+    g = np.asarray(grid, dtype=float)
+    g = g[None, None, :] if g.ndim == 1 else g[:, None, :]
     z = (g - m) / s
     return np.sum(w * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * s), axis=1)
 
@@ -135,8 +136,8 @@ def between_modes(grid, density, mean: float, mean_density: float, *, min_height
 
 def between_modes_rows(grid, density, mean, mean_density, *, min_height: float = MODE_MIN_HEIGHT,
                        valley: float = VALLEY_RATIO) -> np.ndarray:
-    """:func:`between_modes` for many densities on one grid at once: ``density`` (n, G), ``mean`` and
-    ``mean_density`` (n,); returns the ``between`` flags (n,) (same rule, vectorised)."""
+    """:func:`between_modes` for many densities at once: ``grid`` (G,) or (n, G), ``density`` (n, G),
+    ``mean`` and ``mean_density`` (n,); returns the ``between`` flags (n,) (same rule, vectorised)."""
     g = np.asarray(grid, dtype=float)
     d = np.asarray(density, dtype=float)
     mean = np.asarray(mean, dtype=float)[:, None]
@@ -522,17 +523,19 @@ class RegressionModel(EMModel):
             return float(self.x0)
         return 0.5 * (lo + hi)
 
-    def _y_grid(self, n_grid: int, cond: ConditionalMixture | None = None) -> np.ndarray:
-        """A grid over the observed targets with a margin, widened to the predictive components of ``cond``."""
-        lo, hi = self.y_range()
-        span = hi - lo
-        lo, hi = lo - 0.25 * span, hi + 0.25 * span
-        if cond is not None:
-            w, m, s = target_mixtures(cond)
-            keep = w[:, None, :] > 1e-3
-            lo = min(lo, float(np.min(np.where(keep, m - 4 * s, np.inf))))
-            hi = max(hi, float(np.max(np.where(keep, m + 4 * s, -np.inf))))
-        return np.linspace(lo, hi, n_grid)
+    def _y_grids(self, cond: ConditionalMixture, n_grid: int) -> np.ndarray:
+        """One target grid per row of ``cond`` (n, n_grid): mean ± 4 sd of each component of weight > 1e-3.
+
+        Every grid spans at least 2 % of the observed targets' range (a near-deterministic
+        conditional is not drawn as a zero-width spike).
+        """
+        w, m, s = target_mixtures(cond)
+        keep = w > 1e-3
+        lo = np.min(np.where(keep, m[:, 0] - 4 * s[:, 0], np.inf), axis=1)
+        hi = np.max(np.where(keep, m[:, 0] + 4 * s[:, 0], -np.inf), axis=1)
+        ylo, yhi = self.y_range()
+        pad = np.maximum(0.0, 0.02 * (yhi - ylo) - (hi - lo)) / 2
+        return np.linspace(lo - pad, hi + pad, n_grid, axis=1)
 
     def curve(self, n_grid: int = 160, n_density: int = 240) -> RegressionCurve | None:
         """E[y | x] (eq. 13), the band at ``level`` and the bimodal flag along the observed inputs.
@@ -549,7 +552,7 @@ class RegressionModel(EMModel):
         mean = cond.mean()[:, 0]
         lower, upper = cond.interval(self.level)
         w, m, s = target_mixtures(cond)
-        grid = self._y_grid(n_density)
+        grid = self._y_grids(cond, n_density)
         dens = mixture_density(w, m[:, 0], s[:, 0], grid)
         z = (mean[:, None] - m[:, 0]) / s[:, 0]
         at_mean = np.sum(w * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * s[:, 0]), axis=1)  # p(mean(x) | x)
@@ -578,7 +581,7 @@ class RegressionModel(EMModel):
         x0 = self.x0_used if x0 is None else float(x0)
         rng = np.random.default_rng(self.seed) if rng is None else rng
         cond = self.predictive([x0])
-        grid = self._y_grid(n_grid, cond)
+        grid = self._y_grids(cond, n_grid)[0]
         density, components = cond.marginal_pdf(0, 0, grid)
         mean = float(cond.mean()[0, 0])
         w, m, s = target_mixtures(cond)

@@ -222,12 +222,12 @@ def slice_sentence(frame: dict, between_fraction: float | None = None) -> str:
     x_name = md(frame["input"])
     fmt = "{:.3g}".format
     modes = ", ".join(fmt(m) for m in s.modes)
-    share = f"{100 * s.verdict.ratio:.1f} %"
+    share = "less than 0.1 %" if s.verdict.ratio < 1e-3 else f"{100 * s.verdict.ratio:.1f} %"
     if s.between:
         text = (f"**The mean falls between the modes.** At {x_name} = {fmt(s.x0)} the model says *y* is near "
                 f"{' or near '.join(fmt(m) for m in s.modes)} ({len(s.modes)} modes). Their weighted average, "
                 f"the least-squares estimate E[y | x] = {fmt(s.mean)} (eq. 13), sits in the valley between them, "
-                f"where the density is only {share} of the highest mode's: a value the data hardly ever take. "
+                f"where the density is {share} of the highest mode's: a value the data hardly ever take. "
                 "It is still the best single guess under squared error (it hedges between the branches), but "
                 "not a plausible value. A draw from p(y | x), the stochastic estimate (ticks under the curve), "
                 "lands on one branch: use draws when you need typical values (one-to-many or inverse problems), "
@@ -323,11 +323,11 @@ class RegressionView(ModelPage):
             responsive=True, min_height=440, legend_position="top", legend_cols=3,
             legend_opts={"label_text_font_size": "9pt"}, toolbar="above", show_grid=True, backend="bokeh")
         pane = dict(sizing_mode="stretch_width", linked_axes=False, min_height=460)
-        self._scatter_pane = pn.pane.HoloViews(scatter, **pane)
-        self._density_pane = pn.pane.HoloViews(density, **pane)
+        self._scatter_pane = pn.pane.HoloViews(scatter, css_classes=["regression-scatter"], **pane)
+        self._density_pane = pn.pane.HoloViews(density, css_classes=["regression-density"], **pane)
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["bimodal-note"])
         self._table = pn.pane.DataFrame(None, index=False, sizing_mode="stretch_width", margin=(0, 10),
-                                        text_align="left", css_classes=["comparison-table"])
+                                        text_align="start", css_classes=["comparison-table"])
         self._table_note = pn.pane.Markdown("Comparing…", sizing_mode="stretch_width", margin=(0, 10),
                                             css_classes=["comparison-note"])
         comparison = pn.Column(
@@ -335,8 +335,8 @@ class RegressionView(ModelPage):
                              margin=(10, 10, 0, 10)),
             self._table, self._table_note, sizing_mode="stretch_width")
         # widgets
-        self._input = pn.widgets.Select(label="Input x", options=[], width=140)
-        self._target = pn.widgets.Select(label="Target y", options=[], width=140)
+        self._input = pn.widgets.Select(label="Input x", options=[], width=140, css_classes=["input-column"])
+        self._target = pn.widgets.Select(label="Target y", options=[], width=140, css_classes=["target-column"])
         self._input.param.watch(self._on_column_widget, "value")
         self._target.param.watch(self._on_column_widget, "value")
         self._x0 = pn.widgets.FloatSlider(label="x0 (or click the scatter)", start=0.0, end=1.0, step=0.01, value=0.5)
