@@ -27,12 +27,15 @@ from explorer.core._validation import BadInputError, check_incomplete, check_mag
 UNLABELLED = -1
 
 
-def check_features(X, *, n_features: int | None = None, name: str = "X", allow_empty_columns: bool = False):
+def check_features(X, *, n_features: int | None = None, name: str = "X", allow_empty_columns: bool = False,
+                   estimator: str = "the estimator"):
     """``(X_nan, missing, names)`` of any accepted input kind.
 
     ``X_nan`` is a float64 copy with NaN where a feature is missing, ``missing`` the boolean mask
     (True: missing) and ``names`` the string column names (None when unnamed). With
-    ``n_features``, a different number of columns is an error that says both numbers.
+    ``n_features``, a different number of columns is an error that says both numbers (in
+    scikit-learn's words). ``allow_empty_columns``: a column with no observed value is accepted
+    (at prediction time a batch may miss a feature everywhere; a fit needs every column).
     """
     matrix, names, labels = _unwrap(X, name=name)
     Xn, missing = check_incomplete(matrix, columns=labels, allow_empty_rows=True,
@@ -40,15 +43,16 @@ def check_features(X, *, n_features: int | None = None, name: str = "X", allow_e
     check_magnitude(Xn, columns=labels, name=name)
     if n_features is not None and Xn.shape[1] != n_features:
         raise BadInputError(
-            f"{name} has {Xn.shape[1]} features, but the estimator was fitted with {n_features} features.")
+            f"{name} has {Xn.shape[1]} features, but {estimator} is expecting {n_features} features as input.")
     return Xn, missing, names
 
 
 def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
     """``(codes, classes)``: ``codes[i]`` indexes ``classes`` (``-1`` marks an unlabelled row).
 
-    ``classes`` are the sorted distinct labels seen (at least two). Unlabelled rows (``-1``, NaN or
-    None) are an error unless ``allow_unlabelled``.
+    ``classes`` are the sorted distinct labels seen (at least two). With ``allow_unlabelled``, the
+    label ``-1``, NaN and None mark unlabelled rows; without it, ``-1`` is an ordinary label and
+    NaN / None are errors (see the module docstring).
     """
     if y is None:
         raise BadInputError("y is required: the class label of every row (or -1 for an unlabelled row).")
@@ -59,12 +63,12 @@ def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
         raise BadInputError(f"y must be 1-D (one label per row); got shape {arr.shape}.")
     if arr.shape[0] != n_samples:
         raise BadInputError(f"y has {arr.shape[0]} labels but X has {n_samples} rows.")
-    unlabelled = np.array([_is_unlabelled(v) for v in arr], dtype=bool)
+    unlabelled = np.array([_is_unlabelled(v, minus_one=allow_unlabelled) for v in arr], dtype=bool)
     if unlabelled.any() and not allow_unlabelled:
         rows = np.flatnonzero(unlabelled)[:5].tolist()
         raise BadInputError(
-            f"y has {int(unlabelled.sum())} unlabelled rows (-1, NaN or None; e.g. rows {rows}); this estimator "
-            "needs a label for every row (the mixture classifiers learn from unlabelled rows).")
+            f"y has {int(unlabelled.sum())} missing labels (NaN or None; e.g. rows {rows}); this estimator "
+            "needs a label for every row (the mixture classifiers of explorer.learn.joint learn from unlabelled rows).")
     labelled = arr[~unlabelled]
     try:
         classes = np.unique(labelled)
@@ -84,11 +88,11 @@ def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
     return codes, classes
 
 
-def _is_unlabelled(value) -> bool:
+def _is_unlabelled(value, *, minus_one: bool = True) -> bool:
     if value is None:
         return True
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return bool(np.isnan(value)) or value == UNLABELLED
+        return bool(np.isnan(value)) or (minus_one and value == UNLABELLED)
     return False
 
 
@@ -120,7 +124,8 @@ class SupervisedMixin:
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "n_features_in_")
-        Xn, missing, names = check_features(X, n_features=self.n_features_in_)
+        Xn, missing, names = check_features(X, n_features=self.n_features_in_, allow_empty_columns=True,
+                                            estimator=type(self).__name__)
         fitted = getattr(self, "feature_names_in_", None)
         if fitted is not None and names is not None and list(names) != list(fitted):
             raise BadInputError(
