@@ -316,13 +316,13 @@ class RegressionView(ModelPage):
         tap.add_subscriber(weak_callback(self._on_tap))
         self._tap = tap
         scatter = hv.DynamicMap(_scatter_overlay, streams=[self._scatter_pipe, tap]).opts(
-            responsive=True, min_height=440, hooks=[fit_axes], legend_position="top", legend_cols=3,
+            responsive=True, min_height=520, hooks=[fit_axes], legend_position="bottom", legend_cols=3,
             legend_opts={"label_text_font_size": "9pt"}, toolbar="above", active_tools=["wheel_zoom"],
             show_grid=True, backend="bokeh")
         density = hv.DynamicMap(_density_overlay, streams=[self._density_pipe]).opts(
-            responsive=True, min_height=440, legend_position="top", legend_cols=3,
+            responsive=True, min_height=520, legend_position="bottom", legend_cols=3,
             legend_opts={"label_text_font_size": "9pt"}, toolbar="above", show_grid=True, backend="bokeh")
-        pane = dict(sizing_mode="stretch_width", linked_axes=False, min_height=460)
+        pane = dict(sizing_mode="stretch_width", linked_axes=False, min_height=540)
         self._scatter_pane = pn.pane.HoloViews(scatter, css_classes=["regression-scatter"], **pane)
         self._density_pane = pn.pane.HoloViews(density, css_classes=["regression-density"], **pane)
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["bimodal-note"])

@@ -29,6 +29,21 @@ FIGURES_JS = """() => {
 }"""
 
 
+#: Per figure view on screen: how many pixels (rows) of its legends reach into its frame (the plotting area).
+LEGEND_INTO_FRAME_JS = """() => [...Bokeh.index.query((v) => v.model != null && v.model.type === 'Figure')].map((view) => {
+  const fr = view.frame.bbox;
+  let worst = 0;
+  for (const rv of view.renderer_views.values()) {
+    if (rv.model.type !== 'Legend' || rv.bbox == null || rv.bbox.width === 0) continue;
+    const b = rv.bbox;
+    const dx = Math.min(b.right, fr.right) - Math.max(b.left, fr.left);
+    const dy = Math.min(b.bottom, fr.bottom) - Math.max(b.top, fr.top);
+    if (dx > 0 && dy > 0) worst = Math.max(worst, dy);
+  }
+  return worst;
+})"""
+
+
 def _figures(page) -> dict:
     return page.evaluate(FIGURES_JS)
 
@@ -63,6 +78,7 @@ def _check_layout(page) -> None:
     assert len(scatter) == 1 and len(density) == 1, info["frames"]
     for f in scatter + density:
         assert f["inside"] == 0, "a legend is drawn over the plot"
+    assert max(page.evaluate(LEGEND_INTO_FRAME_JS)) <= 2, "a legend reaches into a plot's frame"
     for pane in ("scatter", "density"):
         box = page.locator(f".regression-{pane} .bk-Canvas").first.bounding_box()
         assert box["width"] >= 400 and box["height"] >= 400, (pane, box)
