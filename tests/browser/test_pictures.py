@@ -31,6 +31,11 @@ VIEWPORTS = [(1440, 900), (1024, 768)]
 MIN_PLOT_WIDTH = 400
 #: The run controls: on every page that has a Step button, all three must show without scrolling at 1440x900.
 RUN_BUTTONS = ("Step", "Play", "Reset")
+#: The Play toggle reads "Pause" while a run plays (the Regression page plays every new fit by itself).
+BUTTON_NAMES = {"Play": ("Play", "Pause")}
+#: A marginal strip beside or below a main panel (the Decision surfaces page's rows missing x): a 1-D display
+#: whose long side follows the main panel; its short side is exempt from the width rule.
+STRIP_SHORT_MAX, STRIP_LONG_MIN = 200, 400
 #: A legend's border and padding may touch a glyph drawn on the frame's very edge: pixels ignored at its rim.
 LEGEND_RIM = 2
 
@@ -142,6 +147,11 @@ def is_thumbnail(fig: dict) -> bool:
         t in ("Image", "ImageRGBA", "ImageStack") for t in fig["glyph_types"])
 
 
+def is_strip(fig: dict) -> bool:
+    """A marginal strip (see ``STRIP_SHORT_MAX``): at most 200 px wide and at least 400 px tall."""
+    return fig["width"] <= STRIP_SHORT_MAX and fig["height"] >= STRIP_LONG_MIN
+
+
 def _open_page(page, url: str, query: str, wait_for_bokeh) -> None:
     slug = query.split("&")[0].removeprefix("page=")
     page.goto(f"{url}/main?{query}")
@@ -170,13 +180,16 @@ def check_page(page, slug: str, width: int, height: int) -> list[str]:
         name = f"figure {fig['title']!r}" if fig["title"] else f"untitled figure ({', '.join(sorted(set(fig['glyph_types'])))})"
         for p in legend_overlaps(fig):
             problems.append(f"{name}: {p}")
-        if fig["width"] < MIN_PLOT_WIDTH and not is_thumbnail(fig):
+        if fig["width"] < MIN_PLOT_WIDTH and not is_thumbnail(fig) and not is_strip(fig):
             problems.append(f"{name}: {fig['width']:.0f} px wide (< {MIN_PLOT_WIDTH})")
     has_player = page.get_by_role("button", name="Step", exact=True).count() > 0
     if has_player and (width, height) == (1440, 900):
         page.evaluate("window.scrollTo(0, 0)")
         for label in RUN_BUTTONS:
-            button = page.get_by_role("button", name=label, exact=True)
+            names = BUTTON_NAMES.get(label, (label,))
+            button = page.get_by_role("button", name=names[0], exact=True)
+            for other in names[1:]:
+                button = button.or_(page.get_by_role("button", name=other, exact=True))
             if button.count() == 0:
                 problems.append(f"no {label} button")
                 continue
