@@ -44,6 +44,25 @@ class InfeasibleRateError(BadInputError):
         self.feasible = (float(feasible[0]), float(feasible[1]))
 
 
+def is_int(value) -> bool:
+    """An integer (Python or numpy), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value, minimum: int) -> None:
+    """``value`` an integer >= ``minimum`` (else a :class:`BadInputError` naming ``name``)."""
+    if not is_int(value) or value < minimum:
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+        raise BadInputError(f"{name} must be {kind}, got {value!r}.")
+
+
+def check_nonnegative(name: str, value) -> None:
+    """``value`` a finite real number >= 0 (else a :class:`BadInputError` naming ``name``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (value >= 0) or not np.isfinite(value):
+        raise BadInputError(f"{name} must be a finite number >= 0, got {value!r}.")
+
+
 def check_level(level) -> float:
     """An interval level strictly between 0 and 1, as a float (else a readable :class:`BadInputError`)."""
     try:

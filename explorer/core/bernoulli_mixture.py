@@ -45,7 +45,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._loop import ConvergenceWarning, run_restarts
-from ._validation import BadInputError, check_incomplete
+from ._validation import BadInputError, check_incomplete, check_int, check_nonnegative, is_int
 
 __all__ = [
     "BernoulliConfig",
@@ -66,9 +66,6 @@ __all__ = [
 STRUCTURES = ("unsupervised", "per_class", "joint")
 _LOG_FLOOR = np.log(1e-300)
 
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _safe_log(p: np.ndarray) -> np.ndarray:
@@ -105,25 +102,20 @@ class BernoulliConfig:
     n_init: int = 1
 
     def __post_init__(self):
-        if not _is_int(self.n_components) or self.n_components < 1:
+        if not is_int(self.n_components) or self.n_components < 1:
             raise BadInputError(f"n_components must be a positive integer, got {self.n_components!r}.")
         if self.structure not in STRUCTURES:
             raise BadInputError(f"structure must be one of {STRUCTURES}, got {self.structure!r}.")
-        if not _is_int(self.n_classes) or self.n_classes < 0:
+        if not is_int(self.n_classes) or self.n_classes < 0:
             raise BadInputError(f"n_classes must be a non-negative integer, got {self.n_classes!r}.")
         if self.structure == "unsupervised" and self.n_classes != 0:
             raise BadInputError("structure='unsupervised' takes n_classes=0.")
         if self.structure != "unsupervised" and self.n_classes < 2:
             raise BadInputError(f"structure={self.structure!r} needs n_classes >= 2, got {self.n_classes}.")
         for name in ("pseudo_count", "label_prior", "tol"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (v >= 0) \
-                    or not np.isfinite(v):
-                raise BadInputError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if not _is_int(self.max_iter) or self.max_iter < 0:
-            raise BadInputError(f"max_iter must be a non-negative integer, got {self.max_iter!r}.")
-        if not _is_int(self.n_init) or self.n_init < 1:
-            raise BadInputError(f"n_init must be a positive integer, got {self.n_init!r}.")
+            check_nonnegative(name, getattr(self, name))
+        check_int("max_iter", self.max_iter, 0)
+        check_int("n_init", self.n_init, 1)
 
     @property
     def total_components(self) -> int:
@@ -187,7 +179,7 @@ def prepare(X, labels=None, n_classes: int = 0, *, missing=None) -> BernoulliDat
         if lab.dtype.kind not in "iu":
             raise BadInputError(f"labels must be integer class codes (-1 = unlabelled); got dtype {lab.dtype}.")
         lab = lab.astype(np.intp)
-        if not _is_int(n_classes) or n_classes < 2:
+        if not is_int(n_classes) or n_classes < 2:
             raise BadInputError(f"n_classes must be an integer >= 2 with labels, got {n_classes!r}.")
         if np.any(lab < -1) or np.any(lab >= n_classes):
             raise BadInputError(f"labels must be in -1 .. {n_classes - 1}.")

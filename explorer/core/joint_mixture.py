@@ -71,7 +71,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._loop import ConvergenceWarning, run_restarts
-from ._validation import BadInputError, check_incomplete
+from ._validation import BadInputError, check_incomplete, check_int, check_nonnegative, is_int
 from .em_gmm import COVARIANCE_TYPES, PRIORS, EMConfig, EMData, NIWPrior, _component_loglik, _resolve, log_prior
 from .em_gmm import prepare as _prepare_features
 from .gaussian import DegenerateCovarianceError
@@ -102,9 +102,6 @@ STRUCTURES = ("per_class", "joint")
 JOINT_INIT_METHODS = ("kmeans", "random")
 _EPS10 = 10 * np.finfo(float).eps
 
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,23 +146,18 @@ class JointConfig:
     init: str = "kmeans"
 
     def __post_init__(self):
-        if not _is_int(self.n_classes) or self.n_classes < 2:
+        if not is_int(self.n_classes) or self.n_classes < 2:
             raise BadInputError(f"n_classes must be an integer >= 2, got {self.n_classes!r}.")
-        if not _is_int(self.n_components) or self.n_components < 1:
+        if not is_int(self.n_components) or self.n_components < 1:
             raise BadInputError(f"n_components must be a positive integer, got {self.n_components!r}.")
         if self.structure not in STRUCTURES:
             raise BadInputError(f"structure must be one of {STRUCTURES}, got {self.structure!r}.")
         if self.covariance_type not in COVARIANCE_TYPES:
             raise BadInputError(f"covariance_type must be one of {COVARIANCE_TYPES}, got {self.covariance_type!r}.")
         for name in ("reg_covar", "label_prior", "tol"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (v >= 0) \
-                    or not np.isfinite(v):
-                raise BadInputError(f"{name} must be a finite number >= 0, got {v!r}.")
-        if not _is_int(self.max_iter) or self.max_iter < 0:
-            raise BadInputError(f"max_iter must be a non-negative integer, got {self.max_iter!r}.")
-        if not _is_int(self.n_init) or self.n_init < 1:
-            raise BadInputError(f"n_init must be a positive integer, got {self.n_init!r}.")
+            check_nonnegative(name, getattr(self, name))
+        check_int("max_iter", self.max_iter, 0)
+        check_int("n_init", self.n_init, 1)
         if self.init not in JOINT_INIT_METHODS:
             raise BadInputError(f"init must be one of {JOINT_INIT_METHODS}, got {self.init!r}.")
         if not (self.prior is None or isinstance(self.prior, NIWPrior)
@@ -266,7 +258,7 @@ def prepare(X, labels, n_classes: int | None = None, *, missing=None, columns=No
     lab = lab.astype(np.intp)
     if n_classes is None:
         n_classes = int(lab.max()) + 1 if lab.size else 0
-    if not _is_int(n_classes) or n_classes < 2:
+    if not is_int(n_classes) or n_classes < 2:
         raise BadInputError(f"n_classes must be an integer >= 2, got {n_classes!r}.")
     if np.any(lab < -1) or np.any(lab >= n_classes):
         raise BadInputError(f"labels must be in -1 .. {n_classes - 1} (-1 = unlabelled); got values from "

@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import column_or_1d
 
 from explorer._imputer_base import _rng
 from explorer.core import discriminant as _dm
@@ -44,7 +44,7 @@ from explorer.core import lda_fa as _lf
 from explorer.core._loop import ConvergenceWarning
 from explorer.core._validation import BadInputError
 
-from ._base import SupervisedMixin, check_features, check_finite_output
+from ._base import SupervisedMixin, check_finite_output
 
 __all__ = ["LDAClassifier", "QDAClassifier", "RDAClassifier", "LDAFAClassifier"]
 
@@ -83,18 +83,6 @@ class _DiscriminantBase(SupervisedMixin, ClassifierMixin, BaseEstimator):
         data = _dm.prepare(Xn, codes, missing, n_classes=classes.size)
         self.classes_ = classes
         return Xn, missing, data
-
-    def _predict_features(self, X):
-        check_is_fitted(self, "n_features_in_")
-        Xn, missing, names = check_features(X, allow_empty_columns=True)  # any pattern, even all missing
-        if Xn.shape[1] != self.n_features_in_:
-            raise BadInputError(f"X has {Xn.shape[1]} features, but {type(self).__name__} is expecting "
-                                f"{self.n_features_in_} features as input.")
-        fitted = getattr(self, "feature_names_in_", None)
-        if fitted is not None and names is not None and list(names) != list(fitted):
-            raise BadInputError(
-                f"X has columns {list(names)[:5]}..., but the estimator was fitted with {list(fitted)[:5]}...")
-        return Xn, missing
 
     def predict_log_proba(self, X):
         """:math:`\\log P(y = c \\mid x^o)` (n_samples, n_classes), missing features marginalised (6.2.21)."""

@@ -60,23 +60,7 @@ def _labels(y, n_samples: int):
     return codes, classes
 
 
-class _FeatureCountMixin:
-    """scikit-learn's wording for a wrong number of features at predict time (its estimator checks match it)."""
-
-    def _predict_features(self, X):
-        check_is_fitted(self, "n_features_in_")
-        Xn, missing, names = check_features(X, allow_empty_columns=True)  # a feature missing in every test row is fine
-        if Xn.shape[1] != self.n_features_in_:
-            raise BadInputError(f"X has {Xn.shape[1]} features, but {type(self).__name__} is expecting "
-                                f"{self.n_features_in_} features as input.")
-        fitted = getattr(self, "feature_names_in_", None)
-        if fitted is not None and names is not None and list(names) != list(fitted):
-            raise BadInputError(
-                f"X has columns {list(names)[:5]}..., but the estimator was fitted with {list(fitted)[:5]}...")
-        return Xn, missing
-
-
-class _MixtureClassifierBase(_FeatureCountMixin, SupervisedMixin, ClassifierMixin, BaseEstimator):
+class _MixtureClassifierBase(SupervisedMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """:math:`P(c \\mid x^o)`, shape (n_samples, n_classes); rows sum to one."""
         return np.exp(self.predict_log_proba(X))
@@ -212,7 +196,7 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
 
 
 # ============================================================================ Gaussian regressor
-class GaussianMixtureRegressor(_FeatureCountMixin, SupervisedMixin, RegressorMixin, BaseEstimator):
+class GaussianMixtureRegressor(SupervisedMixin, RegressorMixin, BaseEstimator):
     """Regression from a Gaussian mixture fitted by EM on the joint of inputs and targets.
 
     Parameters

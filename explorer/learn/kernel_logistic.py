@@ -183,11 +183,6 @@ class KernelLogisticRegression(SupervisedMixin, ClassifierMixin, BaseEstimator):
         self.X_fit_ = Xn
         return self
 
-    def _predict_features(self, X):
-        from explorer.learn.treatments import _predict_input
-
-        return _predict_input(self, X)
-
     def _scores(self, X) -> np.ndarray:
         """:math:`f_c(x) = \\sum_n \\alpha_{nc} K(x_n, x) + b_c`, shape (n_samples, n_classes)."""
         check_is_fitted(self, "dual_coef_")

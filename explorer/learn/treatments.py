@@ -81,7 +81,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from explorer._imputer_base import _rng
 from explorer.core._validation import BadInputError
-from explorer.learn._base import SupervisedMixin, check_features, check_finite_output, check_labels
+from explorer.learn._base import SupervisedMixin, check_finite_output, check_labels
 
 __all__ = [
     "TREATMENTS",
@@ -305,18 +305,6 @@ def _with_seed(imputer, seed: int):
     return imp
 
 
-def _predict_input(est, X):
-    """Validate prediction ``X`` like ``SupervisedMixin._predict_features``, but allow a column that
-    is missing in every row of the batch (a single test row with a gap is a legitimate input)."""
-    check_is_fitted(est, "n_features_in_")
-    Xn, missing, names = check_features(X, n_features=est.n_features_in_, allow_empty_columns=True)
-    fitted = getattr(est, "feature_names_in_", None)
-    if fitted is not None and names is not None and list(names) != list(fitted):
-        raise BadInputError(
-            f"X has columns {list(names)[:5]}..., but the estimator was fitted with {list(fitted)[:5]}...")
-    return Xn, missing
-
-
 # ------------------------------------------------------------------------------------------------
 # the meta-estimators
 
@@ -507,9 +495,6 @@ class MissingInputClassifier(SupervisedMixin, ClassifierMixin, _MissingInputBase
 
     _is_classifier = True
 
-    def _predict_features(self, X):
-        return _predict_input(self, X)
-
     def fit(self, X, y):
         """Fit the treatment and the estimator(s) on ``X`` (NaN = missing) and labels ``y``."""
         Xn, missing = self._fit_features(X)
@@ -617,9 +602,6 @@ class MissingInputRegressor(SupervisedMixin, RegressorMixin, _MissingInputBase):
     """
 
     _is_classifier = False
-
-    def _predict_features(self, X):
-        return _predict_input(self, X)
 
     def fit(self, X, y):
         """Fit the treatment and the estimator(s) on ``X`` (NaN = missing) and numeric ``y``."""
