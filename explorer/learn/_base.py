@@ -17,9 +17,12 @@ scikit-learn classifier does.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import check_classification_targets
 
 from explorer._imputer_base import _unwrap
 from explorer.core._validation import BadInputError, check_incomplete, check_magnitude, column_label
@@ -55,9 +58,12 @@ def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
     NaN / None are errors (see the module docstring).
     """
     if y is None:
-        raise BadInputError("y is required: the class label of every row (or -1 for an unlabelled row).")
+        raise BadInputError("This classifier requires y to be passed, but the target y is None (give the class "
+                            "label of every row" + (", or -1 for an unlabelled row)." if allow_unlabelled else ")."))
     arr = np.asarray(y, dtype=object if not hasattr(y, "dtype") else None)
     if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is read as y.ravel().",
+                      DataConversionWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise BadInputError(f"y must be 1-D (one label per row); got shape {arr.shape}.")
@@ -70,6 +76,15 @@ def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
             f"y has {int(unlabelled.sum())} missing labels (NaN or None; e.g. rows {rows}); this estimator "
             "needs a label for every row (the mixture classifiers of explorer.learn.joint learn from unlabelled rows).")
     labelled = arr[~unlabelled]
+    if labelled.dtype == object:  # plain numbers or strings, read as such
+        try:
+            labelled = np.asarray(labelled.tolist())
+        except Exception:
+            pass
+    try:  # a continuous target: scikit-learn's "Unknown label type" message, as a BadInputError
+        check_classification_targets(labelled)
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
     try:
         classes = np.unique(labelled)
     except TypeError as exc:

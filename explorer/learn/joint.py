@@ -29,7 +29,6 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from explorer._imputer_base import _rng
@@ -45,19 +44,8 @@ __all__ = ["GaussianMixtureClassifier", "GaussianMixtureRegressor", "BernoulliMi
 
 
 def _labels(y, n_samples: int):
-    """``(codes, classes)`` with -1 / NaN / None = unlabelled; continuous targets are rejected."""
-    if y is None:
-        raise BadInputError("This classifier requires y to be passed, but the target y is None (give a label per row, "
-                            "-1 or NaN for an unlabelled row).")
-    shape = np.shape(np.asarray(y, dtype=object) if not hasattr(y, "shape") else y)
-    if len(shape) == 2 and shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is ravelled.",
-                      DataConversionWarning, stacklevel=3)
-    codes, classes = check_labels(y, n_samples, allow_unlabelled=True)
-    if classes.dtype.kind == "f" and type_of_target(classes) == "continuous":
-        raise BadInputError("Unknown label type: continuous. y must hold class labels (use "
-                            "GaussianMixtureRegressor for a continuous target).")
-    return codes, classes
+    """``(codes, classes)`` with -1 / NaN / None = unlabelled (see :func:`explorer.learn._base.check_labels`)."""
+    return check_labels(y, n_samples, allow_unlabelled=True)
 
 
 class _MixtureClassifierBase(SupervisedMixin, ClassifierMixin, BaseEstimator):

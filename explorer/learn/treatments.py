@@ -71,11 +71,13 @@ wrapping a ``GridSearchCV`` *inside* the treatment instead (``MissingInputClassi
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, RegressorMixin, clone, is_classifier
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -578,12 +580,15 @@ class MissingInputClassifier(SupervisedMixin, ClassifierMixin, _MissingInputBase
 
 def _check_target(y, n_samples: int) -> np.ndarray:
     if y is None:
-        raise BadInputError("y is required: one numeric target per row.")
+        raise BadInputError("This regressor requires y to be passed, but the target y is None (one numeric "
+                            "target per row).")
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
         raise BadInputError("y must be numeric for a regressor.") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is read as y.ravel().",
+                      DataConversionWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim != 1 or arr.shape[0] != n_samples:
         raise BadInputError(f"y must be 1-D with one value per row ({n_samples}); got shape {arr.shape}.")
