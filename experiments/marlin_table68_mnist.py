@@ -440,7 +440,7 @@ def write_report(summary, per_split, cfg, meta, out_dir: Path, suffix: str, comm
          f"(augmented, gamma_d = gamma s_d^2), then C in {list(cfg['klr_C'])}; LDA-FA Q = {cfg['ldafa_q']}, "
          f"lambda = {cfg['ldafa_reg']}, L-BFGS capped at {cfg['ldafa_max_iter']} iterations (no CV; see below). "
          "Protocol and choices: the docstring of `experiments/marlin_table68_mnist.py`.", "",
-         f"Run time {meta['seconds']:.0f} s ({meta['seconds'] / 60:.1f} min) summed over the splits on "
+         f"Run time {meta['seconds']:.0f} s ({meta['seconds'] / 60:.1f} min; wall clock, summed over the splits) on "
          f"{meta['machine']}, one BLAS thread, a 2-core machine shared with other jobs"
          + (f" (the {meta['parallel_processes']} splits ran as parallel processes: {meta['wall_seconds'] / 60:.0f} min "
             "wall clock)" if "parallel_processes" in meta else "") + ".", "",
@@ -513,7 +513,8 @@ def main(argv=None):
         parts = [json.loads(Path(f).read_text()) for f in args.merge]
         per_split = [p for part in parts for p in part["per_split"]]
         cfg["splits"] = tuple(s for part in parts for s in part["splits"])
-        command = "; ".join(part["command"] for part in parts) + f"; then {command}"
+        command = ("; ".join(part["command"] for part in parts) + f"; then {command}` (splits in parallel processes;"
+                   " the same run in one process: `python experiments/marlin_table68_mnist.py")
         meta = {"seconds": float(sum(part["seconds"] for part in parts)), "machine": machine,
                 "wall_seconds": float(max(part["seconds"] for part in parts)), "parallel_processes": len(parts)}
     else:
