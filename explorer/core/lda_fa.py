@@ -376,7 +376,9 @@ def _objective(data: DiscriminantData, params: LDAFAParams, reg: float, gradient
             G = onehot[y] - np.exp(logp)
             g_omega += G.sum(axis=0)
             g_mu[:, o] += np.einsum("nc,nco->co", G, Se)
-            M[np.ix_(o, o)] += np.einsum("nc,nco,ncp->op", G, Se, Se)
+            # sum_n sum_c G_nc Se_nc Se_nc^T as one BLAS product (the three-operand einsum was ~20x slower at
+            # o = 588, MNIST with a quadrant missing)
+            M[np.ix_(o, o)] += (G[:, :, None] * Se).reshape(-1, o.size).T @ Se.reshape(-1, o.size)
     if data.empty_rows.size:  # nothing observed: P(y | x^o) = theta
         y = data.labels[data.empty_rows]
         value += float((log_theta[y] - logsumexp(log_theta)).sum())
