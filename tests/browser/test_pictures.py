@@ -154,7 +154,7 @@ def is_strip(fig: dict) -> bool:
 
 def _open_page(page, url: str, query: str, wait_for_bokeh) -> None:
     slug = query.split("&")[0].removeprefix("page=")
-    page.goto(f"{url}/main?{query}")
+    page.goto(f"{url}/main?{query}", timeout=60_000)  # like the waits below: a busy machine serves slowly
     wait_for_bokeh(page, timeout=60_000)
     page.locator(f".page-main-{slug}").first.wait_for(timeout=60_000)
     page.locator(".bk-Canvas").first.wait_for(timeout=60_000)
