@@ -197,16 +197,17 @@ def _save_screenshot(target, name: str, *, directory: Path | str | None = None, 
     return path
 
 
-def _assert_stays_paused(page, read: Callable[[], int], *, settle_s: float = 8.0, hold_ms: int = 1500) -> int:
-    """After Pause: wait until ``read()`` stops changing (a tick already running may still land, later
-    under load), then check it stays put for ``hold_ms``. Fails if it never settles (Play kept going)."""
-    last, deadline = read(), time.monotonic() + settle_s
-    while True:
-        page.wait_for_timeout(600)
+def _assert_stays_paused(page, read: Callable[[], int], *, settle_s: float = 10.0, quiet_ms: int = 2000,
+                         hold_ms: int = 1500) -> int:
+    """After Pause: wait until ``read()`` has not changed for ``quiet_ms`` (a tick already running may still
+    land, more than a second later on a busy machine), then check it stays put for ``hold_ms`` more. Fails if
+    it never settles within ``settle_s`` (Play kept going: ticks come every 0.2 s)."""
+    last, quiet, deadline = read(), 0, time.monotonic() + settle_s
+    while quiet < quiet_ms:
+        page.wait_for_timeout(200)
         now = read()
-        if now == last:
-            break
-        if time.monotonic() > deadline:
+        quiet = quiet + 200 if now == last else 0
+        if now != last and time.monotonic() > deadline:
             raise AssertionError(f"still advancing {settle_s} s after Pause ({last} -> {now})")
         last = now
     page.wait_for_timeout(hold_ms)
