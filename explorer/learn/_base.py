@@ -92,7 +92,7 @@ def check_labels(y, n_samples: int, *, allow_unlabelled: bool = False):
     if classes.size < 2:
         raise BadInputError(
             f"y has {classes.size} class{'es' if classes.size != 1 else ''} among the labelled rows; "
-            "a classifier needs at least two.")
+            "a classifier needs at least two classes.")
     codes = np.full(n_samples, UNLABELLED, dtype=np.intp)
     codes[~unlabelled] = np.searchsorted(classes, labelled)
     if classes.dtype == object:  # plain numbers back as numbers

@@ -35,8 +35,6 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
 
 from explorer._imputer_base import _rng
 from explorer.core import discriminant as _dm
@@ -44,7 +42,7 @@ from explorer.core import lda_fa as _lf
 from explorer.core._loop import ConvergenceWarning
 from explorer.core._validation import BadInputError
 
-from ._base import SupervisedMixin, check_finite_output
+from ._base import SupervisedMixin, check_finite_output, check_labels
 
 __all__ = ["LDAClassifier", "QDAClassifier", "RDAClassifier", "LDAFAClassifier"]
 
@@ -52,26 +50,9 @@ TRAINING = ("generative", "discriminative")
 
 
 def _labels(y, n_samples: int):
-    """``(codes, classes)`` of complete class labels.
-
-    Unlike :func:`explorer.learn._base.check_labels`, ``-1`` is an ordinary class label here (these
-    classifiers are fully supervised); NaN / None are errors. Continuous targets are rejected with
-    scikit-learn's message; a column vector gives its ``DataConversionWarning``.
-    """
-    if y is None:
-        raise BadInputError("This classifier requires y to be passed, but the target y is None.")
-    y = column_or_1d(y, warn=True)
-    if y.shape[0] != n_samples:
-        raise BadInputError(f"y has {y.shape[0]} labels but X has {n_samples} rows.")
-    if y.dtype == object and any(v is None for v in y):
-        raise BadInputError("y has missing labels (None); every row needs a class label.")
-    if y.dtype.kind == "f" and np.isnan(y).any():
-        raise BadInputError("y has missing labels (NaN); every row needs a class label.")
-    check_classification_targets(y)
-    classes, codes = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise BadInputError(f"y has {classes.size} class; a classifier needs at least two classes.")
-    return codes.reshape(-1).astype(np.intp), classes
+    """``(codes, classes)`` of complete class labels: ``-1`` is an ordinary label here (these classifiers are
+    fully supervised), NaN / None are errors (:func:`explorer.learn._base.check_labels`)."""
+    return check_labels(y, n_samples)
 
 
 class _DiscriminantBase(SupervisedMixin, ClassifierMixin, BaseEstimator):
