@@ -2,11 +2,11 @@
 # Run the whole test suite: unit/property tests and browser tests (Playwright + Debian chromium),
 # among them every notebook run in JupyterLab (tests/browser/test_jupyterlab.py).
 #
-#   bash scripts/test.sh                  # everything: tests/
-#   bash scripts/test.sh -x -q            # same selection, extra pytest options
-#   bash scripts/test.sh tests/core -q    # explicit paths: passed to pytest unchanged
+#   bash scripts/test.sh                  # everything: tests/ (non-browser tests on 2 workers, then browser tests)
+#   bash scripts/test.sh -x -q            # same selection, extra pytest options (given to both phases)
+#   bash scripts/test.sh tests/core -q    # explicit paths: one pytest run, options unchanged
 #
-# Exit status is pytest's. Never downloads a browser (no `playwright install`); waits for apt's lock
+# EXPLORER_TEST_WORKERS=1 runs the non-browser phase on one worker. Exit status is pytest's (the first failing phase's). Never downloads a browser (no `playwright install`); waits for apt's lock
 # when another process holds it. Screenshots go to test-results/ (ignored): a run rewrites no tracked file
 # (scripts/refresh_screenshots.sh updates the README's pictures).
 set -euo pipefail
@@ -40,11 +40,26 @@ done
 # The notebooks run (every cell, offline) inside a real JupyterLab in tests/browser/test_jupyterlab.py,
 # which also checks their pages; running them a second time with nbmake only cost time (about 95 s).
 # `bash scripts/test.sh notebooks --nbmake` still runs them headless on their own.
-targets=()
-if [ "$have_target" = 0 ]; then
-    targets=(tests)
+if [ "$have_target" = 1 ]; then
+    echo ">> .venv/bin/python -m pytest --durations=25 $*" >&2
+    exec .venv/bin/python -m pytest --durations=25 "$@"
 fi
 
-# the slowest tests are listed at the end of every run (keep the suite fast as the project grows)
-echo ">> .venv/bin/python -m pytest ${targets[*]} --durations=25 $*" >&2
-exec .venv/bin/python -m pytest "${targets[@]}" --durations=25 "$@"
+# Everything, in two phases (the slowest tests are listed at the end of each):
+#  1. the unit / property / oracle tests on 2 pytest-xdist workers, a whole file per worker (--dist loadfile:
+#     module fixtures such as the seed000 reproduction are computed once, not once per worker);
+#  2. the browser tests, one at a time: they time pages and players, and two chromiums on 2 cores would make
+#     those timings measure the load instead of the app.
+# The exit status is non-zero if either phase fails; both always run.
+workers="${EXPLORER_TEST_WORKERS:-2}"
+echo ">> .venv/bin/python -m pytest tests --ignore=tests/browser -n $workers --dist loadfile --durations=25 $*" >&2
+# (pytest's 5, "no test collected", e.g. a -k matching one phase only, counts as failure only if both say it)
+unit=0 browser=0
+.venv/bin/python -m pytest tests --ignore=tests/browser -n "$workers" --dist loadfile --durations=25 "$@" || unit=$?
+echo ">> .venv/bin/python -m pytest tests/browser --durations=25 $*" >&2
+.venv/bin/python -m pytest tests/browser --durations=25 "$@" || browser=$?
+if [ "$unit" = 5 ] && [ "$browser" = 5 ]; then exit 5; fi
+[ "$unit" = 5 ] && unit=0
+[ "$browser" = 5 ] && browser=0
+if [ "$unit" != 0 ]; then exit "$unit"; fi
+exit "$browser"
