@@ -31,10 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import BadInputError, check_int
+from .rating_metrics import ndcg, nmae, predictive_mean, predictive_median
 from .ratings_data import RatingData, prepare
 
 __all__ = [
-    "RatingWorld", "Split", "Targets", "THESIS_S", "linear_value_effect_mu", "make_rating_world", "split_protocol",
+    "RatingWorld", "Split", "Targets", "THESIS_S", "linear_value_effect_mu", "make_rating_world", "score_split",
+    "split_protocol",
 ]
 
 #: the five slopes of the Jester experiment (section 5.2.1)
@@ -283,3 +285,30 @@ def split_protocol(
         a.setflags(write=False)
     return Split(train=train, test=test, holdout=holdout, train_users=train_users, test_users=test_users,
                  holdout_users=holdout_users, targets=targets, dropped=dropped)
+
+
+def score_split(split: Split, proba_train, proba_test, *, normaliser: float | None = None) -> dict:
+    """The chapter-5 scores of one fitted model on one :class:`Split`.
+
+    ``proba_train`` (N_train, D, V) and ``proba_test`` (N_test, D, V) are the model's ``predict_proba`` on
+    ``split.train`` and ``split.test``. Returns ``nmae_{weak,strong}_{random,user}`` (the median prediction,
+    :func:`~explorer.core.rating_metrics.nmae` with ``normaliser``) and ``ndcg_{weak,strong}_random`` (each user's
+    random items ranked by the predictive mean, eq. 5.8.1, averaged over users; None when every user has a
+    single random item, where NDCG is 1 by definition).
+    """
+    V = split.train.n_values
+    probs = {"weak": np.asarray(proba_train, dtype=float), "strong": np.asarray(proba_test, dtype=float)}
+    for gen, data in (("weak", split.train), ("strong", split.test)):
+        want = (data.n_samples, data.n_features, V)
+        if probs[gen].shape != want:
+            raise BadInputError(f"proba_{'train' if gen == 'weak' else 'test'} has shape {probs[gen].shape}; "
+                                f"expected {want} (predict_proba on split.{'train' if gen == 'weak' else 'test'}).")
+    out = {}
+    for (gen, kind), t in split.targets.items():
+        p = probs[gen][t.rows, t.items]
+        out[f"nmae_{gen}_{kind}"] = nmae(predictive_median(p), t.codes, n_values=V, normaliser=normaliser)
+        if kind == "random":
+            several = np.bincount(t.rows).max() > 1
+            out[f"ndcg_{gen}_random"] = (float(np.mean(ndcg(predictive_mean(p), t.codes, groups=t.rows)))
+                                         if several else None)
+    return out

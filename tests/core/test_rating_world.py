@@ -113,3 +113,20 @@ def test_dropped_users_follow_the_rule():
 def test_bad_input(call, match):
     with pytest.raises(BadInputError, match=match):
         call()
+
+
+def test_score_split_perfect_and_uniform_predictions():
+    from explorer.core.rating_world import score_split
+    w = make_rating_world(200, 8, 2, s=0.125, rng=np.random.default_rng(6))
+    sp = split_protocol(w, n_test_users=40, n_holdout_users=0, rng=np.random.default_rng(7), n_random_items=3)
+    perfect = {}
+    for name, data, who in (("train", sp.train, sp.train_users), ("test", sp.test, sp.test_users)):
+        perfect[name] = np.eye(5)[w.codes[who]]  # point mass on every true rating
+    got = score_split(sp, perfect["train"], perfect["test"])
+    assert all(got[f"nmae_{g}_{k}"] == 0.0 for g in ("weak", "strong") for k in ("random", "user"))
+    assert got["ndcg_weak_random"] == pytest.approx(1.0) and got["ndcg_strong_random"] == pytest.approx(1.0)
+    flat = score_split(sp, np.full((sp.train.n_samples, 8, 5), 0.2), np.full((sp.test.n_samples, 8, 5), 0.2))
+    t = sp.targets[("strong", "user")]
+    assert flat["nmae_strong_user"] == pytest.approx(np.mean(np.abs(2 - t.codes)) / 1.6)  # median code 2
+    with pytest.raises(BadInputError, match="shape"):
+        score_split(sp, perfect["test"], perfect["test"])
