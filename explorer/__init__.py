@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "save_model": "explorer.export",
     "load_model": "explorer.export",
     "export_imputations": "explorer.export",
+    "sensitivity_analysis": "explorer.sensitivity",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.evaluation import evaluate, held_out_scorer
     from explorer.export import export_imputations, load_model, save_model
     from explorer.imputers import GaussianMixtureImputer, amputate
+    from explorer.sensitivity import sensitivity_analysis
     from explorer.transforms import TransformedImputer, suggest_transforms
 
 
