@@ -370,7 +370,9 @@ def tipping_point(table: SensitivityTable, reference: float) -> TippingPoint | N
         raise BadInputError("tipping_point needs the SensitivityTable returned by delta_adjustment.")
     if not (isinstance(reference, numbers.Real) and np.isfinite(reference)):
         raise BadInputError(f"reference must be a finite number, got {reference!r}.")
-    distance = np.abs(table.delta - table.neutral)
+    offset = np.abs(table.delta - table.neutral)
+    # distances equal up to rounding (a symmetric grid) count as ties: the smaller delta wins
+    distance = np.round(offset / max(float(offset.max()), 1e-300), 9)
     base = int(np.lexsort((table.delta, distance))[0])
     verdict = table.excludes(float(reference))
     flipped = np.flatnonzero(verdict != verdict[base])

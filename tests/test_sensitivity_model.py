@@ -1,0 +1,83 @@
+"""SensitivityModel: the Sensitivity page's model (no Panel)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.models.data_model import DataModel
+from explorer.models.sensitivity_model import SensitivityModel, run_job
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = SensitivityModel(n_imputations=6)
+    m.refresh()
+    return m
+
+
+def test_default_is_nmar_on_one_column_and_analysed(model):
+    data = model.data_model.data
+    assert model.incomplete_columns == ("sepal_length",) and model.column == "sepal_length"
+    assert model.error == "" and model.table is not None and model.table.delta.size == 21
+    imps = model.imputations
+    assert imps.shape == (6, *data.values.shape)
+    assert np.array_equal(imps[:, ~data.missing], np.repeat(data.values[None], 6, axis=0)[:, ~data.missing])
+    # the lowest values were hidden: MAR imputations overshoot the hidden truth, the truth is the complete mean
+    assert model.imputed_values(0.0).mean() > model.hidden_values().mean()
+    assert model.truth() == pytest.approx(model.data_model.complete.truth[:, 0].mean())
+    assert model.table.estimate[10] > model.truth()  # the MAR estimate is biased upwards
+
+
+def test_analysis_settings_rerun_the_table_without_a_new_draw(model):
+    imps, revision = model.imputations, model.revision
+    model.param.update(estimate="ols", mode="scale")
+    assert model.imputations is imps and model.revision > revision
+    t = model.table
+    assert t.estimand.kind == "ols" and t.mode == "scale" and t.neutral == 1.0
+    cols = list(model.columns)
+    assert t.estimand.target == cols.index(model.target) and t.estimand.term == cols.index(model.predictor)
+    assert model.predictor == "petal_length"  # the column most correlated with sepal_length
+    text = model.sentence()
+    assert f"{t.estimate[10]:.3g}" in text and "coefficient" in text
+    model.param.update(estimate="mean", mode="shift", delta_max=2.0)
+    assert model.table.delta[-1] == pytest.approx(2.0 * model.scale_sd)
+    np.testing.assert_allclose(np.diff(model.table.estimate), np.diff(model.table.delta) * 47 / 150, atol=1e-12)
+    assert model.delta_label(model.delta) == "+0.00 sd (+0)"
+    model.delta_max = 1.0
+
+
+def test_a_stale_draw_is_not_adopted_and_a_new_draw_is_needed(model):
+    job = model.job()
+    imps = run_job(job)
+    model.n_imputations = 5
+    assert model.needs_draw and model.imputations is None
+    assert not model.adopt(job, imps)
+    fresh = model.job()
+    assert model.adopt(fresh, run_job(fresh))
+    assert model.table.n_imputations == 5 and not model.needs_draw
+
+
+def test_readable_errors():
+    m = SensitivityModel(data_model=DataModel(dataset="iris", mechanism="none"), n_imputations=3)
+    assert m.job() is None and "no missing values" in m.error
+    m.data_model.param.update(mechanism="mcar", rate=0.2)
+    m.refresh()
+    assert m.error == "" and m.table is not None
+    m.param.update(estimate="ols", target="petal_width", predictor="petal_width")
+    assert "same column" in m.error and m.table is None
+
+
+def test_uploaded_columns_are_adopted_and_settings_round_trip():
+    dm = DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.1)
+    m = SensitivityModel(data_model=dm, n_imputations=3)
+    rows = "\n".join(f"{i},{'' if i % 4 == 0 else (i * 7) % 11},{i % 5}" for i in range(1, 41))
+    assert dm.load_csv(f"a,<b>x</b>,c\n{rows}\n".encode(), "weird.csv")
+    assert m.columns == ("a", "<b>x</b>", "c") and m.column == "<b>x</b>"
+    m.refresh()
+    assert m.error == "" and m.table.n_missing == 10
+    assert "<b>x</b>" in m.sentence()
+    s = m.settings()
+    other = SensitivityModel(data_model=dm)
+    other.apply_settings(s)
+    assert other.settings() == s
