@@ -40,6 +40,7 @@ key                      kind   rule (source)
                                 NMAR_random / "MNAR_R_rows"); the code variant realises ~ r**1.5
 ``self_masking``         NMAR   P(x_ij missing) = sigmoid(a_j + strength z_ij), a_j solved per column
 ``cpt_v``                NMAR   P(observed | x = v) = mu_v for discrete levels v = 1..V (seed004 CPT-v)
+``logit_vd``             NMAR   P(observed | x = v, column d) = sigmoid(sigma_v + omega_d) (seed004 Logit-vd)
 ``linear_value_effect``  NMAR   CPT-v with mu_v = s (v - (V+1)/2) + 1/2 (seed004 Sec. 5.2.1)
 ``patterns``             MCAR   each row draws one pattern from a fixed list (seed004 Ch. 6)
 ``random_pixels``        MCAR   image pixels missing independently w.p. r (seed003 "Random")
@@ -74,6 +75,7 @@ from explorer.core.tabular_mechanisms import (
     cpt_v,
     fixed_patterns,
     linear_value_effect,
+    logit_vd,
     mar_logistic,
     mar_rows,
     mar_threshold,
@@ -88,7 +90,7 @@ from explorer.core.tabular_mechanisms import (
 __all__ = [
     "Param", "Mechanism", "MaskResult", "MECHANISMS", "get_mechanism", "list_mechanisms",
     "apply_mechanism", "quantile_levels", "mcar", "mcar_rows", "mar_rows", "mar_threshold",
-    "mar_logistic", "nmar_lowest", "nmar_random", "self_masking", "cpt_v", "linear_value_effect",
+    "mar_logistic", "nmar_lowest", "nmar_random", "self_masking", "cpt_v", "logit_vd", "linear_value_effect",
     "fixed_patterns", "random_pixels", "image_quarter", "image_half", "image_square",
 ]
 
@@ -203,6 +205,11 @@ _REGISTRY = (
     Mechanism("cpt_v", cpt_v, "NMAR", "Value level v is observed with probability mu_v",
               (Param("mu", (0.1, 0.3, 0.5, 0.7, 0.9), "float_vector", (0.0, 1.0), doc="P(observed | v)"),
                _LEVELS), "seed004 CPT-v"),
+    Mechanism("logit_vd", logit_vd, "NMAR",
+              "Value level v of column d is observed with probability sigmoid(sigma_v + omega_d)",
+              (Param("sigma", (-2.0, -1.0, 0.0, 1.0, 2.0), "float_vector", (None, None), doc="value logits"),
+               Param("omega", None, "float_vector", (None, None), doc="column logits (default 0)"),
+               _LEVELS), "seed004 eq. 5.6.1"),
     Mechanism("linear_value_effect", linear_value_effect, "NMAR",
               "Observation probability rises linearly with the value level",
               (Param("s", 0.125, "float", (0.0, 0.25), doc="slope, at most 1/(n_levels - 1)"),

@@ -35,7 +35,7 @@ from explorer.core._validation import BadInputError, as_float_matrix
 
 __all__ = [
     "quantile_levels", "mcar", "mcar_rows", "mar_rows", "mar_threshold", "mar_logistic", "nmar_lowest",
-    "nmar_random", "self_masking", "cpt_v", "linear_value_effect", "fixed_patterns",
+    "nmar_random", "self_masking", "cpt_v", "logit_vd", "linear_value_effect", "fixed_patterns",
 ]
 
 
@@ -479,6 +479,43 @@ def cpt_v(
             f"cpt_v: mu must be a sequence of at least 2 probabilities in [0, 1]; got {mu!r}."
         )
     return _cpt_mask(X, m, levels, rng, "cpt_v")
+
+
+def logit_vd(
+    X, *, rng, sigma=(-2.0, -1.0, 0.0, 1.0, 2.0), omega=None,
+    levels: Literal["auto", "given", "quantile"] = "auto",
+) -> np.ndarray:
+    """Logit-vd value-and-item NMAR (seed004 eq. 5.6.1): P(observed | x_dn = v) = sigmoid(sigma_v + omega_d).
+
+    ``sigma_v`` is a value effect shared by every column (item), ``omega_d`` an effect of column d (exposure,
+    promotion); with all ``omega_d`` equal this is :func:`cpt_v` with mu_v = sigmoid(sigma_v + omega), and it draws
+    the same mask as :func:`cpt_v` from the same generator. As in :func:`cpt_v`, seed004's r = 1 is *observed*:
+    the returned mask (True = missing) is drawn with P(missing | v, d) = 1 - sigmoid(sigma_v + omega_d). Values are
+    levels v = 1..V with V = len(sigma) (``levels`` as in :func:`cpt_v`); only observed entries can be hidden.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features)
+    sigma : sequence of V >= 2 finite numbers (logits of the value effect)
+    omega : sequence of n_features finite numbers, optional (default: all 0)
+
+    Returns a bool ndarray of shape (n_samples, n_features).
+    """
+    who = "logit_vd"
+    X = _complete(X, who)
+    _check_rng(rng, who)
+    s = np.asarray(sigma, dtype=float) if np.ndim(sigma) == 1 else np.array([np.nan])
+    if s.size < 2 or not np.all(np.isfinite(s)):
+        raise BadInputError(f"{who}: sigma must be a sequence of at least 2 finite numbers (value logits); "
+                            f"got {sigma!r}.")
+    d = X.shape[1]
+    w = np.zeros(d) if omega is None else np.asarray(omega, dtype=float)
+    if w.shape != (d,) or not np.all(np.isfinite(w)):
+        raise BadInputError(f"{who}: omega must hold one finite number per column ({d}); got {omega!r}.")
+    v = _levels(X, s.size, levels, who)
+    obs = v > 0
+    prob = 1.0 / (1.0 + np.exp(-(s[np.where(obs, v, 1) - 1] + w[None, :])))
+    return ~(rng.random(X.shape) < prob) & obs
 
 
 def linear_value_effect(

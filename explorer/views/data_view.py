@@ -77,6 +77,8 @@ _HINTS = {
     "self_masking": "large values hide themselves (positive strength): the missing part sits in the right tail.",
     "cpt_v": "low value levels are observed less often (mu increases with v): the observed histogram "
              "under-represents them.",
+    "logit_vd": "low value levels are observed less often (sigma increases with v), and columns with a low "
+                "omega less often than others: the observed histogram under-represents low levels.",
     "linear_value_effect": "the observation probability rises with the value level: a smooth tilt of the "
                            "observed histogram.",
     "patterns": "only a few distinct patterns: the pattern table lists them with their frequencies.",

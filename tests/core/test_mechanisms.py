@@ -23,6 +23,7 @@ from explorer.core.mechanisms import (
     image_square,
     linear_value_effect,
     list_mechanisms,
+    logit_vd,
     mar_logistic,
     mar_rows,
     mar_threshold,
@@ -57,6 +58,8 @@ CASES = [
     ("nmar_random-code", "nmar_random", 0.25, {"variant": "code"}, 0.25**1.5, 0.01),
     ("self_masking", "self_masking", 0.25, {"strength": 2.0}, 0.25, 0.01),
     ("cpt_v", "cpt_v", None, {"mu": (0.2, 0.4, 0.6, 0.8, 0.9)}, 1 - 0.58, 0.01),
+    ("logit_vd", "logit_vd", None, {"sigma": (-1.0, 0.0, 1.0), "omega": np.linspace(-1, 1, D)},
+     1 - expit(np.add.outer([-1.0, 0.0, 1.0], np.linspace(-1, 1, D))).mean(), 0.01),
     ("linear_value_effect", "linear_value_effect", None, {"s": 0.25}, 0.5, 0.01),
     ("patterns", "patterns", None, {"patterns": PATS, "probs": PROBS}, 0.5 * 4 / 16 + 0.3 / 16, 0.01),
     ("random_pixels", "random_pixels", 0.4, {"image_shape": IMG}, 0.4, 0.01),
@@ -318,6 +321,24 @@ def test_cpt_v_matches_mu_on_given_levels_and_quantile_levels():
         assert (~m[lev == v]).mean() == pytest.approx(mu[v - 1], abs=0.02)
 
 
+def test_logit_vd_matches_sigmoid_sigma_plus_omega_and_is_cpt_v_with_equal_omega():
+    sigma, omega = np.array([-2.0, -0.5, 0.5, 2.0]), np.linspace(-1.5, 1.5, 10)
+    V = np.random.default_rng(7).integers(1, 5, size=(N, 10)).astype(float)
+    m = logit_vd(V, rng=np.random.default_rng(8), sigma=sigma, omega=omega, levels="given")
+    for v in range(1, 5):
+        for d in (0, 9):
+            col = V[:, d] == v
+            assert (~m[col, d]).mean() == pytest.approx(expit(sigma[v - 1] + omega[d]), abs=0.05)
+    # equal omega: exactly cpt_v's mask with mu = sigmoid(sigma + omega) from the same generator
+    same = logit_vd(V, rng=np.random.default_rng(3), sigma=sigma, omega=np.full(10, 0.3), levels="given")
+    ref = cpt_v(V, rng=np.random.default_rng(3), mu=expit(sigma + 0.3), levels="given")
+    np.testing.assert_array_equal(same, ref)
+    lev = quantile_levels(X_TAB, 4)   # 'auto' bins non-integer data, omega defaults to 0
+    m = logit_vd(X_TAB, rng=np.random.default_rng(9), sigma=sigma)
+    for v in range(1, 5):
+        assert (~m[lev == v]).mean() == pytest.approx(expit(sigma[v - 1]), abs=0.02)
+
+
 def test_linear_value_effect():
     V = np.random.default_rng(7).integers(1, 6, size=(N, 10)).astype(float)
     m = linear_value_effect(V, rng=np.random.default_rng(1), s=0.25)  # mu = 0, .25, .5, .75, 1
@@ -456,6 +477,8 @@ BAD = [  # (data, mechanism, rate, params, message regex)
     (X_TAB, "mar_rows", 0.2, {"n_controlling": 16}, r"n_controlling=16.*\[1, 15\]"),
     (X_TAB, "cpt_v", None, {"levels": "given"}, "levels='quantile'"),
     (X_TAB, "cpt_v", None, {"mu": (0.5, 1.5)}, "mu must be"),
+    (X_TAB, "logit_vd", None, {"sigma": (0.0, np.inf)}, "sigma must be"),
+    (X_TAB, "logit_vd", None, {"omega": (0.0, 1.0)}, "one finite number per column"),
     (X_TAB, "linear_value_effect", None, {"s": "steep"}, "s='steep' is outside"),
     (X_TAB, "patterns", None, {"patterns": [[True] * 3]}, r"shape \(n_patterns, 16\)"),
     (X_TAB[:, :2], "patterns", None, {"probs": [0.5, 0.6, 0.1]}, "summing to 1"),
