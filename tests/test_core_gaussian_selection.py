@@ -242,3 +242,19 @@ def test_bad_inputs_raise_clearly():
                              np.zeros(2))
     with pytest.raises(BadInputError, match="not positive definite"):
         gs.log_likelihood(bad, Xn)
+
+
+def test_impute_importance_sampled_mean_agrees_with_the_exact_draws():
+    """Three missing values: the mean comes from importance sampling, the draws from rejection (both unbiased)."""
+    rng = np.random.default_rng(8)
+    cov = np.array([[[1.0, 0.3, 0.2], [0.3, 1.0, -0.4], [0.2, -0.4, 1.5]]])
+    params = gs.SelectionParams(np.array([1.0]), np.array([[0.5, 0.0, -1.0]]), cov, np.array([0.2, -0.3, 0.5]),
+                                np.array([-1.5, 1.0, 0.7]))
+    X = np.array([[np.nan, np.nan, np.nan], [0.3, np.nan, np.nan]])
+    draws, mean = gs.impute(params, X, rng=rng, n_draws=4000, n_samples=20000)
+    assert draws[:, 1, 0].tolist() == [0.3] * 4000
+    for i, d in [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2)]:
+        col = draws[:, i, d]
+        assert abs(col.mean() - mean[i, d]) < 4 * col.std() / np.sqrt(col.size)
+    # b_0 < 0: large values of x_0 are the ones hidden, so a missing x_0 is likely above its mean
+    assert mean[0, 0] > params.means[0, 0]

@@ -131,6 +131,7 @@ __all__ = [
 ]
 
 E_STEPS = ("auto", "importance")
+_MAX_BATCH_VALUES = 4_000_000  # proposals x missing values per rejection round of impute (32 MB)
 
 
 # ----------------------------------------------------------------------------- configuration and parameters
@@ -782,7 +783,7 @@ def impute(params: SelectionParams, X, missing=None, *, rng: np.random.Generator
             todo = np.flatnonzero((count < n_draws) & (spent < max_proposals))
             if todo.size == 0:
                 break
-            B = int(min(batch, max_proposals))
+            B = int(max(1, min(batch, max_proposals, _MAX_BATCH_VALUES // (todo.size * m))))  # memory cap
             ks = _categorical(h_mar[todo], B, rng)  # (n_t, B)
             xs = np.empty((todo.size, B, m))
             for k in range(K):
