@@ -3,9 +3,10 @@ r"""MM/CPT-v: a finite multinomial mixture with the CPT-v NMAR selection model, 
 Digest (seed004) section 4.1, with the identifiability section 2.7 and the errata of Appendix A.
 
 Model (eqs. 5.4.1-5.4.6): :math:`\theta \sim \mathrm{Dir}(\alpha)`, :math:`\beta_{dk} \sim \mathrm{Dir}(\phi)`,
-:math:`\mu_v \sim \mathrm{Beta}(\xi_1, \xi_0)`, :math:`z_n \sim \theta`, :math:`x_{dn} \mid z_n = k \sim \beta_{\cdot dk}`
-and the selection model :math:`P(r_{dn} = 1 \mid x_{dn} = v) = \mu_v` (erratum 5.4.6: :math:`x_{dn}`, not
-:math:`x_{im}`). ``probs[k, d, v]`` stores :math:`\beta_{vdk}`, ``mu[v]`` stores :math:`\mu_v` (codes v = 0..V-1).
+:math:`\mu_v \sim \mathrm{Beta}(\xi_1, \xi_0)`, :math:`z_n \sim \theta`,
+:math:`x_{dn} \mid z_n = k \sim \beta_{\cdot dk}` and the selection model
+:math:`P(r_{dn} = 1 \mid x_{dn} = v) = \mu_v` (erratum 5.4.6: :math:`x_{dn}`, not :math:`x_{im}`).
+``probs[k, d, v]`` stores :math:`\beta_{vdk}`, ``mu[v]`` stores :math:`\mu_v` (codes v = 0..V-1).
 
 Per-entry likelihood factor :math:`\gamma_{dkn}` (5.4.15) for the four (r, a) cases of
 :class:`~explorer.core.ratings_data.RatingData`:
@@ -15,8 +16,9 @@ Per-entry likelihood factor :math:`\gamma_{dkn}` (5.4.15) for the four (r, a) ca
 
 E-step: :math:`q_n(k) \propto \theta_k \prod_d \gamma_{dkn}` (in log space) and, for an unavailable entry, the
 normalised posterior of its value (5.4.18, erratum: it is a posterior, not a joint)
-:math:`q_n(k, v, d) = q_n(k)\,\rho^{r_{dn}}_{vdk}` with :math:`\rho^1_{vdk} = \mu_v\beta_{vdk} / \sum_{v'}\mu_{v'}\beta_{v'dk}`
-and :math:`\rho^0_{vdk} = (1-\mu_v)\beta_{vdk} / \sum_{v'}(1-\mu_{v'})\beta_{v'dk}`.
+:math:`q_n(k, v, d) = q_n(k)\,\rho^{r_{dn}}_{vdk}` with
+:math:`\rho^1_{vdk} = \mu_v\beta_{vdk} / \sum_{v'}\mu_{v'}\beta_{v'dk}` and
+:math:`\rho^0_{vdk} = (1-\mu_v)\beta_{vdk} / \sum_{v'}(1-\mu_{v'})\beta_{v'dk}`.
 
 M-step (5.4.20-5.4.23, cleaned up as in the digest; errata 5.4.21-22 :math:`\phi_{vdk}`, and 5.4.19/5.4.23: the
 (r=0, a=1) entries are counted in the :math:`\beta` counts and in the :math:`(1-\mu)` counts):
@@ -57,7 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, xlogy
+from scipy.special import gammaln, xlogy
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_int, check_nonnegative, is_int
@@ -169,6 +171,7 @@ class CPTvState:
     beta_counts: np.ndarray = field(repr=False)
     A: np.ndarray = field(repr=False)
     B: np.ndarray = field(repr=False)
+    index: object = field(default=None, repr=False)   # the data's E-step index, reused by step on the same data
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -194,11 +197,7 @@ class _EStep:
     B: np.ndarray              # (V, D) expected (r=0, x=v) counts per item
     rho1: np.ndarray           # (K, D, V)
     rho0: np.ndarray           # (K, D, V)
-
-
-def _masks(data: RatingData):
-    r, a = data.response, data.available
-    return (r & a).astype(float), (~r & a).astype(float), (r & ~a).astype(float), (~r & ~a).astype(float)
+    index: object = None       # the _Index used
 
 
 def _value_posteriors(probs: np.ndarray, mu_vd: np.ndarray):
@@ -213,32 +212,56 @@ def _value_posteriors(probs: np.ndarray, mu_vd: np.ndarray):
     return rho1, rho0, _safe_log(s1), _safe_log(s0)
 
 
-def _sparse_onehot(data: RatingData):
-    """The available entries as a sparse (N, D V) one-hot matrix (CSR), their item indices and flat (d, v) index."""
+@dataclass(frozen=True, eq=False, slots=True)
+class _Index:
+    """What the E-step needs from the data, built once per data object (kept in the state and reused by ``step``
+    when it is given the same object): the available entries as a sparse (N, D V) one-hot matrix and its
+    transpose, their row / item / flat (d, v) indices and r, the (r=1, a=0) and (r=0, a=0) masks, and the counts
+    of available (r=1) and (r=0) values per (v, d)."""
+
+    data: RatingData
+    oh: object
+    oh_t: object
+    n_idx: np.ndarray
+    flat: np.ndarray
+    sel_r: np.ndarray
+    m10: np.ndarray
+    m00: np.ndarray
+    a11: np.ndarray
+    a01: np.ndarray
+
+
+def _index(data: RatingData, cached: _Index | None = None) -> _Index:
+    if cached is not None and cached.data is data:
+        return cached
     from scipy.sparse import csr_matrix
 
     N, D, V = data.onehot.shape
-    n_idx, d_idx = np.nonzero(data.available)
+    r, a = data.response, data.available
+    n_idx, d_idx = np.nonzero(a)
     flat = d_idx * V + data.codes[n_idx, d_idx]
     oh = csr_matrix((np.ones(n_idx.size), (n_idx, flat)), shape=(N, D * V))
-    return oh, n_idx, d_idx, flat
+    sel_r = r[n_idx, d_idx]
+    a11 = np.bincount(flat[sel_r], minlength=D * V).reshape(D, V).T.astype(float)
+    a01 = np.bincount(flat[~sel_r], minlength=D * V).reshape(D, V).T.astype(float)
+    return _Index(data=data, oh=oh, oh_t=oh.T.tocsr(), n_idx=n_idx, flat=flat, sel_r=sel_r,
+                  m10=(r & ~a).astype(float), m00=(~r & ~a).astype(float), a11=a11, a01=a01)
 
 
-def _e_step(data: RatingData, weights: np.ndarray, probs: np.ndarray, mu_vd: np.ndarray) -> _EStep:
+def _e_step(data: RatingData, weights: np.ndarray, probs: np.ndarray, mu_vd: np.ndarray,
+            index: _Index | None = None) -> _EStep:
     """E-step of eqs. 5.4.15-5.4.19 (5.6.10-5.6.11 with an item-dependent ``mu_vd`` of shape (V, D))."""
     N, D, V = data.onehot.shape
     K = weights.size
-    m11, m01, m10, m00 = _masks(data)
+    ix = _index(data, index)
     rho1, rho0, log_s1, log_s0 = _value_posteriors(probs, mu_vd)
     log_beta = _safe_log(probs)                                   # (K, D, V)
-    oh, n_idx, d_idx, flat = _sparse_onehot(data)
     log_joint = (_safe_log(weights)[None, :]
-                 + oh @ log_beta.reshape(K, D * V).T              # beta_{x dk} for every available entry
-                 + m10 @ log_s1.T + m00 @ log_s0.T)               # the unavailable entries, by r
+                 + ix.oh @ log_beta.reshape(K, D * V).T           # beta_{x dk} for every available entry
+                 + ix.m10 @ log_s1.T + ix.m00 @ log_s0.T)         # the unavailable entries, by r
     # the selection factor of the available entries: the same for every k, but part of the likelihood
-    sel_r = data.response[n_idx, d_idx]
-    mu_x = mu_vd.T.ravel()[flat]                                  # mu_{x d} at the available entries
-    sel = np.bincount(n_idx, weights=np.where(sel_r, _safe_log(mu_x), _safe_log(1.0 - mu_x)), minlength=N)
+    mu_x = mu_vd.T.ravel()[ix.flat]                               # mu_{x d} at the available entries
+    sel = np.bincount(ix.n_idx, weights=np.where(ix.sel_r, _safe_log(mu_x), _safe_log(1.0 - mu_x)), minlength=N)
     top = log_joint.max(axis=1, keepdims=True)
     with np.errstate(under="ignore"):
         resp = np.exp(log_joint - top)
@@ -246,18 +269,16 @@ def _e_step(data: RatingData, weights: np.ndarray, probs: np.ndarray, mu_vd: np.
     resp /= total
     row = (top + np.log(total))[:, 0]
     # expected counts
-    n10 = resp.T @ m10                                            # (K, D)  sum_n q_n(k) [r=1][a=0]
-    n00 = resp.T @ m00                                            # (K, D)  sum_n q_n(k) [r=0][a=0]
-    observed = np.asarray(oh.T @ resp).reshape(D, V, K).transpose(2, 0, 1)  # (K, D, V)
+    n10 = resp.T @ ix.m10                                         # (K, D)  sum_n q_n(k) [r=1][a=0]
+    n00 = resp.T @ ix.m00                                         # (K, D)  sum_n q_n(k) [r=0][a=0]
+    observed = np.asarray(ix.oh_t @ resp).reshape(D, V, K).transpose(2, 0, 1)  # (K, D, V)
     miss1 = n10[..., None] * rho1
     miss0 = n00[..., None] * rho0
     beta_counts = observed + miss1 + miss0
-    a11 = np.bincount(flat[sel_r], minlength=D * V).reshape(D, V).T.astype(float)
-    a01 = np.bincount(flat[~sel_r], minlength=D * V).reshape(D, V).T.astype(float)
-    A = a11 + miss1.sum(axis=0).T
-    B = a01 + miss0.sum(axis=0).T
+    A = ix.a11 + miss1.sum(axis=0).T
+    B = ix.a01 + miss0.sum(axis=0).T
     return _EStep(log_joint=log_joint, row_loglik=row + sel, resp=resp, beta_counts=beta_counts, A=A, B=B,
-                  rho1=rho1, rho0=rho0)
+                  rho1=rho1, rho0=rho0, index=ix)
 
 
 def _log_dirichlet(p: np.ndarray, conc: float, axis: int = -1) -> float:
@@ -320,9 +341,9 @@ def _fixed_mu(config: CPTvConfig, V: int) -> np.ndarray | None:
 
 
 # --------------------------------------------------------------------------- states
-def _state(data: RatingData, config: CPTvConfig, iteration: int, weights, probs, mu) -> CPTvState:
+def _state(data: RatingData, config: CPTvConfig, iteration: int, weights, probs, mu, index=None) -> CPTvState:
     V, D = data.n_values, data.n_features
-    e = _e_step(data, weights, probs, np.broadcast_to(mu[:, None], (V, D)))
+    e = _e_step(data, weights, probs, np.broadcast_to(mu[:, None], (V, D)), index)
     ll = float(e.row_loglik.sum())
     lp = _mixture_log_prior(weights, probs, config)
     if config.mu_fixed is None:
@@ -331,7 +352,7 @@ def _state(data: RatingData, config: CPTvConfig, iteration: int, weights, probs,
     for arr in (weights, probs, mu, e.resp, e.beta_counts, A, B):
         arr.setflags(write=False)
     return CPTvState(iteration=iteration, weights=weights, probs=probs, mu=mu, resp=e.resp, log_likelihood=ll,
-                     log_prior=lp, objective=ll + lp, beta_counts=e.beta_counts, A=A, B=B)
+                     log_prior=lp, objective=ll + lp, beta_counts=e.beta_counts, A=A, B=B, index=e.index)
 
 
 def init(data: RatingData, config: CPTvConfig, rng: np.random.Generator) -> CPTvState:
@@ -375,7 +396,7 @@ def step(state: CPTvState, data: RatingData, config: CPTvConfig) -> CPTvState:
     mu = _fixed_mu(config, data.n_values)
     if mu is None:
         mu = _mu_update(np.asarray(state.A), np.asarray(state.B), config.xi1, config.xi0)
-    return _state(data, config, state.iteration + 1, weights, probs, mu)
+    return _state(data, config, state.iteration + 1, weights, probs, mu, state.index)
 
 
 def _snapshot(state: CPTvState) -> dict:
@@ -532,7 +553,7 @@ class MomentEstimate:
     ``condition_number`` of :math:`\Phi` (D, V) (ratio of extreme singular values, as ``numpy.linalg.cond``);
     ``block_condition_number`` of the best-conditioned V x V block of V items, ``block_items`` those items and
     ``block_search`` how they were found ("exhaustive" over all item subsets, or "pivoted-qr", a greedy choice,
-    when there are more than 20000 subsets); ``valid`` is False when some :math:`\mu_v` falls outside (0, 1]
+    when there are more than 3003 subsets, or "skipped"); ``valid`` is False when some :math:`\mu_v` falls outside (0, 1]
     (a misspecified model or too little data); ``residual`` = max |Phi y - 1|; ``phi`` the marginals used.
     """
 
@@ -563,7 +584,7 @@ def observed_marginals(data: RatingData) -> np.ndarray:
     return np.where(n_sel > 0, p_r1 * counts / np.where(n_sel > 0, n_sel, 1.0), 0.0)
 
 
-def _best_block(phi: np.ndarray, max_subsets: int = 20000):
+def _best_block(phi: np.ndarray, max_subsets: int = 3003):
     D, V = phi.shape
     if D < V:
         return math.inf, (), "none"
@@ -581,9 +602,12 @@ def _best_block(phi: np.ndarray, max_subsets: int = 20000):
     return float(np.linalg.cond(phi[list(items)])), items, "pivoted-qr"
 
 
-def moment_estimate_from_phi(phi) -> MomentEstimate:
+def moment_estimate_from_phi(phi, *, best_block: bool = True) -> MomentEstimate:
     r"""Solve :math:`\sum_v \Phi(d, v)/\mu_v = 1` for every item d (eq. 5.4.14, Glonek's 5.4.10 when D = V = 2)
-    by least squares (``numpy.linalg.lstsq``). ``phi`` (D, V) with D >= V (D = V: the exact solve)."""
+    by least squares (``numpy.linalg.lstsq``). ``phi`` (D, V) with D >= V (D = V: the exact solve).
+
+    ``best_block=False`` skips the search for the best-conditioned V x V block (``block_condition_number`` NaN,
+    ``block_items`` empty, ``block_search`` "skipped"): up to 3003 condition numbers, e.g. D = 15, V = 5."""
     p = np.asarray(phi, dtype=float)
     if p.ndim != 2 or p.shape[1] < 2 or p.shape[0] < p.shape[1]:
         raise BadInputError(f"phi must be a (D, V) matrix with D >= V >= 2 (at least V items); got shape {p.shape}.")
@@ -593,26 +617,27 @@ def moment_estimate_from_phi(phi) -> MomentEstimate:
     with np.errstate(divide="ignore"):
         mu = np.where(y != 0, 1.0 / y, np.inf)
     valid = bool(np.all(np.isfinite(mu)) and np.all(mu > 0) and np.all(mu <= 1.0 + 1e-9))
-    block_cond, items, how = _best_block(p)
+    block_cond, items, how = _best_block(p) if best_block else (math.nan, (), "skipped")
     return MomentEstimate(mu=mu, inverse_mu=y, condition_number=float(np.linalg.cond(p)),
                           block_condition_number=block_cond, block_items=items, block_search=how, valid=valid,
                           residual=float(np.max(np.abs(p @ y - 1.0))), phi=p)
 
 
-def moment_estimate_details(data: RatingData) -> MomentEstimate:
+def moment_estimate_details(data: RatingData, *, best_block: bool = True) -> MomentEstimate:
     """:func:`moment_estimate_from_phi` on the empirical marginals :func:`observed_marginals` of ``data``."""
     data = _check_data(data)
     if data.n_features < data.n_values:
         raise BadInputError(f"The moment estimator needs at least V={data.n_values} items; the data have "
                             f"{data.n_features}.")
-    return moment_estimate_from_phi(observed_marginals(data))
+    return moment_estimate_from_phi(observed_marginals(data), best_block=best_block)
 
 
 def moment_estimate(data: RatingData) -> tuple[np.ndarray, float]:
     r"""``(mu, condition_number)``: the moment estimate of :math:`\mu` from the observed marginals
     (:math:`\Phi [1/\mu] = 1`, least squares over all items) and the condition number of :math:`\Phi`. See
-    :func:`moment_estimate_details` for the validity flag and the best V x V block."""
-    est = moment_estimate_details(data)
+    :func:`moment_estimate_details` for the validity flag and the best V x V block (not searched here, so this
+    costs one least-squares solve and one SVD)."""
+    est = moment_estimate_details(data, best_block=False)
     return est.mu, est.condition_number
 
 
@@ -651,18 +676,20 @@ def _free_to_params(eta: np.ndarray, K: int, D: int, V: int):
     a = np.concatenate([eta[:K - 1], [0.0]])
     b = np.concatenate([eta[K - 1:K - 1 + K * D * (V - 1)].reshape(K, D, V - 1), np.zeros((K, D, 1))], axis=2)
     m = eta[K - 1 + K * D * (V - 1):]
-    weights = np.exp(a - logsumexp(a))
-    probs = np.exp(b - logsumexp(b, axis=2, keepdims=True))
+    weights = np.exp(a - a.max())
+    weights /= weights.sum()
+    probs = np.exp(b - b.max(axis=2, keepdims=True))
+    probs /= probs.sum(axis=2, keepdims=True)
     mu = 1.0 / (1.0 + np.exp(-m))
     return weights, probs, mu
 
 
-def _free_gradient(eta, data: RatingData, config: CPTvConfig, K: int) -> np.ndarray:
+def _free_gradient(eta, data: RatingData, config: CPTvConfig, K: int, index=None) -> np.ndarray:
     """Exact gradient of the log posterior in the free parameters (Fisher's identity: the expected complete-data
     gradient under the E-step posterior at the same parameters)."""
     D, V = data.n_features, data.n_values
     weights, probs, mu = _free_to_params(eta, K, D, V)
-    e = _e_step(data, weights, probs, np.broadcast_to(mu[:, None], (V, D)))
+    e = _e_step(data, weights, probs, np.broadcast_to(mu[:, None], (V, D)), index)
     nk = e.resp.sum(axis=0)
     g_a = (nk - nk.sum() * weights) + (config.alpha - 1.0) * (1.0 - K * weights)
     g_b = (e.beta_counts - e.beta_counts.sum(axis=2, keepdims=True) * probs) + (config.phi - 1.0) * (1.0 - V * probs)
@@ -694,12 +721,13 @@ def mu_standard_errors(state, data: RatingData, config: CPTvConfig, *, step_size
     eta = np.concatenate([(lw - lw[-1])[:K - 1], (lb - lb[:, :, -1:])[:, :, :V - 1].ravel(),
                           np.log(mu) - np.log1p(-mu)])
     n = eta.size
+    ix = _index(data, getattr(getattr(state, "state", state), "index", None))
     H = np.empty((n, n))
     for i in range(n):
         e_i = np.zeros(n)
         e_i[i] = step_size
-        H[:, i] = (_free_gradient(eta + e_i, data, config, K) - _free_gradient(eta - e_i, data, config, K)) / (
-            2 * step_size)
+        up = _free_gradient(eta + e_i, data, config, K, ix)
+        H[:, i] = (up - _free_gradient(eta - e_i, data, config, K, ix)) / (2 * step_size)
     H = 0.5 * (H + H.T)
     rhs = np.zeros((n, V))
     rhs[n - V:, :] = np.eye(V)

@@ -157,6 +157,7 @@ class LogitVdState:
     beta_counts: np.ndarray = field(repr=False)
     A: np.ndarray = field(repr=False)
     B: np.ndarray = field(repr=False)
+    index: object = field(default=None, repr=False)   # the data's E-step index, reused by step on the same data
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -175,9 +176,10 @@ def _log_normal(x: np.ndarray, mean: float, sd: float) -> float:
     return float(np.sum(-0.5 * ((x - mean) / sd) ** 2 - math.log(sd) - 0.5 * math.log(2 * math.pi)))
 
 
-def _state(data: RatingData, config: LogitVdConfig, iteration: int, weights, probs, sigma, omega) -> LogitVdState:
+def _state(data: RatingData, config: LogitVdConfig, iteration: int, weights, probs, sigma, omega,
+           index=None) -> LogitVdState:
     mu = sigmoid(sigma[:, None] + omega[None, :])
-    e = _e_step(data, weights, probs, mu)
+    e = _e_step(data, weights, probs, mu, index)
     ll = float(e.row_loglik.sum())
     lp = (_mixture_log_prior(weights, probs, config) + _log_normal(sigma, config.sigma_mean, config.sigma_sd)
           + _log_normal(omega, config.omega_mean, config.omega_sd))
@@ -185,7 +187,7 @@ def _state(data: RatingData, config: LogitVdConfig, iteration: int, weights, pro
         arr.setflags(write=False)
     return LogitVdState(iteration=iteration, weights=weights, probs=probs, sigma=sigma, omega=omega, mu=mu,
                         resp=e.resp, log_likelihood=ll, log_prior=lp, objective=ll + lp,
-                        beta_counts=e.beta_counts, A=e.A, B=e.B)
+                        beta_counts=e.beta_counts, A=e.A, B=e.B, index=e.index)
 
 
 def _q_terms(A, B, eta):
@@ -278,7 +280,7 @@ def step(state: LogitVdState, data: RatingData, config: LogitVdConfig) -> LogitV
     decrease Q, then the E-step. Pure."""
     weights, probs = _m_step_mixture(np.asarray(state.resp), np.asarray(state.beta_counts), config.alpha, config.phi)
     sigma, omega = _m_step_selection(state.sigma, state.omega, np.asarray(state.A), np.asarray(state.B), config)
-    return _state(data, config, state.iteration + 1, weights, probs, sigma, omega)
+    return _state(data, config, state.iteration + 1, weights, probs, sigma, omega, state.index)
 
 
 def _snapshot(state: LogitVdState) -> dict:
