@@ -41,7 +41,10 @@ Predictive distributions (:func:`predict_proba`), averaged over the kept samples
 
 Which rows are training rows: ``training=None`` (default) treats ``data`` as the training rows when it is
 the training :class:`~explorer.core.ratings_data.RatingData` object itself or has exactly its codes and
-availability, and as novel rows otherwise; ``training=True`` / ``False`` forces either.
+availability, and as novel rows otherwise; ``training=True`` / ``False`` forces either. On the training
+path only the *number* of rows of ``data`` is used (it must be N): the predictive of row n depends on its
+sampled clusters and their training counts, so ``data`` may carry other response indicators or other
+held-out entries of the same users (weak generalisation).
 
 API: :class:`DPMultinomialConfig`, :func:`init`, :func:`step` (one sweep), :func:`fit` (burn-in and
 thinning -> :class:`DPMultinomialSamples`), :func:`predict_proba`, :func:`log_joint` (the collapsed
