@@ -258,3 +258,20 @@ def test_impute_importance_sampled_mean_agrees_with_the_exact_draws():
         assert abs(col.mean() - mean[i, d]) < 4 * col.std() / np.sqrt(col.size)
     # b_0 < 0: large values of x_0 are the ones hidden, so a missing x_0 is likely above its mean
     assert mean[0, 0] > params.means[0, 0]
+
+
+def test_step_is_pure_and_importance_sampling_needs_an_rng():
+    X, miss = _self_masked(3, n=200)
+    data = gs.prepare(np.where(miss, np.nan, X))
+    cfg = gs.SelectionConfig(e_step="importance", n_samples=30)
+    state = gs.init_from_parameters(data, cfg, _params(1), np.random.default_rng(0))
+    before = (state.params.means.copy(), state.params.b.copy(), state.resp.copy(), state.log_likelihood)
+    new = gs.step(state, data, cfg, np.random.default_rng(1))
+    assert new.iteration == 1 and new is not state
+    np.testing.assert_array_equal(state.params.means, before[0])
+    np.testing.assert_array_equal(state.params.b, before[1])
+    np.testing.assert_array_equal(state.resp, before[2])
+    assert state.log_likelihood == before[3]
+    assert not new.params.means.flags.writeable
+    with pytest.raises(BadInputError, match="rng"):
+        gs.step(state, data, cfg, None)
