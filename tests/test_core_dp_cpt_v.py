@@ -356,3 +356,24 @@ def test_bad_inputs():
         dp.predict_proba(state, _synthetic(8, N=10), training=True)
     with pytest.raises(BadInputError, match="samples must be"):
         dp.predict_proba([], data)
+
+
+def test_log_joint_by_brute_force():
+    data = _synthetic(9, N=12, D=3)
+    config = dp.DPCPTvConfig(alpha=1.3, phi0=0.7, xi1=2.5, xi0=1.5)
+    s = dp.fit(data, config, np.random.default_rng(3), n_sweeps=3, burn_in=2, thin=1).states[-1]
+    N, K = data.n_samples, s.n_clusters
+    sizes = s.counts
+    total = K * np.log(1.3) + math.lgamma(1.3) + sum(math.lgamma(c) for c in sizes) - math.lgamma(N + 1.3)
+    V = data.n_values
+    for k in range(K):
+        for d in range(data.n_features):   # Dirichlet(0.7) density
+            total += math.lgamma(0.7 * V) - V * math.lgamma(0.7) + sum(-0.3 * math.log(b) for b in s.beta[k, d])
+    for m in s.mu:   # Beta(2.5, 1.5) density
+        total += 1.5 * math.log(m) + 0.5 * math.log(1 - m) - (math.lgamma(2.5) + math.lgamma(1.5) - math.lgamma(4.0))
+    for n in range(N):
+        for d in range(data.n_features):
+            f = s.mu if data.response[n, d] else 1 - s.mu
+            g = s.beta[s.z[n], d] * f
+            total += np.log(g[data.codes[n, d]] if data.available[n, d] else g.sum())
+    assert s.log_joint == pytest.approx(total, rel=1e-10)

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import betaln, gammaln, logsumexp
 
 from ._validation import BadInputError, check_int, is_int
 from .ratings_data import RatingData
@@ -132,14 +132,18 @@ class DPCPTvConfig:
 @dataclass(frozen=True, eq=False, slots=True)
 class DPCPTvState:
     r"""One state of the chain: ``z`` (N,) cluster of each case in 0..K-1 (every cluster occupied),
-    ``beta`` (K, D, V) with ``beta[k, d, v]`` = :math:`\beta_{vdk}`, ``mu`` (V,), the ``sweep`` count and
-    the ``config`` it was sampled under (read by :func:`predict_proba`)."""
+    ``beta`` (K, D, V) with ``beta[k, d, v]`` = :math:`\beta_{vdk}`, ``mu`` (V,), the ``sweep`` count,
+    the ``config`` it was sampled under (read by :func:`predict_proba`) and ``log_joint``, the log density
+    :math:`\log P(z, \beta, \mu, x^{avail}, r)` with the unavailable values summed out (CRP 4.2.8, the
+    Dirichlet base measure, the Beta prior of :math:`\mu` unless fixed, and :math:`\sum_n\sum_d\log\gamma_{d z_n n}`
+    of 5.4.15), a trace for watching the chain."""
 
     z: np.ndarray
     beta: np.ndarray
     mu: np.ndarray
     sweep: int
     config: DPCPTvConfig
+    log_joint: float = float("nan")
 
     @property
     def n_clusters(self) -> int:
@@ -203,15 +207,12 @@ def _safe_log(p):
 
 
 def _log_tables(beta: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    r"""(K, D, V+2) table of :math:`\log\gamma'`: columns 0..V-1 :math:`\log\beta_{vdk}` (available; the
-    cluster-independent :math:`\mu_x` / :math:`1-\mu_x` dropped), V :math:`\log\sum_v\mu_v\beta_{vdk}`,
-    V+1 :math:`\log\sum_v(1-\mu_v)\beta_{vdk}`."""
+    r"""(..., D, V+2) table of :math:`\log\gamma'` for beta (..., D, V): columns 0..V-1 :math:`\log\beta_{vdk}`
+    (available; the cluster-independent :math:`\mu_x` / :math:`1-\mu_x` dropped), V :math:`\log\sum_v\mu_v\beta_{vdk}`,
+    V+1 :math:`\log\sum_v(1-\mu_v)\beta_{vdk}` (logs floored at log 1e-300)."""
     V = beta.shape[-1]
-    table = np.empty(beta.shape[:-1] + (V + 2,))
-    table[..., :V] = _safe_log(beta)
-    table[..., V] = _safe_log(beta @ mu)
-    table[..., V + 1] = _safe_log(beta @ (1.0 - mu))
-    return table
+    flat = np.ascontiguousarray(beta, dtype=float).reshape(-1, V)
+    return _tables_kernel(flat, np.ascontiguousarray(mu, dtype=float)).reshape(beta.shape[:-1] + (V + 2,))
 
 
 def _new_cluster_table(phi_bar: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -239,6 +240,44 @@ def _normalise(g: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------
 # compiled assignment loop
+
+@numba.njit(cache=True)
+def _tables_kernel(beta, mu):  # pragma: no cover - compiled
+    """_log_tables on rows (M, V) -> (M, V+2)."""
+    M, V = beta.shape
+    out = np.empty((M, V + 2))
+    for i in range(M):
+        sel = 0.0
+        unsel = 0.0
+        for w in range(V):
+            b = beta[i, w]
+            out[i, w] = math.log(max(b, 1e-300))
+            sel += mu[w] * b
+            unsel += (1.0 - mu[w]) * b
+        out[i, V] = math.log(max(sel, 1e-300))
+        out[i, V + 1] = math.log(max(unsel, 1e-300))
+    return out
+
+
+@numba.njit(cache=True)
+def _log_likelihood_kernel(sym, response, z, beta, mu):  # pragma: no cover - compiled
+    """sum_n sum_d log gamma_{d z_n n} (5.4.15, the mu factors of available entries included)."""
+    N, D = sym.shape
+    V = beta.shape[2]
+    total = 0.0
+    for n in range(N):
+        k = z[n]
+        for d in range(D):
+            s = sym[n, d]
+            if s < V:
+                g = beta[k, d, s] * (mu[s] if response[n, d] else 1.0 - mu[s])
+            else:
+                g = 0.0
+                for w in range(V):
+                    g += beta[k, d, w] * (mu[w] if s == V else 1.0 - mu[w])
+            total += math.log(max(g, 1e-300))
+    return total
+
 
 @numba.njit(cache=True)
 def _fill_slot(slot, sym_row, mu, g, e, uu, beta, table):  # pragma: no cover - compiled
@@ -406,13 +445,29 @@ def init(data: RatingData, config: DPCPTvConfig, rng: np.random.Generator, *, n_
     z = rng.permutation(z).astype(np.int64)
     counts = _available_counts(data, z, n_clusters)
     beta = _normalise(rng.gamma(counts + config.phi0))
-    return _freeze(z, beta, mu, 0, config)
+    return _freeze(z, beta, mu, 0, config, data, _symbols(data))
 
 
-def _freeze(z, beta, mu, sweep, config) -> DPCPTvState:
+def _freeze(z, beta, mu, sweep, config, data, sym) -> DPCPTvState:
     for a in (z, beta, mu):
         a.setflags(write=False)
-    return DPCPTvState(z=z, beta=beta, mu=mu, sweep=sweep, config=config)
+    return DPCPTvState(z=z, beta=beta, mu=mu, sweep=sweep, config=config,
+                       log_joint=_log_joint(data, sym, z, beta, mu, config))
+
+
+def _log_joint(data: RatingData, sym, z, beta, mu, config: DPCPTvConfig) -> float:
+    """See :class:`DPCPTvState` (``log_joint``)."""
+    N, D, V = data.n_samples, data.n_features, data.n_values
+    sizes = np.bincount(z)
+    K = sizes.size
+    crp = K * math.log(config.alpha) + gammaln(config.alpha) + gammaln(sizes).sum() - gammaln(N + config.alpha)
+    base = K * D * (gammaln(V * config.phi0) - V * gammaln(config.phi0)) + (config.phi0 - 1) * _safe_log(beta).sum()
+    lik = _log_likelihood_kernel(sym, data.response, z, beta, mu)
+    prior_mu = 0.0
+    if config.mu_fixed is None:
+        prior_mu = float(np.sum((config.xi1 - 1) * _safe_log(mu) + (config.xi0 - 1) * _safe_log(1 - mu))
+                         - V * betaln(config.xi1, config.xi0))
+    return float(crp + base + lik + prior_mu)
 
 
 def _available_counts(data: RatingData, z: np.ndarray, K: int) -> np.ndarray:
@@ -473,7 +528,7 @@ def step(state: DPCPTvState, data: RatingData, config: DPCPTvConfig, rng: np.ran
         mu = np.clip(rng.beta(config.xi1 + a_v, config.xi0 + b_v), _TINY, 1.0 - 1e-16)
     else:
         mu = mu_fixed
-    return _freeze(z, beta, np.array(mu, dtype=float), state.sweep + 1, config)
+    return _freeze(z, beta, np.array(mu, dtype=float), state.sweep + 1, config, data, sym)
 
 
 def fit(data: RatingData, config: DPCPTvConfig, rng: np.random.Generator, n_sweeps: int = 1000,
