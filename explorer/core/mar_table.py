@@ -133,11 +133,16 @@ def check_params(params) -> tuple[float, float, float, float, float]:
     return values
 
 
-def response_table(alpha, beta, gamma, delta, lam) -> np.ndarray:
+def response_table(alpha, beta, gamma, delta, lam, *, check: bool = True) -> np.ndarray:
     """The (4, 4) table P(R = r | X = x) of Table 3.1: rows x = 00, 01, 10, 11, columns r = 00, 01, 10, 11.
 
-    Raises BadInputError (naming the violated inequality) when an entry would leave [0, 1].
+    Raises BadInputError (naming the violated inequality) when an entry would leave [0, 1]; with
+    ``check=False`` the raw entries are returned instead (negative ones included, to show what fails).
     """
+    if not check:
+        a, b, g, d, lam_ = _as_params((alpha, beta, gamma, delta, lam))
+        return np.array([[a, b, g, 1.0 - a - b - g], [a, d, g, 1.0 - a - d - g],
+                         [a, b, lam_, 1.0 - a - b - lam_], [a, d, lam_, 1.0 - a - d - lam_]])
     a, b, g, d, lam_ = check_params((alpha, beta, gamma, delta, lam))
     table = np.array([
         [a, b, g, 1.0 - a - b - g],
