@@ -442,9 +442,6 @@ class RatingsModel(LockedStepping, Settings):
                     world = None  # a world that cannot be drawn is not shown with the old one
                     world = make_world(**self.world_settings())
                     self._world_key = key
-                if self.n_components > self.n_users:
-                    raise BadInputError(f"K = {self.n_components} components for {self.n_users} users: "
-                                        "choose K at most the number of users.")
                 self._run = Run(self.spec, world, n_components=self.n_components, seed=self.seed,
                                 max_iter=self.max_iter, n_sweeps=self.n_sweeps)
             except BadInputError as exc:

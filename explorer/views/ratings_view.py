@@ -280,7 +280,7 @@ class RatingsView(Viewer):
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["ratings-info"])
         # comparison
-        self._compare_button = pn.widgets.Button(label="Compare models", button_type="primary", width=160)
+        self._compare_button = pn.widgets.Button(label="Compare models", color="primary", width=160)
         self._compare_button.on_click(self._on_compare_click)
         self._progress = pn.indicators.Progress(value=0, max=1, visible=False, sizing_mode="stretch_width",
                                                 bar_color="primary")
@@ -290,7 +290,7 @@ class RatingsView(Viewer):
                                             "each s, on a few worlds.*", sizing_mode="stretch_width",
                                             margin=(0, 10), css_classes=["compare-note"])
         kind = pn.widgets.RadioButtonGroup.from_param(self.param.table_kind, options={
-            "random items": "random", "user-selected items": "user"}, button_type="default", width=300)
+            "random items": "random", "user-selected items": "user"}, width=300)
         comparison = pn.Column(
             pn.pane.Markdown("#### Weak generalisation NMAE against K and s", margin=(0, 10)),
             pn.Row(self._compare_button, kind), self._progress, self._table, self._table_note,
