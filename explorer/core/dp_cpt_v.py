@@ -56,7 +56,12 @@ new row the CRP pseudo-mixture (5.5.15-16): weights :math:`c_k/(N+\alpha)` and :
 for a component at the base-measure mean, responsibilities from the row's entries with :math:`\mu^s`.
 Both average over the samples.
 
-The assignment loop is compiled (numba); all random numbers come from the injected generator.
+Implementation. The assignment loop, the auxiliary counts and the log tables are compiled (numba);
+every random number comes from the injected generator, drawn in numpy *before* the compiled code uses
+it: one uniform per row for its assignment, a pool of :data:`POOL_SIZE` independent new-cluster draws
+(refilled when used up) and one uniform per unavailable entry for its auxiliary value (the multinomials
+of 5.5.10-11 drawn as their categorical components, so the cost is proportional to the number of
+missing values and the memory is not). A sweep costs about 8 ms at N = 5000, D = 20, V = 5.
 """
 
 from __future__ import annotations
