@@ -285,6 +285,11 @@ def test_predict_proba_training_rows_follow_5_5_14():
                 p = s.beta[s.z[n], d] * f
                 expected[n, d] = expected[n, d] + p / p.sum()
     assert np.allclose(pred, expected / len(samples))
+    # the training rows are recognised (also in a re-prepared copy of the data); training=False is the pseudo-mixture
+    copy = prepare(np.where(data.available, data.codes, -1), response=data.response, available=data.available,
+                   n_values=data.n_values)
+    assert np.array_equal(dp.predict_proba(samples, copy), pred)
+    assert not np.allclose(dp.predict_proba(samples, data, training=False), pred)
 
 
 def test_predict_proba_new_rows_is_the_crp_pseudo_mixture():
