@@ -32,12 +32,13 @@ M-step (5.4.20-5.4.23, cleaned up as in the digest; errata 5.4.21-22 :math:`\phi
 with :math:`A_v` the expected number of (r=1, x=v) entries and :math:`B_v` of (r=0, x=v) entries.
 
 **Vectorisation and memory.** Nothing of size N x D x K x V is ever formed. Because :math:`q_n(k, v, d) =
-q_n(k)\rho^{r}_{vdk}` factorises, every expected count is a product of an (N, K) matrix with an (N, D) mask or
-with the (N, D V) one-hot matrix: :math:`\sum_n q_n(k) [a=0][r=1]` is ``q.T @ mask`` (K, D), then times
-:math:`\rho^1` (K, D, V). The row log-likelihoods are ``onehot @ log(beta)`` plus ``mask @ log(S)`` (the digest's
-"precompute over all items, correct over the r=1 or a=1 entries" trick, written as dense BLAS products). Memory:
-the (N, D, V) one-hot already held by the data, O(N D) masks and O(N K + K D V) for the parameters and counts;
-time O(N D V K) per iteration.
+q_n(k)\rho^{r}_{vdk}` factorises, every expected count is a product of the (N, K) responsibilities with an (N, D)
+mask or with the sparse (N, D V) one-hot matrix of the available entries: :math:`\sum_n q_n(k) [a=0][r=1]` is
+``q.T @ mask`` (K, D), then times :math:`\rho^1` (K, D, V). The row log-likelihoods are ``onehot @ log(beta)`` (sparse,
+O(nnz K)) plus ``mask @ log(S)`` over the unavailable entries (the digest's "precompute over all items, correct over
+the r=1 or a=1 entries" trick in matrix form). Memory: O(nnz) for the sparse one-hot (built once per data object and
+kept in the state), two (N, D) float masks, O(N K + K D V) for the parameters and counts; time O(nnz K + N D K)
+per iteration. (The E-step does not read the data's dense (N, D, V) ``onehot``.)
 
 Objective: the log posterior :math:`\log P(\{x^o_n, r_n\} \mid \theta, \beta, \mu) + \log p(\theta) + \log p(\beta)
 + \log p(\mu)` with normalised Dirichlet / Beta densities (the :math:`\mu` prior is left out when ``mu_fixed`` is
