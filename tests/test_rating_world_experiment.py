@@ -48,3 +48,24 @@ def test_cptv_and_mar_alike_without_value_effect(seed):
     assert abs(mar["nmae_weak_random"] - nmar["nmae_weak_random"]) < 0.03
     assert abs(mar["nmae_strong_random"] - nmar["nmae_strong_random"]) < 0.05
     assert np.all(np.abs(mu - 0.5) < 0.1)  # MCAR: mu flat near the selection rate
+
+
+def test_experiment_script_runs_end_to_end(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "marlin_rating_world.py"
+    spec = importlib.util.spec_from_file_location("marlin_rating_world", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.main(["--quick", "--users", "300", "--test-users", "60", "--holdout-users", "60", "--repeats", "2",
+              "--s", "0,0.25", "--models", "MM,MM/CPT-v+,Oracle", "--max-iter", "30", "--out", str(tmp_path)])
+    payload = json.loads((tmp_path / "marlin_rating_world_quick.json").read_text())
+    assert not [r for r in payload["rows"] if r["error"]]
+    for model in ("MM", "MM/CPT-v+", "Oracle"):
+        for s in ("0.0", "0.25"):
+            cell = payload["summary"][model][s]
+            assert cell["n"] == 2 and 0 <= cell["nmae_strong_random"] < 1.5 and 0 < cell["ndcg_weak_random"] <= 1
+    text = (tmp_path / "marlin_rating_world_quick.md").read_text()
+    assert "| MM/CPT-v+ vs MM |" in text and "Table 5.2" in text
