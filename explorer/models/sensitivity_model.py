@@ -105,6 +105,8 @@ class SensitivityModel(Settings):
         self._adopting = False
         self._adopt_columns()
         self.data_model.param.watch(self._on_data, "revision")
+        self.param.watch(self._on_analysis_settings, ["column", "mode", "delta_max", "n_deltas", "estimate",
+                                                      "mean_column", "target", "predictor", "level"])
 
     # ------------------------------------------------------------------ columns
     @property
@@ -291,11 +293,18 @@ class SensitivityModel(Settings):
                 return
             self._publish(table=table, tipping=core.tipping_point(table, self.reference(table)), error="")
 
-    @param.depends("column", "mode", "delta_max", "n_deltas", "estimate", "mean_column", "target", "predictor",
-                   "level", watch=True)
-    def _on_analysis_settings(self) -> None:
-        if not self._adopting:
-            self.analyse()
+    def _on_analysis_settings(self, *events) -> None:
+        """Re-analyse; the estimated mean follows the shifted column when it was that column's."""
+        if self._adopting:
+            return
+        for e in events:
+            if e.name == "column" and self.mean_column == e.old and e.new in self.columns:
+                self._adopting = True
+                try:
+                    self.mean_column = e.new
+                finally:
+                    self._adopting = False
+        self.analyse()
 
     def _publish(self, **outputs) -> None:
         with param.edit_constant(self):
