@@ -297,6 +297,8 @@ class RatingsView(Viewer):
             sizing_mode="stretch_width", min_width=420, css_classes=["ratings-compare"])
         # sidebar
         self._model_select = pn.widgets.Select.from_param(m.param.model, label="Model", options=options)
+        self._k_slider = pn.widgets.IntSlider.from_param(m.param.n_components, label="Components K", start=1, end=10,
+                                                         disabled=not MODELS[m.model].uses_k)
         user_max = max(0, m.n_users - 1)
         self._user = pn.widgets.IntInput.from_param(m.param.user, label="User (predictive)", start=0, end=user_max)
         s_widget = pn.widgets.Select.from_param(m.param.s, label="Value effect s (μ_v = s (v − 3) + 0.5)",
@@ -308,7 +310,7 @@ class RatingsView(Viewer):
             "### Run", self.player,
             pn.widgets.Checkbox.from_param(self.param.auto_fit, label="Run to the end when settings change"),
             "### Model", self._model_select, missing,
-            pn.widgets.IntSlider.from_param(m.param.n_components, label="Components K", start=1, end=10),
+            self._k_slider,
             pn.widgets.IntInput.from_param(m.param.seed, label="Seed (initialisation, sampler)"),
             self._user,
             "### World", s_widget,
@@ -452,7 +454,7 @@ class RatingsView(Viewer):
             f"NMAE (MAE / 1.6 of the median prediction) ± s.e. over {settings['repeats']} worlds of "
             f"{settings['n_users']} users × {settings['n_items']} items, world seeds {settings['seed']}.."
             f"{settings['seed'] + settings['repeats'] - 1}; EM to a tolerance of 1e-4 per user (at most 100 "
-            f"iterations), Gibbs 40 sweeps. Computed in {seconds:.1f} s.{missing}")
+            f"iterations), Gibbs 100 sweeps (25 burn-in). Computed in {seconds:.1f} s.{missing}")
 
     def _show_table(self) -> None:
         self._table.object = comparison_table(self._compare_rows, self.table_kind) if self._compare_rows else None
@@ -474,6 +476,7 @@ class RatingsView(Viewer):
         self.refresh()
 
     def _on_settings(self, *events) -> None:
+        self._k_slider.disabled = not MODELS[self.model.model].uses_k  # a DP mixture has no K
         if self.auto_fit and not self.model.finished:
             self.player.play()
 
