@@ -333,7 +333,9 @@ def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, 
     after every fit; ``cancelled()`` returning True stops early (the rows done so far are returned).
 
     Returns one dict per (model, K, s): ``model`` (label), ``K`` (None for DP), ``s``, ``random``,
-    ``random_se``, ``user``, ``user_se`` (NMAE), ``seconds``.
+    ``random_se``, ``user``, ``user_se`` (NMAE), ``seconds`` and ``error`` (why the model could not be
+    fitted on one of the worlds, e.g. CPT-v+ when a rating value never occurs among the hold-out users'
+    ratings; its NMAE is then NaN).
     """
     specs = [MODELS[m] for m in models]
     jobs = [(spec, k) for spec in specs for k in (ks if spec.uses_k else (None,))]
@@ -342,21 +344,25 @@ def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, 
     for s in s_values:
         worlds = [make_world(n_users, n_items, n_clusters, s, seed + i) for i in range(repeats)]
         for spec, k in jobs:
-            scores, t0 = [], time.perf_counter()
+            scores, t0, error = [], time.perf_counter(), ""
             for i, world in enumerate(worlds):
                 if cancelled is not None and cancelled():
                     return rows
-                run = Run(spec, world, n_components=k or 1, seed=seed + i, max_iter=max_iter, tol=tol,
-                          n_sweeps=n_sweeps).run()
-                scores.append(weak_scores(world, run.predict_proba()))
+                if not error:
+                    try:
+                        run = Run(spec, world, n_components=k or 1, seed=seed + i, max_iter=max_iter, tol=tol,
+                                  n_sweeps=n_sweeps).run()
+                        scores.append(weak_scores(world, run.predict_proba()))
+                    except BadInputError as exc:  # this model cannot be fitted here: said in its row
+                        error = str(exc)
                 done += 1
                 if progress is not None:
                     progress(done, total)
-            r = np.array([[sc["random"], sc["user"]] for sc in scores])
+            r = np.array([[sc["random"], sc["user"]] for sc in scores]) if not error else np.full((1, 2), np.nan)
             se = r.std(axis=0, ddof=1) / np.sqrt(len(r)) if len(r) > 1 else np.full(2, np.nan)
             rows.append({"model": spec.label, "K": k, "s": float(s), "random": float(r[:, 0].mean()),
                          "random_se": float(se[0]), "user": float(r[:, 1].mean()), "user_se": float(se[1]),
-                         "seconds": time.perf_counter() - t0})
+                         "seconds": time.perf_counter() - t0, "error": error})
     return rows
 
 

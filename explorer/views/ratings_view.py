@@ -168,7 +168,7 @@ def comparison_table(rows: list[dict], kind: str = "random") -> pd.DataFrame:
     table: dict = {}
     for r in rows:
         key = (r["model"], "–" if r["K"] is None else str(r["K"]))
-        cell = f"{r[kind]:.3f} ± {r[kind + '_se']:.3f}"
+        cell = "failed" if r.get("error") else f"{r[kind]:.3f} ± {r[kind + '_se']:.3f}"
         table.setdefault(key, {})[f"s = {r['s']:g}"] = cell
     out = pd.DataFrame([{"model": m, "K": k} | cells for (m, k), cells in table.items()])
     return out.fillna("")
@@ -450,6 +450,9 @@ class RatingsView(Viewer):
         self._show_table()
         settings = self.model.compare_settings()
         missing = f" Not compared (modules missing): {', '.join(self._missing)}." if self._missing else ""
+        failed = sorted({f"{r['model']} (s = {r['s']:g}): {r['error']}" for r in rows if r.get("error")})
+        if failed:
+            missing += " Failed: " + "; ".join(md(f) for f in failed[:4]) + (" …" if len(failed) > 4 else "")
         self._table_note.object = (
             f"NMAE (MAE / 1.6 of the median prediction) ± s.e. over {settings['repeats']} worlds of "
             f"{settings['n_users']} users × {settings['n_items']} items, world seeds {settings['seed']}.."
