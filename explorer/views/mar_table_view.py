@@ -176,6 +176,8 @@ class MARTableView(Viewer):
 
         self._normalise = w.Button(label="Normalise P(x)", color="default",
                                    description="Rescale a, b, c, d to sum to 1")
+        # a strong callback from a sidebar widget: the session (which holds the sidebar) keeps this view alive,
+        # while the model's watchers on the view are weak (see _weak)
         self._normalise.on_click(lambda event: self.model.normalise())
         self.sidebar = pn.Column(
             "### Mechanism P(r | x) (Table 3.1)",
