@@ -57,6 +57,7 @@ def test_view_compare_fills_the_table_without_a_server():
     v.compare()
     assert v._table.object is not None and "MAR MM" in set(v._table.object["model"])
     assert "over 2 worlds" in v._table_note.object
+    assert v._progress.value == v._progress.max == 2 * len(v._compare_rows)  # every fit reported (2 worlds per cell)
     v.table_kind = "user"
     assert v._table.object.iloc[0]["s = 0"] == f"{v._compare_rows[0]['user']:.3f} ± {v._compare_rows[0]['user_se']:.3f}"
     v.model.repeats = 3  # a comparison setting: the table is dropped

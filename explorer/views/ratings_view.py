@@ -392,7 +392,8 @@ class RatingsView(Viewer):
         token = self._compare_token
         self._compare_rows = []
         self._compare_running = True
-        self._progress.param.update(value=0, max=1, visible=True)
+        self._progress.value = 0
+        self._progress.visible = True
         self._table_note.object = "*Fitting the models…*"
         self._compare_button.disabled = True
         doc = self._served_doc()
@@ -400,7 +401,7 @@ class RatingsView(Viewer):
 
         def progress(done, total):
             if doc is None:
-                self._progress.param.update(max=total, value=done)
+                self._set_progress(done, total)
             else:
                 try:
                     doc.add_next_tick_callback(partial(self._show_progress, token, done, total))
@@ -434,7 +435,12 @@ class RatingsView(Viewer):
 
     def _show_progress(self, token: int, done: int, total: int) -> None:
         if token == self._compare_token and not self._destroyed:
-            self._progress.param.update(max=total, value=done)
+            self._set_progress(done, total)
+
+    def _set_progress(self, done: int, total: int) -> None:
+        # one at a time, max first: Progress checks value against the max it has at that moment
+        self._progress.max = max(total, 1)
+        self._progress.value = min(done, self._progress.max)
 
     def _show_comparison(self, token: int, rows: list, error: str, seconds: float) -> None:
         if token != self._compare_token or self._destroyed:
