@@ -86,3 +86,17 @@ def test_view_updates_when_a_setting_changes():
     view.model.lam = 0.9
     assert view._validity.alert_type == "danger" and "α + β + λ" in view._validity.object
     assert view.url_bindings()[0][1]["beta"] == "beta"
+
+
+def test_view_lives_as_long_as_its_layout():
+    """The gallery keeps only a page's sidebar and main: the view must stay alive through them (the model's
+    watchers on it are weak), so a setting changed after garbage collection still updates the page."""
+    import gc
+
+    view = MARTableView(model=_small())
+    sidebar, main, model, alert = view.sidebar, view.main, view.model, view._validity
+    del view
+    gc.collect()
+    model.alpha = 0.9
+    assert alert.alert_type == "danger"
+    assert sidebar is not None and main is not None

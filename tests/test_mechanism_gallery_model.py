@@ -88,3 +88,17 @@ def test_view_switches_family_and_shows_invalid_settings():
     copy = MechanismGalleryModel()
     copy.apply_settings(view.model.settings())
     assert copy.settings() == view.model.settings()
+
+
+def test_view_lives_as_long_as_its_layout():
+    """The gallery keeps only a page's sidebar and main: the view must stay alive through them (the model's
+    watchers on it are weak), so a setting changed after garbage collection still updates the sentence."""
+    import gc
+
+    view = MechanismGalleryView(model=MechanismGalleryModel(n_users=60, n_items=5))
+    sidebar, main, model, sentence = view.sidebar, view.main, view.model, view._sentence
+    del view
+    gc.collect()
+    model.family = "logit_vd"
+    assert sentence.object.startswith("Under Logit-vd")
+    assert sidebar is not None and main is not None
