@@ -174,7 +174,10 @@ class MARTableModel(Settings):
         joint = np.asarray(self.joint) / sum(self.joint)
         lo, hi = self.beta_range()
         grid = np.linspace(lo, hi, N_GRID)
-        den_ok = lambda b: (1 - alpha) - (joint[0] + joint[2]) * b - (joint[1] + joint[3]) * delta > 1e-9  # noqa: E731
+
+        def den_ok(b):  # P(R1 = 1) > 0: x1 is observed sometimes
+            return (1 - alpha) - (joint[0] + joint[2]) * b - (joint[1] + joint[3]) * delta > 1e-9
+
         closed = np.array([mt.p_x1_given_r1(joint, (alpha, b, gamma, delta, lam)) if den_ok(b) else np.nan
                            for b in grid])
         betas = np.linspace(lo, hi, self.n_points)
