@@ -92,6 +92,26 @@ PAGES = [
                      "eq. 13): E[y | x], predictive bands, stochastic draws, the bimodal case where the mean falls "
                      "between the modes, and held-out RMSE against regression after imputation.",
              dataset="ring"),
+    PageInfo(slug="mar_not_enough", title="MAR is not enough",
+             summary="Marlin's 2-D binary demonstration (Table 3.1 / 3.3): data missing at random for the true model, "
+                     "yet a simpler (factorised) model fitted to the observed values is biased; full-joint EM is not. "
+                     "Sliders with a validity check, the closed form and the simulation, live.",
+             dataset=""),
+    PageInfo(slug="mechanism_gallery", title="Mechanism gallery",
+             summary="Value-based NMAR mechanisms side by side: CPT-v, the linear value effect, Logit-vd and the MAR "
+                     "table; response probability per value (and item), a sampled rating mask, and the observed "
+                     "against the true marginals.",
+             dataset=""),
+    PageInfo(slug="ratings", title="Ratings: learning the selection model",
+             summary="NMAR rating models (Marlin ch. 5) on a synthetic rating world: MAR mixtures against MM/CPT-v, "
+                     "CPT-v+, Logit-vd and DP/CPT-v stepped live; the learned selection model against the truth, the "
+                     "moment estimate, per-user predictions for rated and unrated items, NMAE against K and s.",
+             dataset=""),
+    PageInfo(slug="sensitivity", title="Sensitivity to NMAR: delta adjustment",
+             summary="How far must the missing values differ from what MAR imputation assumes before a conclusion "
+                     "changes? Shift or scale the imputations of a column by delta and watch a pooled mean or "
+                     "regression coefficient, its interval and the tipping point.",
+             dataset="iris"),
 ]
 
 

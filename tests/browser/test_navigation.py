@@ -16,7 +16,9 @@ TITLES = {"home": "Home", "em_playground": "EM playground", "conditional": "Cond
           "benchmark": "Benchmark (thesis Fig. A.1-A.5)", "inpainting": "Inpainting with factor models",
           "neumann": "Neumann-series convergence", "responsibilities": "Responsibilities under masking",
           "performance": "EM performance", "decision_surface": "Decision surfaces",
-          "regression": "Regression from the joint density"}
+          "regression": "Regression from the joint density", "mar_not_enough": "MAR is not enough",
+          "mechanism_gallery": "Mechanism gallery", "ratings": "Ratings: learning the selection model",
+          "sensitivity": "Sensitivity to NMAR: delta adjustment"}
 
 # what is on screen: the active menu entry, the shown page parts (by their page-main-/page-sidebar- class),
 # and the font size of the sidebar's headings
@@ -82,7 +84,8 @@ def test_any_sequence_of_clicks_back_forward_and_reloads_lands_on_the_page(serve
     # every page, then back and forth (the reported trap: neumann, then back to em_playground did nothing)
     sequence = ["neumann", "em_playground", "conditional", "data_mechanism", "variational", "benchmark",
                 "inpainting", "responsibilities", "performance", "home", "data_mechanism", "neumann", "em_playground",
-                "performance", "decision_surface", "regression", "neumann", "responsibilities", "em_playground",
+                "performance", "decision_surface", "regression", "mar_not_enough", "ratings", "sensitivity",
+                "mechanism_gallery", "neumann", "responsibilities", "em_playground",
                 "home", "variational"]
     sizes: dict = {}
     visited = ["em_playground"]

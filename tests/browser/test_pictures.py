@@ -25,7 +25,8 @@ from tests.browser.test_gallery import REPO_ROOT
 #: its per-column missing-rate chart must stay readable).
 PAGES = [(slug, f"page={slug}") for slug in ("em_playground", "conditional", "data_mechanism", "variational",
                                              "benchmark", "inpainting", "neumann", "responsibilities",
-                                             "performance", "decision_surface", "regression")]
+                                             "performance", "decision_surface", "regression",
+                                             "mar_not_enough", "mechanism_gallery", "ratings", "sensitivity")]
 PAGES.append(("data_mechanism-wine", "page=data_mechanism&data_mechanism.dataset=wine"))
 VIEWPORTS = [(1440, 900), (1024, 768)]
 MIN_PLOT_WIDTH = 400
