@@ -29,6 +29,17 @@ def test_default_is_nmar_on_one_column_and_analysed(model):
     assert model.table.estimate[10] > model.truth()  # the MAR estimate is biased upwards
 
 
+def test_selection_model_reference_is_nearer_the_truth_and_matched_by_a_delta(model):
+    sel, truth, mar = model.selection_estimate, model.truth(), model.table.estimate[10]
+    assert sel is not None and model.selection_note == "" and sel[1] < sel[0] < sel[2]
+    # the self-masking selection model undoes part of the NMAR bias of the MAR imputations
+    assert abs(sel[0] - truth) < abs(mar - truth)
+    match = model.matching_delta()
+    assert match is not None and match < 0
+    assert np.interp(match, model.table.delta, model.table.estimate) == pytest.approx(sel[0], rel=1e-12)
+    assert "selection model" in model.sentence()
+
+
 def test_analysis_settings_rerun_the_table_without_a_new_draw(model):
     imps, revision = model.imputations, model.revision
     model.param.update(estimate="ols", mode="scale")
@@ -48,6 +59,7 @@ def test_analysis_settings_rerun_the_table_without_a_new_draw(model):
 
 
 def test_a_stale_draw_is_not_adopted_and_a_new_draw_is_needed(model):
+    model.selection = False
     job = model.job()
     imps = run_job(job)
     model.n_imputations = 5
@@ -56,21 +68,25 @@ def test_a_stale_draw_is_not_adopted_and_a_new_draw_is_needed(model):
     fresh = model.job()
     assert model.adopt(fresh, run_job(fresh))
     assert model.table.n_imputations == 5 and not model.needs_draw
+    assert model.selection_estimate is None and model.matching_delta() is None
 
 
 def test_readable_errors():
-    m = SensitivityModel(data_model=DataModel(dataset="iris", mechanism="none"), n_imputations=3)
+    m = SensitivityModel(data_model=DataModel(dataset="iris", mechanism="none"), n_imputations=3, selection=False)
     assert m.job() is None and "no missing values" in m.error
     m.data_model.param.update(mechanism="mcar", rate=0.2)
     m.refresh()
     assert m.error == "" and m.table is not None
+    m.selection = True  # MCAR on every column: rows with 3 missing values, no selection model (said why)
+    m.refresh()
+    assert m.selection_estimate is None and "more than 2 missing values" in m.selection_note
     m.param.update(estimate="ols", target="petal_width", predictor="petal_width")
     assert "same column" in m.error and m.table is None
 
 
 def test_uploaded_columns_are_adopted_and_settings_round_trip():
     dm = DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.1)
-    m = SensitivityModel(data_model=dm, n_imputations=3)
+    m = SensitivityModel(data_model=dm, n_imputations=3, selection=False)
     rows = "\n".join(f"{i},{'' if i % 4 == 0 else (i * 7) % 11},{i % 5}" for i in range(1, 41))
     assert dm.load_csv(f"a,<b>x</b>,c\n{rows}\n".encode(), "weird.csv")
     assert m.columns == ("a", "<b>x</b>", "c") and m.column == "<b>x</b>"

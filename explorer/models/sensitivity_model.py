@@ -24,6 +24,8 @@ Outputs (constant parameters, written by the model only): ``table``
 from __future__ import annotations
 
 import threading
+import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,12 +37,22 @@ from explorer.models._settings import MAX_SEED, Settings
 from explorer.models.data_model import DataModel
 from explorer.sensitivity import default_deltas, draw_imputations
 
-__all__ = ["ESTIMATES", "DrawJob", "SensitivityModel", "run_job"]
+__all__ = ["ESTIMATES", "DrawJob", "DrawResult", "SensitivityModel", "run_job"]
 
 #: Page labels of the downstream estimates.
 ESTIMATES = {"mean of a column": "mean", "regression coefficient (OLS)": "ols"}
 _SETTINGS = ("column", "mode", "delta_max", "n_deltas", "delta_index", "estimate", "mean_column", "target",
-             "predictor", "n_imputations", "n_components", "bootstrap", "seed", "level")
+             "predictor", "n_imputations", "n_components", "bootstrap", "selection", "seed", "level")
+#: Widest data the selection-model reference is fitted on (its E-step integrates over every missing pattern).
+MAX_SELECTION_FEATURES = 20
+#: Most missing values in a row for the selection-model reference (more: importance sampling, minutes).
+MAX_SELECTION_MISSING = 2
+#: Seconds the selection model's EM may take before the page gives up on it (it says so).
+SELECTION_SECONDS = 20.0
+
+
+class _OutOfTime(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -53,12 +65,62 @@ class DrawJob:
     n_components: int
     bootstrap: bool
     seed: int
+    selection: bool = False
+    missing: np.ndarray | None = None
 
 
-def run_job(job: DrawJob, progress=None) -> np.ndarray:
-    """The M completed data sets (M, N, D) of ``job`` (fit + draws; no parameter of any model is touched)."""
-    return draw_imputations(job.values, job.n_imputations, n_components=job.n_components, bootstrap=job.bootstrap,
+@dataclass(frozen=True)
+class DrawResult:
+    """What :func:`run_job` returns: the MAR imputations (M, N, D) and, when asked for, draws (M, N, D) from the
+    fitted selection model (``selection``, or None with ``note`` saying why)."""
+
+    imputations: np.ndarray
+    selection: np.ndarray | None = None
+    note: str = ""
+
+
+def run_job(job: DrawJob, progress=None) -> DrawResult:
+    r"""The imputations of ``job`` (fit + draws; no parameter of any model is touched).
+
+    With ``job.selection``: also the Gaussian-mixture selection model with logistic self-masking
+    (:mod:`explorer.core.gaussian_selection`, K components, fitted jointly by EM) and M draws from its
+    NMAR-aware conditional :math:`p(x^m \mid x^o, r)`: the page's model-based reference.
+    """
+    imps = draw_imputations(job.values, job.n_imputations, n_components=job.n_components, bootstrap=job.bootstrap,
                             random_state=job.seed, progress=progress)
+    if not job.selection:
+        return DrawResult(imps)
+    if job.values.shape[1] > MAX_SELECTION_FEATURES:
+        return DrawResult(imps, None, f"no selection model: more than {MAX_SELECTION_FEATURES} columns")
+    if int(job.missing.sum(axis=1).max()) > MAX_SELECTION_MISSING:
+        return DrawResult(imps, None, f"no selection model: rows with more than {MAX_SELECTION_MISSING} missing values "
+                                      "make its fit take minutes")
+    try:
+        from explorer.core import gaussian_selection as gs
+    except ImportError:  # pragma: no cover - the module is optional here
+        return DrawResult(imps, None, "no selection model in this installation")
+    if progress:
+        progress(0, 0)
+    rng = np.random.default_rng(job.seed)
+    try:
+        data = gs.prepare(job.values, job.missing)
+        deadline = time.monotonic() + SELECTION_SECONDS
+
+        def budget(state):
+            if time.monotonic() > deadline:
+                raise _OutOfTime
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fit stopped at max_iter still gives a usable reference
+            result = gs.fit(data, gs.SelectionConfig(n_components=job.n_components), rng, callback=budget)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            draws, _ = gs.impute(result.state.params, job.values, job.missing, rng=rng, n_draws=job.n_imputations)
+    except _OutOfTime:
+        return DrawResult(imps, None, f"no selection model: its fit took more than {SELECTION_SECONDS:.0f} s")
+    except (BadInputError, np.linalg.LinAlgError, ValueError) as exc:
+        return DrawResult(imps, None, f"no selection model: {exc}")
+    return DrawResult(imps, np.asarray(draws, dtype=float))
 
 
 class SensitivityModel(Settings):
@@ -87,6 +149,7 @@ class SensitivityModel(Settings):
     n_imputations = param.Integer(default=20, bounds=(2, 100), doc="Imputations M")
     n_components = param.Integer(default=2, bounds=(1, 10), doc="Mixture components K of the imputer")
     bootstrap = param.Boolean(default=False, doc="One mixture per imputation, fitted on a bootstrap resample")
+    selection = param.Boolean(default=True, doc="Also fit the selection model (logistic self-masking) as a reference")
     seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the fit and the draws")
     level = param.Number(default=0.95, bounds=(0.5, 0.99), doc="Coverage of the intervals")
 
@@ -94,6 +157,9 @@ class SensitivityModel(Settings):
     tipping = param.Parameter(default=None, constant=True, precedence=-1, doc="TippingPoint or None")
     error = param.String(default="", constant=True, precedence=-1, doc="Why there is no table, readable")
     revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases with every new table")
+    selection_estimate = param.Parameter(default=None, constant=True, precedence=-1,
+                                         doc="(estimate, lower, upper) pooled over the selection model's draws, or None")
+    selection_note = param.String(default="", constant=True, precedence=-1, doc="Why there is no selection estimate")
 
     def __init__(self, **params):
         if params.get("data_model") is None:
@@ -101,6 +167,7 @@ class SensitivityModel(Settings):
         super().__init__(**params)
         self._lock = threading.RLock()
         self._imputations: np.ndarray | None = None
+        self._selection_draws: np.ndarray | None = None
         self._drawn_key: tuple | None = None
         self._adopting = False
         self._adopt_columns()
@@ -191,7 +258,7 @@ class SensitivityModel(Settings):
     # ------------------------------------------------------------------ imputation (heavy, off the event loop)
     def draw_key(self) -> tuple:
         return (self.data_model.revision, id(self.data_model.data), self.n_imputations, self.n_components,
-                self.bootstrap, self.seed)
+                self.bootstrap, self.selection, self.seed)
 
     @property
     def needs_draw(self) -> bool:
@@ -214,7 +281,8 @@ class SensitivityModel(Settings):
             self._publish(error=str(exc), table=None, tipping=None)
             return None
         return DrawJob(key=self.draw_key(), values=np.array(data.values), n_imputations=self.n_imputations,
-                       n_components=self.n_components, bootstrap=self.bootstrap, seed=self.seed)
+                       n_components=self.n_components, bootstrap=self.bootstrap, seed=self.seed,
+                       selection=self.selection, missing=np.array(data.missing))
 
     def _check_data(self) -> None:
         data = self.data_model.data
@@ -227,16 +295,19 @@ class SensitivityModel(Settings):
             raise BadInputError(f"K = {self.n_components} components need at least {self.n_components} rows with an "
                                 f"observed value; {name} has {n_rows}. Choose a smaller K.")
 
-    def adopt(self, job: DrawJob, imputations: np.ndarray | None = None, error: str = "") -> bool:
-        """Keep the imputations of ``job`` (if it is still the current one) and analyse them; False if stale."""
+    def adopt(self, job: DrawJob, result: DrawResult | None = None, error: str = "") -> bool:
+        """Keep the draws of ``job`` (if it is still the current one) and analyse them; False if stale."""
         with self._lock:
             if job.key != self.draw_key():
                 return False
             if error:
-                self._imputations, self._drawn_key = None, None
-                self._publish(error=error, table=None, tipping=None)
+                self._imputations, self._drawn_key, self._selection_draws = None, None, None
+                self._publish(error=error, table=None, tipping=None, selection_estimate=None)
                 return True
-            self._imputations, self._drawn_key = np.asarray(imputations, dtype=float), job.key
+            self._imputations, self._drawn_key = np.asarray(result.imputations, dtype=float), job.key
+            self._selection_draws = result.selection
+            with param.edit_constant(self):
+                self.selection_note = result.note
         self.analyse()
         return True
 
@@ -247,11 +318,11 @@ class SensitivityModel(Settings):
             if job is None:
                 return
             try:
-                imps = run_job(job)
+                result = run_job(job)
             except BadInputError as exc:
                 self.adopt(job, error=str(exc))
                 return
-            self.adopt(job, imps)
+            self.adopt(job, result)
         else:
             self.analyse()
 
@@ -288,10 +359,37 @@ class SensitivityModel(Settings):
                     raise BadInputError(f"There is no column {self.column!r} in these data.")
                 table = core.delta_adjustment(imps, np.array(data.missing), j, self.deltas(), self.estimand(),
                                               mode=self.mode, level=self.level)
+                selection = self._selection_pooled(table)
             except BadInputError as exc:
-                self._publish(error=str(exc), table=None, tipping=None)
+                self._publish(error=str(exc), table=None, tipping=None, selection_estimate=None)
                 return
-            self._publish(table=table, tipping=core.tipping_point(table, self.reference(table)), error="")
+            self._publish(table=table, tipping=core.tipping_point(table, self.reference(table)), error="",
+                          selection_estimate=selection)
+
+    def _selection_pooled(self, table: core.SensitivityTable) -> tuple | None:
+        """The estimate pooled (Rubin) over the selection model's draws: (estimate, lower, upper), or None."""
+        draws = self._selection_draws
+        if draws is None or draws.shape[0] < 2:
+            return None
+        one = core.delta_adjustment(draws, np.array(self.data_model.data.missing), table.column, [table.neutral],
+                                    table.estimand, mode=table.mode, level=table.level)
+        return float(one.estimate[0]), float(one.lower[0]), float(one.upper[0])
+
+    def matching_delta(self) -> float | None:
+        """The delta at which the adjusted estimate equals the selection model's (linear between grid values), or None."""
+        table, sel = self.table, self.selection_estimate
+        if table is None or sel is None:
+            return None
+        d, e = table.delta, table.estimate - sel[0]
+        order = np.argsort(d)
+        d, e = d[order], e[order]
+        hits = np.flatnonzero(np.sign(e[:-1]) * np.sign(e[1:]) <= 0)
+        if hits.size == 0:
+            return None
+        i = int(hits[np.argmin(np.abs(d[hits] - table.neutral))])
+        if e[i + 1] == e[i]:
+            return float(d[i])
+        return float(d[i] - e[i] * (d[i + 1] - d[i]) / (e[i + 1] - e[i]))
 
     def _on_analysis_settings(self, *events) -> None:
         """Re-analyse; the estimated mean follows the shifted column when it was that column's."""
@@ -352,7 +450,18 @@ class SensitivityModel(Settings):
         return f"{delta / self.scale_sd:+.2f} sd ({delta:+.3g})"
 
     def sentence(self, names=None) -> str:
-        """One plain-text sentence about the table (the caller escapes it for Markdown)."""
+        """Plain-text sentences about the table (the caller escapes them for Markdown)."""
+        text = self._sentence()
+        sel = self.selection_estimate
+        if not text or sel is None:
+            return text
+        match = self.matching_delta()
+        where = (f"; the delta adjustment reaches it at delta = {self.delta_label(match)}" if match is not None
+                 else "; the delta adjustment does not reach it on this grid")
+        return text + (f" The selection model (logistic self-masking, fitted jointly with the mixture) gives "
+                       f"{sel[0]:.3g} (CI {sel[1]:.3g} to {sel[2]:.3g}){where}.")
+
+    def _sentence(self) -> str:
         table, tp = self.table, self.tipping
         if table is None:
             return ""

@@ -64,7 +64,10 @@ change, the estimate is recomputed on each of the M completed data sets and pool
 * **Right**: the pooled estimate and its confidence band against delta. Grey: no adjustment (MAR).
   Red: the **tipping point**, the delta nearest to no adjustment at which the conclusion changes:
   a coefficient stops (or starts) being significantly different from 0, or a mean's interval stops
-  covering its unadjusted value. Green: the value on the complete data, when it is known.
+  covering its unadjusted value. Green: the value on the complete data, when it is known. Brown
+  (dash-dot): the same estimate pooled over M draws from a **selection model** fitted to the data
+  (a Gaussian mixture with logistic self-masking P(observed | x) = sigmoid(a + b x) per column, fitted
+  jointly by EM): a model-based answer to "how far from MAR?", valid if its self-masking form is right.
 
 A delta is reported in units of the column's observed standard deviation (shift) or as a factor
 (scale). Imputations come from one fitted Gaussian mixture unless "bootstrap" is ticked (then one
@@ -125,7 +128,7 @@ def _x(model: SensitivityModel, delta):
 def empty_estimates(title: str = "No estimate yet") -> dict:
     e = np.empty(0)
     return {"band": (e, e, e), "estimate": (e, e), "neutral": (e, e), "tipping": (e, e), "reference": (e, e),
-            "truth": (e, e), "current": (e, e), "title": title, "xlabel": "delta",
+            "truth": (e, e), "selection": (e, e), "current": (e, e), "title": title, "xlabel": "delta",
             "ylabel": "estimate", "xlim": (0.0, 1.0), "ylim": (0.0, 1.0)}
 
 
@@ -137,7 +140,12 @@ def estimate_frame(model: SensitivityModel) -> dict:
     x = _x(model, table.delta)
     truth = model.truth()
     ref = model.reference(table)
-    ys = [table.lower, table.upper, [ref]] + ([[truth]] if truth is not None else [])
+    span = float(np.max(table.upper) - np.min(table.lower))
+    near = lambda v: np.min(table.lower) - span <= v <= np.max(table.upper) + span  # noqa: E731
+    # the reference and the truth widen the axis only when they are near the band (0 far away flattened it)
+    sel = model.selection_estimate
+    sel_value = None if sel is None else sel[0]
+    ys = [table.lower, table.upper] + [[v] for v in (ref, truth, sel_value) if v is not None and near(v)]
     ylo, yhi = float(min(np.min(v) for v in ys)), float(max(np.max(v) for v in ys))
     pad = 0.06 * max(yhi - ylo, 1e-9)
     ylim = (ylo - pad, yhi + pad)
@@ -153,6 +161,7 @@ def estimate_frame(model: SensitivityModel) -> dict:
             "neutral": vline(neutral_x) if xlim[0] <= neutral_x <= xlim[1] else (e, e),
             "tipping": vline(float(_x(model, tp.delta))) if tp is not None else (e, e),
             "reference": hline(ref), "truth": hline(truth) if truth is not None else (e, e),
+            "selection": hline(sel_value) if sel_value is not None else (e, e),
             "current": (x[i:i + 1], table.estimate[i:i + 1]),
             "title": table.estimand.label(model.columns), "xlabel": f"delta ({model.mode} of {model.column}, {unit})",
             "ylabel": "pooled estimate", "xlim": xlim, "ylim": ylim}
@@ -185,9 +194,11 @@ def _estimate_overlay(data: dict) -> hv.Overlay:
     reference = hv.Curve(f["reference"], xd, yd, label="reference value").opts(
         color=COLORS["reference"], line_dash="dotted", line_width=2)
     truth = hv.Curve(f["truth"], xd, yd, label="complete data").opts(color=COLORS["truth"], line_width=2)
+    selection = hv.Curve(f["selection"], xd, yd, label="selection model (NMAR fit)").opts(
+        color="#8c564b", line_dash="dashdot", line_width=2.5)
     current = hv.Scatter(f["current"], xd, yd, label="shown delta").opts(
         color=COLORS["current"], size=11, line_color="white")
-    return hv.Overlay([band, estimate, neutral, tipping, reference, truth, current]).opts(
+    return hv.Overlay([band, estimate, neutral, tipping, reference, truth, selection, current]).opts(
         title=f["title"], xlabel=f["xlabel"], ylabel=f["ylabel"])
 
 
@@ -227,7 +238,7 @@ class SensitivityView(ModelPage):
     def _build(self):
         m = self.model
         common = dict(responsive=True, min_height=430, legend_position="bottom", legend_cols=3,
-                      legend_opts={"label_text_font_size": "9pt"}, toolbar="above", show_grid=True, backend="bokeh")
+                      legend_opts={"label_text_font_size": "9pt"}, toolbar=None, show_grid=True, backend="bokeh")
         hist = hv.DynamicMap(_hist_overlay, streams=[self._hist_pipe]).opts(
             {"Histogram": dict(framewise=True), "Overlay": common})
         est = hv.DynamicMap(_estimate_overlay, streams=[self._estimate_pipe]).opts(
@@ -269,6 +280,7 @@ class SensitivityView(ModelPage):
             pn.widgets.IntSlider.from_param(m.param.n_imputations, label="Imputations M"),
             pn.widgets.IntSlider.from_param(m.param.n_components, label="Mixture components K"),
             pn.widgets.Checkbox.from_param(m.param.bootstrap, label="Bootstrap: one mixture per imputation"),
+            pn.widgets.Checkbox.from_param(m.param.selection, label="Fit the selection model too (NMAR reference)"),
             pn.widgets.IntInput.from_param(m.param.seed, label="Seed (fit, draws)"),
             self._progress, self._status,
             "### Data", self._data_controls,
@@ -306,8 +318,11 @@ class SensitivityView(ModelPage):
             return
 
         def progress(done, total):
-            text = (f"Drawing imputation {done} of {total} (one mixture each)…" if job.bootstrap
-                    else ("Drawing the imputations…" if done == 1 else "Pooling…"))
+            if total == 0:
+                text = "Fitting the selection model (the NMAR reference)…"
+            else:
+                text = (f"Drawing imputation {done} of {total} (one mixture each)…" if job.bootstrap
+                        else ("Drawing the imputations…" if done == 1 else "Pooling…"))
             self._post(doc, partial(self._show_progress, token, text))
 
         def work():
@@ -336,12 +351,12 @@ class SensitivityView(ModelPage):
         if token == self._token:
             self._status.object = text
 
-    def _finish(self, token: int, job, imputations, error: str) -> None:
+    def _finish(self, token: int, job, result, error: str) -> None:
         if token != self._token or self._destroyed:
             return
         self._progress.visible = False
         self._status.object = ""
-        self.model.adopt(job, imputations, error)  # its revision refreshes the page
+        self.model.adopt(job, result, error)  # its revision refreshes the page
         if self.model.needs_draw:  # the settings moved on while drawing
             self.schedule_draw()
 
@@ -375,7 +390,8 @@ class SensitivityView(ModelPage):
         parts = ", ".join(f"{md(c)} {int(k)}" for c, k in zip(m.columns, n_missing) if k)
         return (f"**{md(data.name or 'data')}**: {data.values.shape[0]} rows; missing values per column: {parts}. "
                 f"M = {m.table.n_imputations} imputations from a {m.n_components}-component Gaussian mixture"
-                f"{' (bootstrap)' if m.bootstrap else ''}.")
+                f"{' (bootstrap)' if m.bootstrap else ''}."
+                + (f" ({md(m.selection_note)}.)" if m.selection and m.selection_note else ""))
 
     # ------------------------------------------------------------------ callbacks
     def _on_table(self, *events) -> None:

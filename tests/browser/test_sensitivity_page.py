@@ -39,7 +39,7 @@ def test_sensitivity_page_follows_column_and_delta(serve_app, new_page, watch_er
     page = new_page(viewport=VIEWPORT)
     errors = watch_errors(page)
     # every column has missing values (MCAR), 5 imputations: a quick draw
-    page.goto(f"{url}/sensitivity?mechanism=mcar&rate=0.2&n_imputations=5", timeout=60_000)
+    page.goto(f"{url}/sensitivity?mechanism=mcar&rate=0.2&n_imputations=5&selection=false", timeout=60_000)
     wait_for_bokeh(page)
     page.locator(".sensitivity-sentence", has_text="Without adjustment (MAR) the mean of sepal_length").wait_for(
         timeout=60_000)
@@ -82,7 +82,7 @@ def test_uploaded_markup_column_name_is_text(serve_app, new_page, watch_errors, 
     errors = watch_errors(page)
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{url}/sensitivity?n_imputations=4", timeout=60_000)
+    page.goto(f"{url}/sensitivity?n_imputations=4&selection=false", timeout=60_000)
     wait_for_bokeh(page)
     page.locator(".sensitivity-sentence", has_text="Without adjustment").wait_for(timeout=60_000)
     rows = "\n".join(f"{i},{'' if i % 4 == 0 else (i * 7) % 11},{i % 5}" for i in range(1, 41))
