@@ -43,9 +43,9 @@ def test_comparison_table_layout():
             for s in (0.0, 0.25)] + [{"model": "DP", "K": None, "s": 0.0, "random": 0.45, "random_se": 0.03,
                                       "user": 0.41, "user_se": 0.02}]
     t = comparison_table(rows, "random")
-    assert list(t.columns) == ["model", "K", "s = 0", "s = 0.25"]
-    assert t.iloc[0]["s = 0.25"] == "0.750 ± 0.010" and t.iloc[1]["K"] == "–" and t.iloc[1]["s = 0.25"] == ""
-    assert comparison_table(rows, "user").iloc[0]["s = 0"] == "0.400 ± 0.020"
+    assert list(t.columns) == ["model", "K", "s=0", "s=.25"]
+    assert t.iloc[0]["s=.25"] == ".750±.010" and t.iloc[1]["K"] == "–" and t.iloc[1]["s=.25"] == ""
+    assert comparison_table(rows, "user").iloc[0]["s=0"] == ".400±.020"
     assert comparison_table([]).empty
 
 
@@ -59,7 +59,8 @@ def test_view_compare_fills_the_table_without_a_server():
     assert "over 2 worlds" in v._table_note.object
     assert v._progress.value == v._progress.max == 2 * len(v._compare_rows)  # every fit reported (2 worlds per cell)
     v.table_kind = "user"
-    assert v._table.object.iloc[0]["s = 0"] == f"{v._compare_rows[0]['user']:.3f} ± {v._compare_rows[0]['user_se']:.3f}"
+    first = v._compare_rows[0]
+    assert v._table.object.iloc[0]["s=0"] == f"{first['user']:.3f}±{first['user_se']:.3f}".replace("0.", ".")
     v.model.repeats = 3  # a comparison setting: the table is dropped
     assert v._table.object is None and "press" in v._table_note.object
 
@@ -79,4 +80,4 @@ def test_a_model_that_cannot_be_fitted_fails_in_its_row_only():
     assert failed and all(r["model"] == "MM/CPT-v+" and "mu_from_random_items" in r["error"] for r in failed)
     assert all(np.isnan(r["random"]) for r in failed)
     table = comparison_table(rows).set_index("model")
-    assert (table.loc["MM/CPT-v+"] == "failed").any()
+    assert (table.loc["MM/CPT-v+"] == "failed").any().any()

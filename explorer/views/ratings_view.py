@@ -166,10 +166,11 @@ def comparison_table(rows: list[dict], kind: str = "random") -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     table: dict = {}
+    short = lambda x: f"{x:.3f}".replace("0.", ".", 1) if 0 <= x < 1 else f"{x:.3f}"  # noqa: E731  (narrow cells)
     for r in rows:
         key = (r["model"], "–" if r["K"] is None else str(r["K"]))
-        cell = "failed" if r.get("error") else f"{r[kind]:.3f} ± {r[kind + '_se']:.3f}"
-        table.setdefault(key, {})[f"s = {r['s']:g}"] = cell
+        cell = "failed" if r.get("error") else f"{short(r[kind])}±{short(r[kind + '_se'])}"
+        table.setdefault(key, {})["s=" + (f"{r['s']:g}".removeprefix("0") if r["s"] else "0")] = cell
     out = pd.DataFrame([{"model": m, "K": k} | cells for (m, k), cells in table.items()])
     return out.fillna("")
 
@@ -285,7 +286,8 @@ class RatingsView(Viewer):
         self._progress = pn.indicators.Progress(value=0, max=1, visible=False, sizing_mode="stretch_width",
                                                 bar_color="primary")
         self._table = pn.pane.DataFrame(None, index=False, sizing_mode="stretch_width", margin=(0, 10),
-                                        text_align="start", css_classes=["compare-table"])
+                                        text_align="start", css_classes=["compare-table"],
+                                        styles={"font-size": "12px"})
         self._table_note = pn.pane.Markdown("*Press **Compare models** to fit every model at the chosen K and at "
                                             "each s, on a few worlds.*", sizing_mode="stretch_width",
                                             margin=(0, 10), css_classes=["compare-note"])

@@ -88,7 +88,7 @@ def test_ratings_page(serve_app, new_page, watch_errors, wait_for_bokeh, screens
     page.get_by_role("button", name="Compare models").click()
     page.locator(".compare-table", has_text="MM/CPT-v").wait_for(timeout=60_000)
     table = page.locator(".compare-table").locator("table").inner_text()
-    assert "MAR MM" in table and "s = 0.25" in table and "±" in table
+    assert "MAR MM" in table and "s=.25" in table and "±" in table
     page.locator(".compare-note", has_text="over 2 worlds").wait_for()
     page.get_by_role("button", name="user-selected items").click()
     wait_for_value(page, lambda: page.locator(".compare-table").locator("table").inner_text(), lambda t: t != table)
