@@ -68,6 +68,7 @@ EXPECTED = [
                                                   Page("Benchmark", n_figures=8, player=False))),
     Notebook("factor_models.ipynb", (Page("Inpainting", min_figure_width=100, n_figures=7),)),
     Notebook("learning_with_missing_features.ipynb"),  # tables and numbers, no Panel page
+    Notebook("nmar_models.ipynb", (Page("Ratings", n_figures=3),)),
 ]
 
 
