@@ -228,6 +228,18 @@ class ModelPage(Viewer):
         )
         self._layout = notebook_layout(self.sidebar, self.main)
 
+    @staticmethod
+    def _served_doc():
+        """The served session's document (a worker thread hands its UI updates to it), or None outside a server."""
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
+            return None
+        return doc
+
+    def _on_destroyed(self, session_context) -> None:
+        """Session-destroyed hook: a page's worker results are dropped from then on (see ``_destroyed``)."""
+        self._destroyed = True
+
     def settings(self) -> dict:
         """Data and model settings (JSON-serialisable): the state of the screen."""
         lead = getattr(self, self._LEAD).settings()

@@ -360,15 +360,6 @@ class SensitivityView(ModelPage):
         if self.model.needs_draw:  # the settings moved on while drawing
             self.schedule_draw()
 
-    def _served_doc(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
-
-    def _on_destroyed(self, session_context) -> None:
-        self._destroyed = True
-
     # ------------------------------------------------------------------ read-outs
     def refresh(self) -> None:
         """Send the current table and imputations to both plots; update the sentence and the messages."""
