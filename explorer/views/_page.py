@@ -24,6 +24,7 @@ from explorer.views._text import md
 from explorer.views._url import UrlBinding, UrlState
 
 from explorer.views._notebook import notebook_layout
+from explorer.views._session import served_doc
 
 __all__ = ["HEADER_BACKGROUND", "ModelPage", "bind_url", "page_template", "prefixed", "show_notices", "sync_with_url",
            "url_bindings_of", "url_notice", "weak_callback"]
@@ -228,13 +229,7 @@ class ModelPage(Viewer):
         )
         self._layout = notebook_layout(self.sidebar, self.main)
 
-    @staticmethod
-    def _served_doc():
-        """The served session's document (a worker thread hands its UI updates to it), or None outside a server."""
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
+    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
 
     def _on_destroyed(self, session_context) -> None:
         """Session-destroyed hook: a page's worker results are dropped from then on (see ``_destroyed``)."""

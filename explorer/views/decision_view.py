@@ -49,6 +49,7 @@ from explorer.views._text import html, md
 from explorer.views._upload import FileUpload, decoded
 from explorer.views.em_playground import fit_axes
 from explorer.views.player import StepPlayer
+from explorer.views._session import served_doc
 
 __all__ = ["DecisionView", "surface_frame", "empty_frame", "PALETTE", "DATASET_LABELS"]
 
@@ -376,11 +377,7 @@ class DecisionView(Viewer):
 
         return sync_with_url(*prefixed(self.url_bindings(), prefix))
 
-    def _served_doc(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
+    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
 
     def _register_destroy(self):
         if self._destroy_registered:

@@ -39,6 +39,7 @@ from explorer.views._notebook import notebook_layout
 from explorer.views._page import sync_with_url
 from explorer.views._text import md
 from explorer.views._weak import weak_callback
+from explorer.views._session import served_doc
 
 __all__ = ["PerformanceView", "SERIES", "timing_overlay", "theory_overlay", "tree_overlay", "path_markdown"]
 
@@ -403,11 +404,7 @@ class PerformanceView(Viewer):
         """Keep the settings in the page URL (when served). Returns True if synced."""
         return sync_with_url(*self.url_bindings())
 
-    def _served_doc(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
+    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
 
     def _register_destroy(self):
         if self._destroy_registered:

@@ -39,6 +39,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
+from explorer.views._session import served_doc
 import param
 from panel.viewable import Viewer
 
@@ -243,12 +244,7 @@ class StepPlayer(Viewer):
         return done
 
     # ------------------------------------------------------------------ served: compute off the loop
-    def _served_doc(self):
-        """The session's document when served (None in Jupyter, scripts and tests)."""
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
+    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
 
     def connected(self) -> bool:
         """False once the session is over or its browser is gone (a closed tab); True when not served."""

@@ -41,6 +41,7 @@ from explorer.views._notebook import notebook_layout
 from explorer.views._page import weak_callback
 from explorer.views._text import md
 from explorer.views.player import StepPlayer
+from explorer.views._session import served_doc
 
 __all__ = ["RatingsView", "comparison_table", "predictive_frame", "selection_frame", "trace_frame"]
 
@@ -470,11 +471,7 @@ class RatingsView(Viewer):
     def _show_table(self) -> None:
         self._table.object = comparison_table(self._compare_rows, self.table_kind) if self._compare_rows else None
 
-    def _served_doc(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
+    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
 
     def _on_destroyed(self, session_context) -> None:
         self._destroyed = True

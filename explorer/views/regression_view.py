@@ -479,15 +479,6 @@ class RegressionView(ModelPage):
             f"larger by design (about √2 × for a well-fitted model). Computed in {comparison.seconds:.1f} s."
             + ("\n\n" + "\n\n".join(failed) if failed else ""))
 
-    def _served_doc(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
-            return None
-        return doc
-
-    def _on_destroyed(self, session_context) -> None:
-        self._destroyed = True
-
     # ------------------------------------------------------------------ callbacks
     def _on_frame(self, event=None) -> None:
         self.refresh()
