@@ -141,6 +141,24 @@ def test_mu_from_random_items_is_bayes_rule_on_exact_counts():
     np.testing.assert_allclose(C.mu_from_random_items(data, rows=np.arange(4)), expected, rtol=1e-12)
 
 
+def test_mu_from_random_items_floor_makes_a_never_selected_level_usable():
+    # level 0 is never selected (only seen among the random items): its estimate is 0, refused by CPTvConfig
+    codes = np.array([[1, 0, -1], [1, 0, -1], [0, 1, 1]])
+    r = np.array([[True, False, False], [True, False, False], [False, True, True]])
+    a = codes >= 0
+    data = prepare(codes, response=r, available=a, n_values=2)
+    mu = C.mu_from_random_items(data, rows=np.arange(3))
+    assert mu[0] == 0.0 and 0 < mu[1] <= 1
+    with pytest.raises(BadInputError):
+        C.CPTvConfig(n_components=1, mu_fixed=tuple(mu))
+    floored = C.mu_from_random_items(data, rows=np.arange(3), floor=1e-3)
+    np.testing.assert_array_equal(floored, np.maximum(mu, 1e-3))
+    C.CPTvConfig(n_components=1, mu_fixed=tuple(floored))       # accepted
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(BadInputError):
+            C.mu_from_random_items(data, rows=np.arange(3), floor=bad)
+
+
 # --------------------------------------------------------------------------- statistical
 def test_em_recovers_mu_within_three_standard_errors():
     rng = np.random.default_rng(2)

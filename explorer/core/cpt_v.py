@@ -499,7 +499,7 @@ def predict_mean(proba) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- CPT-v+
-def mu_from_random_items(data: RatingData, rows=None) -> np.ndarray:
+def mu_from_random_items(data: RatingData, rows=None, *, floor: float = 0.0) -> np.ndarray:
     r"""CPT-v+ selection model from random-item ratings, eqs. 5.4.25-5.4.29 (erratum 5.4.29 applied):
 
     .. math::
@@ -513,6 +513,11 @@ def mu_from_random_items(data: RatingData, rows=None) -> np.ndarray:
     ``rows``: the held-out users to use (indices or a boolean mask); default every row with at least one
     (r=0, a=1) entry. A level never seen among the random items gets :math:`\mu_v = 1` (it is then estimated
     as always selected); a level seen nowhere gets NaN, and a :class:`BadInputError` is raised for it.
+
+    ``floor``: the estimates are raised to at least this value. A level that no user selected is estimated
+    at :math:`\mu_v = 0` (e.g. rating 1 under the linear value effect at s = 0.25), which
+    ``CPTvConfig(mu_fixed=...)`` refuses (a zero makes such a value impossible to observe, and its log
+    undefined); pass e.g. ``floor=1e-3`` to use the estimate there.
     """
     data = _check_data(data)
     r, a = data.response, data.available
@@ -542,7 +547,10 @@ def mu_from_random_items(data: RatingData, rows=None) -> np.ndarray:
         missing = np.flatnonzero(den == 0).tolist()
         raise BadInputError(f"mu_from_random_items: level(s) (codes) {missing} occur in no rating of the chosen "
                             "rows, so their mu cannot be estimated; use more held-out users.")
-    return num / den
+    check_nonnegative("floor", floor)
+    if floor >= 1:
+        raise BadInputError(f"floor must be below 1 (it is a lower bound on probabilities); got {floor!r}.")
+    return np.maximum(num / den, floor)
 
 
 # --------------------------------------------------------------------------- moment estimator

@@ -214,7 +214,7 @@ class Run:
         if spec.key == "cpt_v_plus":
             # a value never selected in the sample gives mu_v = 0, which the EM's config refuses (an observed
             # rating of that value would have probability 0): floored at MU_FLOOR
-            mu_fixed = np.clip(np.asarray(module.mu_from_random_items(world.holdout), dtype=float), MU_FLOOR, 1.0)
+            mu_fixed = module.mu_from_random_items(world.holdout, floor=MU_FLOOR)
         self.mu_fixed = mu_fixed
         self.config = _make_config(module, n_components=n_components, max_iter=max_iter, tol=tol,
                                    mu_fixed=None if mu_fixed is None else tuple(float(m) for m in mu_fixed))
