@@ -64,6 +64,7 @@ from scipy.special import gammaln, xlogy
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_int, check_nonnegative, is_int
+from .rating_metrics import predictive_mean, predictive_median
 from .ratings_data import RatingData
 
 __all__ = [
@@ -474,28 +475,10 @@ def predict_proba(state, data: RatingData) -> np.ndarray:
     return _predict(data, *_params(state, data))
 
 
-def _check_proba(proba) -> np.ndarray:
-    p = np.asarray(proba, dtype=float)
-    if p.ndim < 1 or p.shape[-1] < 2 or not np.all(np.isfinite(p)) or np.any(p < -1e-12):
-        raise BadInputError("proba must be an array (..., V) of probabilities over V >= 2 levels.")
-    return p
-
-
-def predict_median(proba) -> np.ndarray:
-    """The point prediction of the thesis (Section 5.4): the median code of each predictive distribution.
-
-    ``proba`` (..., V) -> int codes (...) in 0..V-1: the smallest v with P(x <= v) >= 1/2 (add 1 for ratings 1..V).
-    """
-    p = _check_proba(proba)
-    cdf = np.cumsum(p, axis=-1) / p.sum(axis=-1, keepdims=True)
-    return np.minimum(np.argmax(cdf >= 0.5 - 1e-12, axis=-1), p.shape[-1] - 1).astype(np.int64)
-
-
-def predict_mean(proba) -> np.ndarray:
-    """The ranking score (NDCG, Section 5.4): the mean code :math:`\\sum_v v\\,P(x = v)` of each distribution,
-    ``proba`` (..., V) -> floats (...) on the code scale 0..V-1 (add 1 for ratings 1..V)."""
-    p = _check_proba(proba)
-    return (p @ np.arange(p.shape[-1], dtype=float)) / p.sum(axis=-1)
+#: The point prediction of the thesis (Section 5.4, the median code) and the ranking score (NDCG, the mean code):
+#: the same functions as :mod:`explorer.core.rating_metrics` (codes 0..V-1; add 1 for ratings 1..V).
+predict_median = predictive_median
+predict_mean = predictive_mean
 
 
 # --------------------------------------------------------------------------- CPT-v+
