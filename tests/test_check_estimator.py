@@ -109,7 +109,9 @@ def test_sample_random_state_convention():
     assert not np.array_equal(imp.sample(X, 2, random_state=gen), imp.sample(X, 2, random_state=gen))
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "0", True, np.random.RandomState(0)], ids=repr)
+# ids without a memory address: pytest-xdist workers must collect the same test names
+@pytest.mark.parametrize("bad", [-1, 1.5, "0", True, np.random.RandomState(0)],
+                         ids=lambda b: type(b).__name__ if isinstance(b, np.random.RandomState) else repr(b))
 def test_bad_random_state_is_a_clear_error(bad):
     with pytest.raises(BadInputError, match="random_state must be None, a non-negative int or a numpy.random.Generator"):
         FactorAnalysisImputer(random_state=bad).fit(_data())
