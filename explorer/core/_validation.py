@@ -19,6 +19,7 @@ __all__ = [
     "as_float_matrix",
     "check_missing",
     "check_draws",
+    "check_rng",
     "check_incomplete",
     "check_level",
     "check_magnitude",
@@ -74,12 +75,19 @@ def check_level(level) -> float:
     return value
 
 
+def check_rng(rng) -> np.random.Generator:
+    """An injected :class:`numpy.random.Generator` (else a :class:`BadInputError` saying how to make one)."""
+    if not isinstance(rng, np.random.Generator):
+        raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                            f"got {type(rng).__name__}.")
+    return rng
+
+
 def check_draws(n_draws, rng) -> None:
     """A positive integer number of draws and an injected :class:`numpy.random.Generator`."""
     if isinstance(n_draws, (bool, np.bool_)) or not isinstance(n_draws, (int, np.integer)) or n_draws < 1:
         raise BadInputError(f"n_draws must be a positive integer, got {n_draws!r}.")
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng)}.")
+    check_rng(rng)
 
 
 def constant_columns(values) -> np.ndarray:

@@ -63,7 +63,7 @@ import numpy as np
 from scipy.special import gammaln, xlogy
 
 from ._loop import ConvergenceWarning, run_restarts
-from ._validation import BadInputError, check_int, check_nonnegative, is_int
+from ._validation import BadInputError, check_int, check_nonnegative, check_rng, is_int
 from .rating_metrics import predictive_mean, predictive_median
 from .ratings_data import RatingData
 
@@ -328,12 +328,6 @@ def _check_data(data) -> RatingData:
     return data
 
 
-def _check_rng(rng) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)); got "
-                            f"{type(rng).__name__}.")
-
-
 def _fixed_mu(config: CPTvConfig, V: int) -> np.ndarray | None:
     if config.mu_fixed is None:
         return None
@@ -362,7 +356,7 @@ def init(data: RatingData, config: CPTvConfig, rng: np.random.Generator) -> CPTv
     available values weighted by them (plus one pseudo-count), :math:`\theta` their normalised sums, :math:`\mu`
     = ``mu_fixed`` or the overall selection rate (MCAR start) for every v; then the E-step."""
     data = _check_data(data)
-    _check_rng(rng)
+    check_rng(rng)
     K, V = config.n_components, data.n_values
     mu0 = _fixed_mu(config, V)
     q = rng.uniform(0.5, 1.5, size=(data.n_samples, K))
@@ -410,7 +404,7 @@ def fit(data: RatingData, config: CPTvConfig, rng: np.random.Generator, *,
         callback: Callable[[CPTvState], None] | None = None, init_state: CPTvState | None = None) -> CPTvResult:
     """``config.n_init`` restarts of a loop over :func:`step`; the highest log posterior is kept."""
     data = _check_data(data)
-    _check_rng(rng)
+    check_rng(rng)
     n = max(data.n_samples, 1)
     out = run_restarts(
         n_runs=1 if init_state is not None else config.n_init,
@@ -638,7 +632,7 @@ def moment_bootstrap_se(data: RatingData, rng: np.random.Generator, n_boot: int 
     replacement, :math:`\hat\Phi` and the least-squares :math:`\mu` recomputed on each; the standard deviation
     over resamples. Resamples whose solution is not finite are dropped (NaN if all are)."""
     data = _check_data(data)
-    _check_rng(rng)
+    check_rng(rng)
     check_int("n_boot", n_boot, 2)
     N, D, V = data.onehot.shape
     if D < V:

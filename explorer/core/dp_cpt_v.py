@@ -74,7 +74,7 @@ import numba
 import numpy as np
 from scipy.special import betaln, gammaln, logsumexp
 
-from ._validation import BadInputError, check_int, is_int
+from ._validation import BadInputError, check_int, check_rng, is_int
 from .ratings_data import RatingData
 
 __all__ = [
@@ -442,8 +442,7 @@ def init(data: RatingData, config: DPCPTvConfig, rng: np.random.Generator, *,
     data = _check_data(data)
     if not isinstance(config, DPCPTvConfig):
         raise BadInputError(f"config must be a DPCPTvConfig; got {type(config).__name__}.")
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError("rng must be a numpy Generator (np.random.default_rng(seed)).")
+    check_rng(rng)
     N, D, V = data.n_samples, data.n_features, data.n_values
     if n_clusters is None:
         n_clusters = min(10, N)

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._loop import ConvergenceWarning, run_restarts
-from ._validation import BadInputError, check_int, check_nonnegative, is_int
-from .cpt_v import _check_data, _check_prior, _check_rng, _e_step, _m_step_mixture, _mixture_log_prior, _predict
+from ._validation import BadInputError, check_int, check_nonnegative, check_rng, is_int
+from .cpt_v import _check_data, _check_prior, _e_step, _m_step_mixture, _mixture_log_prior, _predict
 from .ratings_data import RatingData
 
 __all__ = [
@@ -248,7 +248,7 @@ def init(data: RatingData, config: LogitVdConfig, rng: np.random.Generator) -> L
     values weighted by them (plus one), all :math:`\sigma_v` equal to one N(0, ``init_scale``^2) draw, each
     :math:`\omega_d` its own draw; then the E-step."""
     data = _check_data(data)
-    _check_rng(rng)
+    check_rng(rng)
     K, D, V = config.n_components, data.n_features, data.n_values
     q = rng.uniform(0.5, 1.5, size=(data.n_samples, K))
     q /= q.sum(axis=1, keepdims=True)
@@ -293,7 +293,7 @@ def fit(data: RatingData, config: LogitVdConfig, rng: np.random.Generator, *,
         init_state: LogitVdState | None = None) -> LogitVdResult:
     """``config.n_init`` restarts of a loop over :func:`step`; the highest log posterior is kept."""
     data = _check_data(data)
-    _check_rng(rng)
+    check_rng(rng)
     n = max(data.n_samples, 1)
     out = run_restarts(
         n_runs=1 if init_state is not None else config.n_init,

@@ -56,7 +56,7 @@ import numpy as np
 from scipy.special import xlogy
 
 from ._loop import ConvergenceWarning, run_restarts
-from ._validation import BadInputError, check_int, check_nonnegative
+from ._validation import BadInputError, check_int, check_nonnegative, check_rng
 
 __all__ = [
     "PARAM_NAMES", "CODES", "MARCounts", "EMConfig", "EMState", "EMResult", "ConvergenceWarning",
@@ -204,8 +204,7 @@ def sample(n: int, joint, params, *, rng: np.random.Generator) -> tuple[np.ndarr
     check_int("n", n, 1)
     p = check_joint(joint)
     table = response_table(*check_params(params))
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError("rng must be a numpy.random.Generator (np.random.default_rng(seed)).")
+    check_rng(rng)
     xc = rng.choice(4, size=n, p=p)
     x = np.stack([xc >> 1, xc & 1], axis=1).astype(np.int64)
     return x, _draw_r(xc, table, rng)
@@ -227,8 +226,7 @@ def sample_cells(n: int, joint, params, *, rng: np.random.Generator, size=None) 
     """
     check_int("n", n, 1)
     probs = check_joint(joint)[:, None] * response_table(*check_params(params))
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError("rng must be a numpy.random.Generator (np.random.default_rng(seed)).")
+    check_rng(rng)
     flat = probs.reshape(-1)
     cells = rng.multinomial(n, flat / flat.sum(), size=size)
     return cells.reshape(cells.shape[:-1] + (4, 4))
@@ -441,7 +439,6 @@ def mar_table_2d(X, *, rng: np.random.Generator, alpha=0.1, beta=0.1, gamma=0.2,
     Xa = np.asarray(X, dtype=float)
     if Xa.ndim != 2 or Xa.shape[1] != 2 or not np.isin(Xa, (0.0, 1.0)).all():
         raise BadInputError("mar_table_2d needs X of shape (n, 2) holding only 0/1 (complete binary data).")
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError("rng must be a numpy.random.Generator (np.random.default_rng(seed)).")
+    check_rng(rng)
     table = response_table(alpha, beta, gamma, delta, lam)
     return ~_draw_r((2 * Xa[:, 0] + Xa[:, 1]).astype(int), table, rng)

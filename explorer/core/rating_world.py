@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import BadInputError, check_int
+from ._validation import BadInputError, check_int, check_rng
 from .rating_metrics import ndcg, nmae, predictive_mean, predictive_median
 from .ratings_data import RatingData, prepare
 
@@ -130,8 +130,7 @@ def make_rating_world(
     for name, val, lo in (("n_users", n_users, 1), ("n_items", n_items, 1), ("n_clusters", n_clusters, 1),
                           ("n_values", n_values, 2)):
         check_int(name, val, lo)
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError(f"rng must be a numpy Generator (np.random.default_rng(seed)); got {type(rng).__name__}.")
+    check_rng(rng)
     if (s is None) == (mu is None):
         raise BadInputError("Give exactly one of s (the linear value effect) or mu (a general CPT-v).")
     m = linear_value_effect_mu(s, n_values) if mu is None else _check_mu(mu, n_values)
@@ -236,8 +235,7 @@ def split_protocol(
     """
     if not isinstance(world, RatingWorld):
         raise BadInputError(f"world must be a RatingWorld from make_rating_world; got {type(world).__name__}.")
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError(f"rng must be a numpy Generator (np.random.default_rng(seed)); got {type(rng).__name__}.")
+    check_rng(rng)
     check_int("n_test_users", n_test_users, 1)
     check_int("n_holdout_users", n_holdout_users, 0)
     check_int("n_random_items", n_random_items, 1)

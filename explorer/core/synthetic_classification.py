@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.core._validation import BadInputError
+from explorer.core._validation import BadInputError, check_rng
 
 __all__ = [
     "DATASETS",
@@ -88,14 +88,6 @@ def _check_n(n_per_class) -> int:
     return int(n_per_class)
 
 
-def _check_rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise BadInputError(
-            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}."
-        )
-    return rng
-
-
 def _sample_mixture(components, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` draws from a Gaussian mixture given as a list of (weight, mean, covariance)."""
     weights = np.array([w for w, _, _ in components])
@@ -110,7 +102,7 @@ def _sample_mixture(components, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _make(name: str, n_per_class, rng) -> tuple[np.ndarray, np.ndarray]:
     n = _check_n(n_per_class)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     X = np.concatenate([_sample_mixture(spec, n, rng) for spec in SPECS[name]], axis=0)
     y = np.repeat(np.arange(len(SPECS[name])), n)
     return X, y
@@ -166,7 +158,7 @@ def mcar_patterns(n_samples: int, rng: np.random.Generator) -> np.ndarray:
     """
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 0:
         raise BadInputError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     which = rng.integers(0, 3, size=int(n_samples))
     return _PATTERNS_MISSING[which].copy()
 
