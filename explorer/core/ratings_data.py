@@ -25,7 +25,7 @@ import numpy as np
 
 from ._validation import BadInputError, check_int
 
-__all__ = ["RatingData", "prepare"]
+__all__ = ["RatingData", "prepare", "stack"]
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -117,3 +117,27 @@ def prepare(x, response=None, available=None, *, n_values: int | None = None) ->
     for a in (codes, resp, avail, onehot):
         a.setflags(write=False)
     return RatingData(codes=codes, response=resp, available=avail, n_values=int(n_values), onehot=onehot)
+
+
+def stack(*data: RatingData) -> RatingData:
+    """The rows of several :class:`RatingData` one after another (e.g. training users then hold-out users).
+
+    Every argument must be a :class:`RatingData` with the same ``n_features`` and ``n_values``; raises
+    :class:`~explorer.core._validation.BadInputError` otherwise or when nothing is given. The arrays of the
+    result are new read-only copies."""
+    if not data:
+        raise BadInputError("stack needs at least one RatingData.")
+    for i, d in enumerate(data):
+        if not isinstance(d, RatingData):
+            raise BadInputError(f"stack: argument {i} is a {type(d).__name__}, not a RatingData (use prepare).")
+    D, V = data[0].n_features, data[0].n_values
+    for i, d in enumerate(data[1:], start=1):
+        if (d.n_features, d.n_values) != (D, V):
+            raise BadInputError(f"stack: argument {i} has n_features={d.n_features}, n_values={d.n_values}; "
+                                f"argument 0 has n_features={D}, n_values={V}.")
+    parts = [np.concatenate([getattr(d, name) for d in data], axis=0)
+             for name in ("codes", "response", "available", "onehot")]
+    for a in parts:
+        a.setflags(write=False)
+    codes, resp, avail, onehot = parts
+    return RatingData(codes=codes, response=resp, available=avail, n_values=V, onehot=onehot)
