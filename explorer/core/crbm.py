@@ -2,7 +2,8 @@ r"""Conditional RBMs for missing ratings, trained by contrastive divergence (Mar
 
 Digest (seed004) section 4.4. Data: :class:`~explorer.core.ratings_data.RatingData` (codes 0..V-1, response
 :math:`r_{dn}`, availability :math:`a_{dn}`). K binary hidden units :math:`z_k`, one categorical visible unit per
-item. ``W[d, v, k]`` stores :math:`W_{vdk}`, ``b1[d, v]`` :math:`b^1_{vd}`, ``b0[v]`` :math:`b^0_v`, ``c[k]`` :math:`c_k`.
+item. ``W[d, v, k]`` stores :math:`W_{vdk}`, ``b1[d, v]`` :math:`b^1_{vd}`, ``b0[v]`` :math:`b^0_v`,
+``c[k]`` :math:`c_k`.
 
 **cRBM** (``variant="basic"``, eqs. 5.7.10-5.7.17). The energy of a user's available values and the hidden units,
 conditional on the availability pattern :math:`a_n` (5.7.10):
@@ -26,7 +27,8 @@ users **plus the hold-out users**, whose random-item ratings supply them
 
 .. math::
 
-    \Delta W_{vdk} = \eta\Big(\tfrac1N\sum_n [a_{dn}=1]\big([x_{dn}=v]P(z_k \mid x^o_n) - [x^T_{dn}=v]P(z_k \mid x^T_n)\big)
+    \Delta W_{vdk} = \eta\Big(\tfrac1N\sum_n [a_{dn}=1]\big([x_{dn}=v]P(z_k \mid x^o_n)
+    - [x^T_{dn}=v]P(z_k \mid x^T_n)\big)
     - \lambda W_{vdk}\Big),
 
 :math:`\Delta c_k = \tfrac{\eta}{N}\sum_n (P(z_k \mid x^o_n) - P(z_k \mid x^T_n))`,
@@ -353,7 +355,8 @@ def step(state: CRBMState, data: RatingData, config: CRBMConfig, rng: np.random.
     _check_match(state, data)
     check_rng(rng)
     if state.variant != config.variant:
-        raise BadInputError(f"The state is a variant={state.variant!r} model but the config asks for variant={config.variant!r}.")
+        raise BadInputError(f"The state is a variant={state.variant!r} model but the config asks for "
+                            f"variant={config.variant!r}.")
     W, b1, b0, c = (np.asarray(a) for a in (state.W, state.b1, state.b0, state.c))
     i = state.iteration + 1
     N = data.n_samples
