@@ -137,6 +137,34 @@ def test_nmar_beats_mar_on_random_items_once_s_is_large():
     assert all(np.isfinite(r["random_se"]) and r["K"] == 2 for r in rows)
 
 
+def test_conditional_rbms_run_their_cd_updates_and_ev_learns_from_the_holdout_users():
+    m = RatingsModel(model="crbm_ev", max_iter=12, **SMALL)
+    run = m.run_object
+    world = m.world
+    # cRBM/E-v learns b0 from the hold-out users' random-item ratings (r = 0, a = 1): they are in its data
+    assert run.fit_data.n_samples == world.train.n_samples + world.holdout.n_samples
+    assert np.array_equal(run.fit_data.codes[world.train.n_samples:], world.holdout.codes)
+    assert np.any(~run.fit_data.response & run.fit_data.available)
+    m.run()
+    assert m.iteration == 12 and m.stop_reason == "max_iter" and np.isfinite(m.trace()).all()
+    proba = run.predict_proba()
+    assert proba.shape == (world.train.n_samples, world.train.n_features, 5)
+    np.testing.assert_allclose(proba.sum(axis=2), 1.0, atol=1e-9)
+    assert m.selection()["learned"] is None  # P(x | r): no selection probability to show
+    m.model = "crbm"
+    assert m.run_object.fit_data is world.train  # the basic cRBM ignores r: the training users only
+
+
+def test_crbm_ev_beats_crbm_on_random_items_at_s_025():
+    """The thesis's cRBM result (digest 6.3, Table 5.2): the r-dependent biases cut the random-item error."""
+    rows = compare_models(("crbm", "crbm_ev"), ks=(3,), s_values=(0.25,), n_users=200, n_items=12, n_clusters=2,
+                          repeats=3)
+    by = {r["model"]: r for r in rows}
+    basic, ev = by["cRBM"], by["cRBM/E-v"]
+    assert not basic["error"] and not ev["error"]
+    assert ev["random"] + 2 * ev["random_se"] < basic["random"] - 2 * basic["random_se"], (basic, ev)
+
+
 def test_compare_models_stops_when_cancelled():
     rows = compare_models(("mar_mm",), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2,
                           cancelled=lambda: True)

@@ -28,6 +28,22 @@ def test_selection_frame_for_an_nmar_and_a_mar_model():
     assert "no selection model" in f["note"]
 
 
+def test_frames_of_the_conditional_rbms():
+    """cRBM / cRBM/E-v model P(x | r): no learned mu is drawn, the note says why, the trace is a CD monitor."""
+    m = RatingsModel(model="crbm_ev", max_iter=4, **SMALL)
+    m.step(), m.step()
+    f = selection_frame(m)
+    assert np.isnan(f["bars"][f["bars"]["series"] == "learned μ_v"]["mu"]).all()
+    assert "P(x | r)" in f["note"] and "b⁰_v" in f["note"]
+    t = trace_frame(m)
+    assert "CD update 2" in t["title"] and t["ylabel"] == "log pseudo-likelihood" and np.isfinite(t["y"]).all()
+    assert "reads the choice" in predictive_frame(m)["sentence"]
+    m.model = "crbm"
+    assert "like a MAR model" in selection_frame(m)["note"]
+    m.step()
+    assert "a MAR model ignores r" in predictive_frame(m)["sentence"]  # its prediction does not depend on r
+
+
 def test_trace_and_predictive_frames():
     m = RatingsModel(model="mar_mm", **SMALL)
     m.step(), m.step()

@@ -4,7 +4,8 @@ A :class:`RatingsModel` draws a synthetic rating world (users x items, latent cl
 the linear value effect :math:`\mu_v(s) = s(v - 3) + 0.5`, digest section 6.2, built by
 :mod:`explorer.core.rating_world`), splits it with the weak-generalisation protocol (one held-out
 user-selected item and one random item per user) and fits one of the models of digest sections 3.1,
-3.2 and 4.1-4.3 to the training entries, one EM iteration or one Gibbs sweep per :meth:`step`:
+3.2 and 4.1-4.4 to the training entries, one EM iteration, Gibbs sweep or contrastive-divergence update per
+:meth:`step`:
 
 ========== =============================================== =========================================
 key        model                                           core module
@@ -15,7 +16,13 @@ cpt_v_plus MM/CPT-v+ (mu fixed from random items, 5.4.25-29, erratum 5.4.29 appl
 logit_vd   MM/Logit-vd, generalised EM (4.3)               :mod:`explorer.core.logit_vd`
 dp         DP multinomial mixture, collapsed Gibbs (3.2)   :mod:`explorer.core.dp_multinomial`
 dp_cpt_v   DP/CPT-v, auxiliary-variable Gibbs (4.2)        :mod:`explorer.core.dp_cpt_v`
+crbm       conditional RBM, CD-T (4.4, eqs. 5.7.10-17)     :mod:`explorer.core.crbm`
+crbm_ev    cRBM/E-v, CD-T (4.4, eqs. 5.7.18-25)            :mod:`explorer.core.crbm`
 ========== =============================================== =========================================
+
+The conditional RBMs model P(x | r) (a pattern-mixture factorisation), not P(r | x): they have no
+selection model to show. cRBM/E-v learns its r = 0 visible biases from ratings of random items, so it is
+trained on the training users *and* the hold-out users (digest 4.4), and scored on the training users.
 
 A model whose core module cannot be imported is listed in :func:`available_models` as missing and
 refused with a message. Read-outs: the learned selection model against the truth
@@ -60,7 +67,8 @@ COMPARE_KS = (1, 2, 3, 5, 8, 10)
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One rating model of the page: its key, label, core module and kind ('em' or 'gibbs')."""
+    """One rating model of the page: its key, label, core module, kind ('em', 'gibbs' or 'cd': contrastive
+    divergence), whether its prediction depends on r (``nmar``) and whether it has a number of components K."""
 
     key: str
     label: str
@@ -77,7 +85,11 @@ MODELS = {
     "logit_vd": ModelSpec("logit_vd", "MM/Logit-vd", "explorer.core.logit_vd", "em", True, True),
     "dp": ModelSpec("dp", "DP", "explorer.core.dp_multinomial", "gibbs", False, False),
     "dp_cpt_v": ModelSpec("dp_cpt_v", "DP/CPT-v", "explorer.core.dp_cpt_v", "gibbs", True, False),
+    "crbm": ModelSpec("crbm", "cRBM", "explorer.core.crbm", "cd", False, True),
+    "crbm_ev": ModelSpec("crbm_ev", "cRBM/E-v", "explorer.core.crbm", "cd", True, True),
 }
+#: The conditional RBMs' variant (``CRBMConfig.variant``) per model key.
+CRBM_VARIANTS = {"crbm": "basic", "crbm_ev": "ev"}
 
 
 def _module(spec: ModelSpec):
@@ -197,7 +209,10 @@ class Run:
 
     EM models stop when the objective changes by less than ``tol`` per user or after ``max_iter``
     iterations; Gibbs samplers after ``n_sweeps`` sweeps, keeping every ``thin``-th state after
-    ``burn_in`` as a sample for prediction (digest 4.2: 1000 / 100 / 10 in the thesis).
+    ``burn_in`` as a sample for prediction (digest 4.2: 1000 / 100 / 10 in the thesis); the conditional
+    RBMs after ``max_iter`` contrastive-divergence updates (their objective, the log pseudo-likelihood of
+    the training entries, is a monitor: CD does not maximise it, so no ``tol``). ``fit_data`` is what the
+    model learns from: the training users, plus the hold-out users for cRBM/E-v.
     """
 
     def __init__(self, spec: ModelSpec, world: World, *, n_components: int = 3, seed: int = 0, max_iter: int = 200,
@@ -207,6 +222,11 @@ class Run:
             raise BadInputError(f"{spec.label} is not available: its module {spec.module} is not installed yet.")
         self.spec, self.world, self.module = spec, world, module
         self.data = world.train
+        self.fit_data = self.data
+        if spec.key == "crbm_ev":  # its r = 0 biases are learned from the hold-out users' random-item ratings
+            from explorer.core.ratings_data import stack
+
+            self.fit_data = stack(world.train, world.holdout)
         self.max_iter, self.tol, self.n_sweeps = int(max_iter), float(tol), int(n_sweeps)
         self.burn_in = max(1, self.n_sweeps // 4) if burn_in is None else int(burn_in)
         self.thin = int(thin)
@@ -217,14 +237,15 @@ class Run:
             mu_fixed = module.mu_from_random_items(world.holdout, floor=MU_FLOOR)
         self.mu_fixed = mu_fixed
         self.config = _make_config(module, n_components=n_components, max_iter=max_iter, tol=tol,
-                                   mu_fixed=None if mu_fixed is None else tuple(float(m) for m in mu_fixed))
+                                   mu_fixed=None if mu_fixed is None else tuple(float(m) for m in mu_fixed),
+                                   variant=CRBM_VARIANTS.get(spec.key))
         self.rng = np.random.default_rng(seed)
         if spec.kind == "gibbs" and "n_clusters" in inspect.signature(module.init).parameters:
             # DP/CPT-v from one cluster takes far more than 100 sweeps to split it (weak NMAE 0.56-0.59 against
             # 0.39-0.47 from 10 random clusters at s = 0, 300 users x 20 items)
             self.state = module.init(self.data, self.config, self.rng, n_clusters=GIBBS_INIT_CLUSTERS)
         else:
-            self.state = module.init(self.data, self.config, self.rng)
+            self.state = module.init(self.fit_data, self.config, self.rng)
         self.samples: list = []
         #: the objective per iteration (a sampler without one: its number of clusters, see ``trace_name``)
         self.trace_name = "objective" if np.isfinite(_objective(self.state)) else "clusters"
@@ -255,6 +276,11 @@ class Run:
             self.objectives.append(self._value())
             if it >= self.n_sweeps:
                 self.stop_reason = "n_sweeps"
+        elif self.spec.kind == "cd":
+            self.state = self.module.step(self.state, self.fit_data, self.config, self.rng)
+            self.objectives.append(_objective(self.state))
+            if self.iteration >= self.max_iter:
+                self.stop_reason = "max_iter"
         else:
             old = self.objectives[-1]
             self.state = self.module.step(self.state, self.data, self.config)
@@ -310,8 +336,9 @@ class Run:
         return int(np.asarray(s.weights).shape[0])
 
     def mu(self) -> np.ndarray | None:
-        """The learned selection model: (V,) for CPT-v models, (V, D) for Logit-vd, None for MAR models."""
-        if not self.spec.nmar:
+        """The learned selection model: (V,) for CPT-v models, (V, D) for Logit-vd, None for MAR models and for
+        the conditional RBMs (they model P(x | r), not P(r | x))."""
+        if not self.spec.nmar or self.spec.kind == "cd":
             return None
         if self.spec.kind == "gibbs":
             states = self.samples or [self.state]
@@ -391,7 +418,7 @@ class RatingsModel(LockedStepping, Settings):
     model = param.Selector(default="cpt_v", objects=list(MODELS), doc="The rating model fitted")
     n_components = param.Integer(default=3, bounds=(1, 20), doc="Components K (finite mixtures)")
     seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the initialisation / sampler")
-    max_iter = param.Integer(default=300, bounds=(1, 5000), doc="EM iterations at most")
+    max_iter = param.Integer(default=300, bounds=(1, 5000), doc="EM iterations (or CD updates) at most")
     n_sweeps = param.Integer(default=150, bounds=(2, 5000), doc="Gibbs sweeps (a quarter burn-in)")
     user = param.Integer(default=0, bounds=(0, 5000), doc="The user whose predictive distributions are shown")
     compare_ks = param.ListSelector(default=[1, 3], objects=list(COMPARE_KS), doc="K values of the comparison table")

@@ -1,14 +1,15 @@
 r"""The "Ratings" page: NMAR rating models (Marlin ch. 5) fitted live on a synthetic rating world.
 
 One :class:`~explorer.models.ratings_model.RatingsModel` (a world drawn by
-:mod:`explorer.core.rating_world` and one of MAR MM, MM/CPT-v, MM/CPT-v+, MM/Logit-vd, DP, DP/CPT-v)
-is stepped by the shared :class:`~explorer.views.player.StepPlayer` (EM iterations or Gibbs sweeps,
-off the event loop when served). The page shows
+:mod:`explorer.core.rating_world` and one of MAR MM, MM/CPT-v, MM/CPT-v+, MM/Logit-vd, DP, DP/CPT-v,
+cRBM, cRBM/E-v) is stepped by the shared :class:`~explorer.views.player.StepPlayer` (EM iterations,
+Gibbs sweeps or contrastive-divergence updates, off the event loop when served). The page shows
 
 * the selection model against the truth: :math:`\mu_v = P(r = 1 \mid x = v)` per value, the true
   :math:`\mu_v(s)`, the learned one (Logit-vd: the mean of :math:`\mu_{vd}` over items) and the
   moment estimate of digest 2.7 with its condition number;
-* the objective per iteration (EM: the log posterior, which never decreases; Gibbs: the sampler's log joint);
+* the objective per iteration (EM: the log posterior, which never decreases; Gibbs: the sampler's log joint;
+  the conditional RBMs: the log pseudo-likelihood per training rating, a monitor CD does not maximise);
 * one user's predictive distributions over 1..5 (eq. 5.4.24): a held-out item the user selected
   (r = 1), an item the user did not select (r = 0), and that same item had it been selected: an NMAR
   model predicts differently for the two values of r, a MAR model does not;
@@ -96,7 +97,13 @@ def selection_frame(model: RatingsModel) -> dict:
             rows.append({"value": str(v), "series": name, "mu": float(arr[i])})
     label = MODELS[model.model].label
     cond = sel["condition"]
-    if sel["learned"] is None:
+    spec = MODELS[model.model]
+    if spec.kind == "cd":
+        what = (f"**{label}** models P(x | r), not P(r | x): it has no μ_v to draw (no red bars)."
+                + (" Its r = 0 visible biases b⁰_v play μ_v's part, learned from the hold-out users' random-item "
+                   "ratings (eq. 5.7.18)." if spec.nmar else
+                   " It treats selected and unselected items alike, like a MAR model."))
+    elif sel["learned"] is None:
         what = f"**{label}** has no selection model: under MAR μ_v is the same for every v (no red bars)."
     elif sel["learned_vd"] is not None:
         what = f"**{label}**: the red bars are μ_vd averaged over the items (the item effects ω_d differ)."
@@ -116,19 +123,20 @@ def selection_frame(model: RatingsModel) -> dict:
 
 
 def trace_frame(model: RatingsModel) -> dict:
-    """The objective per iteration: ``x``, ``y`` and a ``title`` (EM: log posterior; Gibbs: log joint)."""
+    """The objective per iteration: ``x``, ``y`` and a ``title`` (EM: log posterior; Gibbs: log joint; CD: the
+    log pseudo-likelihood per training entry, a monitor that CD does not maximise)."""
     y = model.trace()
     x = np.arange(y.size)
-    gibbs = MODELS[model.model].kind == "gibbs"
-    what = "Gibbs sweep" if gibbs else "EM iteration"
+    kind = MODELS[model.model].kind
+    what = {"gibbs": "Gibbs sweep", "cd": "CD update"}.get(kind, "EM iteration")
     reason = {"tol": ", converged", "max_iter": ", max_iter", "n_sweeps": ", all sweeps done",
               "error": ", stopped"}.get(model.stop_reason, "")
     run = model.run_object
     if run is not None and run.trace_name == "clusters":
         name, head = "clusters", "Clusters"
     else:
-        name = "log joint" if gibbs else "log posterior"
-        head = f"Objective ({name})"
+        name = {"gibbs": "log joint", "cd": "log pseudo-likelihood"}.get(kind, "log posterior")
+        head = f"Objective ({name})" if kind != "cd" else f"Monitor ({name} per rating)"
     return {"x": x, "y": _finite(y), "title": f"{head} · {what} {model.iteration}{reason}",
             "xlabel": what, "ylabel": name}
 
@@ -351,8 +359,13 @@ class RatingsView(Viewer):
             self.player.play()
 
     def refresh(self) -> None:
-        """Send the current state to the plots and update the read-outs."""
-        with self._lock, pn.io.hold():
+        """Send the current state to the plots and update the read-outs.
+
+        Takes the model's lock before the view's: a reset publishes (and so refreshes) under the model's lock,
+        while the player's frames refresh from the event loop; the other order deadlocked the two when the model
+        was changed during a play.
+        """
+        with self.model.lock, self._lock, pn.io.hold():
             m = self.model
             try:
                 sel, tr, pr = selection_frame(m), trace_frame(m), predictive_frame(m)
@@ -466,7 +479,7 @@ class RatingsView(Viewer):
             f"NMAE (MAE / 1.6 of the median prediction) ± s.e. over {settings['repeats']} worlds of "
             f"{settings['n_users']} users × {settings['n_items']} items, world seeds {settings['seed']}.."
             f"{settings['seed'] + settings['repeats'] - 1}; EM to a tolerance of 1e-4 per user (at most 100 "
-            f"iterations), Gibbs 100 sweeps (25 burn-in). Computed in {seconds:.1f} s.{missing}")
+            f"iterations), Gibbs 100 sweeps (25 burn-in), RBMs 100 CD updates. Computed in {seconds:.1f} s.{missing}")
 
     def _show_table(self) -> None:
         self._table.object = comparison_table(self._compare_rows, self.table_kind) if self._compare_rows else None

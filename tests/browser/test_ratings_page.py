@@ -1,4 +1,5 @@
-"""The "Ratings" page (apps/ratings.py) in headless chromium: load, Step, Play/Pause, a model change, the comparison."""
+"""The "Ratings" page (apps/ratings.py) in headless chromium: load, Step, Play/Pause, model changes (a MAR
+mixture, a conditional RBM stepped by CD), the comparison."""
 
 from __future__ import annotations
 
@@ -32,11 +33,11 @@ def _figures(page) -> list:
 
 
 def _trace_title(page) -> str:
-    return next((f["title"] for f in _figures(page) if re.search(r"EM iteration|Gibbs sweep", f["title"])), "")
+    return next((f["title"] for f in _figures(page) if re.search(r"EM iteration|Gibbs sweep|CD update", f["title"])), "")
 
 
 def _iter(page) -> int:
-    m = re.search(r"(?:EM iteration|Gibbs sweep) (\d+)", _trace_title(page))
+    m = re.search(r"(?:EM iteration|Gibbs sweep|CD update) (\d+)", _trace_title(page))
     return int(m.group(1)) if m else -1
 
 
@@ -83,6 +84,15 @@ def test_ratings_page(serve_app, new_page, watch_errors, wait_for_bokeh, screens
     wait_for_value(page, lambda: sum(_selection(page)["bars"].values()), lambda n: n < sum(before.values()))
     page.wait_for_function("() => window.location.search.includes('model=mar_mm')")
     page.locator(".predictive-note", has_text="a MAR model ignores r").wait_for()
+
+    # a conditional RBM (P(x | r), section 5.7): no learned mu, stepped by contrastive divergence, and its
+    # prediction for an unselected item changes had it been selected
+    page.locator("select").filter(has=page.locator("option", has_text="cRBM/E-v")).first.select_option(label="cRBM/E-v")
+    wait_for_value(page, lambda: _selection(page)["title"], lambda t: t.endswith("· cRBM/E-v"))
+    page.wait_for_function("() => window.location.search.includes('model=crbm_ev')")
+    page.get_by_text("models P(x | r), not P(r | x)").wait_for()
+    wait_for_value(page, lambda: _trace_title(page), lambda t: "CD update" in t and "max_iter" in t, timeout_s=60)
+    page.locator(".predictive-note", has_text="reads the choice itself").wait_for()
 
     # the comparison fills in, in the background
     page.get_by_role("button", name="Compare models").click()
