@@ -521,9 +521,10 @@ nm.cells = [md("""# When missingness depends on the missing values: NMAR models 
 
 Marlin (2008), chapters 3-5, and the pattern-mixture sensitivity analysis practitioners report. MAR with respect to
 the true model is not enough for a simpler model (section 1); categorical mixtures learn under MAR (section 2); when
-users choose what to rate, the selection model P(r | x) must be learned with the data model (sections 3-5); the same
-idea for continuous data is a Gaussian mixture with a self-masking mechanism (section 6); and when the mechanism
-cannot be learned, delta adjustment shows how far from MAR a conclusion survives (section 7). The gallery pages
+users choose what to rate, the selection model P(r | x) must be learned with the data model (sections 3-5), or the
+data model made to depend on r, as the conditional RBMs do (section 6); the same idea for continuous data is a
+Gaussian mixture with a self-masking mechanism (section 7); and when the mechanism cannot be learned, delta
+adjustment shows how far from MAR a conclusion survives (section 8). The gallery pages
 *MAR is not enough*, *Mechanism gallery*, *Ratings* and *Sensitivity* show the same models live; the Ratings page is
 embedded at the end.
 
@@ -625,7 +626,29 @@ with warnings.catch_warnings():
             rows.append({"s": s, "model": name, "NMAE random items": sc["nmae_strong_random"],
                          "NMAE user-selected items": sc["nmae_strong_user"]})
 pd.DataFrame(rows).pivot(index="s", columns="model").round(3)"""),
-md("""## 6. A selection model for continuous data
+md("""## 6. Conditional RBMs: modelling P(x | r) instead (Marlin 5.7)
+
+The pattern-mixture route: a restricted Boltzmann machine whose energy keeps only the available ratings (cRBM, eqs.
+5.7.10-5.7.17) treats selected and unselected items alike; cRBM/E-v gives the visible units r-dependent biases
+(b1_vd for selected items, one b0_v per value for the rest, eq. 5.7.18), learned from random-item ratings, so it is
+trained on the training users plus the hold-out users who rated random items. Both are trained by contrastive
+divergence (CD-T, the thesis's ceil(i/200) schedule; 150 updates here, 1000 in the thesis) and predict with the hidden
+units summed out. On random items the r-dependent biases cut the error, as in the thesis
+(`experiments/marlin_crbm.py`, `results/marlin_crbm.md`)."""),
+code("""from explorer.core import crbm
+from explorer.core.ratings_data import stack
+
+rng = np.random.default_rng(0)
+world = make_rating_world(1500, 20, 5, s=0.25, rng=rng)
+split = split_protocol(world, n_test_users=300, n_holdout_users=200, rng=rng, n_random_items=4)
+rows = []
+for variant, data in (("basic", split.train), ("ev", stack(split.train, split.holdout))):
+    state = crbm.fit(data, crbm.CRBMConfig(n_components=5, variant=variant, max_iter=150), rng).state
+    sc = score_split(split, crbm.predict_proba(state, split.train), crbm.predict_proba(state, split.test))
+    rows.append({"model": {"basic": "cRBM", "ev": "cRBM/E-v"}[variant], "NMAE random items": sc["nmae_strong_random"],
+                 "NMAE user-selected items": sc["nmae_strong_user"]})
+pd.DataFrame(rows).set_index("model").round(3)"""),
+md("""## 7. A selection model for continuous data
 
 Hide the large values of one iris column (self-masking NMAR). The complete-case and MAR estimates of its mean are
 biased; fitting a logistic self-masking mechanism P(R_d = 1 | x_d) = sigmoid(a_d + b_d x_d) jointly with the
@@ -648,7 +671,7 @@ draws, mean = gs.impute(sel, Xm, rng=rng, n_draws=20)
 assert np.array_equal(mean[~miss], X[~miss])      # observed entries are never altered
 print(f"mean of sepal length: truth {X[:, 0].mean():.3f}, complete cases {np.nanmean(Xm[:, 0]):.3f}, "
       f"MAR EM {(mar.weights @ mar.means)[0]:.3f}, selection model {(sel.weights @ sel.means)[0]:.3f} (slope b = {sel.b[0]:.2f})")"""),
-md("""## 7. Sensitivity analysis: delta adjustment
+md("""## 8. Sensitivity analysis: delta adjustment
 
 When the mechanism cannot be learned, report how a conclusion moves as the missing values depart from what MAR
 imputation assumes: draw M imputations from the Gaussian-mixture imputer, shift the imputed values of one column by
@@ -667,10 +690,10 @@ report = sensitivity_analysis(frame, "petal_length", estimate="mean", n_imputati
 print(report.label)
 print("tipping point:", report.tipping)
 report.table.iloc[::4].round(3)"""),
-md("""## 8. The Ratings page, live
+md("""## 9. The Ratings page, live
 
 The same widget as the gallery's *Ratings* page: a synthetic rating world, a model (MAR mixture, MM/CPT-v, CPT-v+,
-Logit-vd, DP, DP/CPT-v), Step / Play the EM iterations or Gibbs sweeps, the learned selection model against the
+Logit-vd, DP, DP/CPT-v, cRBM, cRBM/E-v), Step / Play the EM iterations, Gibbs sweeps or CD updates, the learned selection model against the
 truth and the per-user predictions for a rated and an unrated item."""),
 code("""import panel as pn
 pn.extension(inline=True)  # BokehJS and Panel's JS in the notebook itself: no CDN, works offline
