@@ -36,7 +36,7 @@ def test_frames_of_the_conditional_rbms():
     assert np.isnan(f["bars"][f["bars"]["series"] == "learned μ_v"]["mu"]).all()
     assert "P(x | r)" in f["note"] and "b⁰_v" in f["note"]
     t = trace_frame(m)
-    assert "CD update 2" in t["title"] and t["ylabel"] == "log pseudo-likelihood" and np.isfinite(t["y"]).all()
+    assert "CD update 2" in t["title"] and t["ylabel"] == "log pseudo-likelihood per rating" and np.isfinite(t["y"]).all()
     assert "reads the choice" in predictive_frame(m)["sentence"]
     m.model = "crbm"
     assert "like a MAR model" in selection_frame(m)["note"]

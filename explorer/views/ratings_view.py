@@ -135,8 +135,8 @@ def trace_frame(model: RatingsModel) -> dict:
     if run is not None and run.trace_name == "clusters":
         name, head = "clusters", "Clusters"
     else:
-        name = {"gibbs": "log joint", "cd": "log pseudo-likelihood"}.get(kind, "log posterior")
-        head = f"Objective ({name})" if kind != "cd" else f"Monitor ({name} per rating)"
+        name = {"gibbs": "log joint", "cd": "log pseudo-likelihood per rating"}.get(kind, "log posterior")
+        head = f"Objective ({name})" if kind != "cd" else "Log pseudo-likelihood"  # short: the title must fit
     return {"x": x, "y": _finite(y), "title": f"{head} · {what} {model.iteration}{reason}",
             "xlabel": what, "ylabel": name}
 
@@ -392,7 +392,7 @@ class RatingsView(Viewer):
         text = (f"**World**: {data.n_samples} training users × {data.n_features} items, s = {w.s:g}; "
                 f"{int(data.available.sum())} observed ratings ({n_sel / data.response.size:.0%} of entries "
                 f"selected), {len(w.targets('random'))} random and {len(w.targets('user'))} user-selected "
-                f"held-out items; {len(w.split.holdout_users)} hold-out users for CPT-v+.")
+                f"held-out items; {len(w.split.holdout_users)} hold-out users (their random-item ratings: CPT-v+, cRBM/E-v).")
         scores = m.scores()
         if scores is not None:
             text += (f" **{MODELS[m.model].label}**, iteration {m.iteration}: weak NMAE "
