@@ -371,8 +371,14 @@ class RegressionView(ModelPage):
             self.player.play()
 
     def refresh(self) -> None:
-        """Send the current state to both plots and update the read-outs."""
-        with self._lock, pn.io.hold():
+        """Send the current state to both plots and update the read-outs.
+
+        Takes the model's lock before the view's (the order of the Ratings page): a reset publishes ``run_id``,
+        and so refreshes, under the model's lock, while the player's frames refresh from the event loop; with
+        the view's lock first, the frame's read-outs (:func:`scatter_frame` takes the model's lock) and the
+        reset each held one lock and waited for the other for good.
+        """
+        with self.model.lock, self._lock, pn.io.hold():
             try:
                 sf = scatter_frame(self.model, self.n_draws)
                 df = density_frame(self.model)

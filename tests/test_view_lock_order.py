@@ -1,0 +1,123 @@
+"""Lock order of the pages whose ``refresh`` reads the model under its lock (no browser).
+
+A served page has two paths into ``refresh``:
+
+* a widget change runs the model's ``reset`` in Panel's thread pool: ``reset`` holds the MODEL's lock and
+  publishes ``run_id``, whose watcher calls ``refresh``, which takes the VIEW's lock;
+* the player's frame (``StepPlayer._bump`` on the event loop) calls ``refresh`` directly.
+
+If ``refresh`` took the view's lock first and then read the model under the model's lock, the two paths
+could each hold one lock and wait for the other forever (it hung the served Ratings page). Each test forces
+that interleaving: the reset thread holds the model's lock until the frame thread holds the view's lock (or
+until a short wait shows the frame thread cannot get it, which is what the fixed order does), then resets.
+Both threads must finish within :data:`TIMEOUT_S`; a deadlock is reported as a failure, never a hang (the
+threads are daemons).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from explorer.models.data_model import DataModel
+from explorer.models.ratings_model import RatingsModel
+from explorer.models.regression_model import RegressionModel
+from explorer.views.ratings_view import RatingsView
+from explorer.views.regression_view import RegressionView
+
+TIMEOUT_S = 20.0
+#: How long the reset thread waits for the frame thread to hold the view's lock (it never does once the
+#: view takes the model's lock first: the frame thread then waits for the model's lock instead).
+WAIT_FOR_FRAME_S = 1.0
+
+
+class _ReportingLock:
+    """Wraps a view's RLock; sets ``acquired`` when the thread named ``frame`` holds it."""
+
+    def __init__(self, lock):
+        self._lock = lock
+        self.acquired = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got and threading.current_thread().name == "frame":
+            self.acquired.set()
+        return got
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _race(view, model, change) -> None:
+    """Run a reset (``change()`` while holding ``model.lock``) against a frame refresh; fail on a deadlock."""
+    view_lock = _ReportingLock(view._lock)
+    view._lock = view_lock
+    errors: list[BaseException] = []
+    run_before = model.run_id
+
+    def reset_path():
+        try:
+            with model.lock:  # the reset has taken the model's lock ...
+                view_lock.acquired.wait(WAIT_FOR_FRAME_S)  # ... while the frame refresh starts
+                change()  # publishes run_id under the model's lock: the view's watcher refreshes
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    def frame_path():
+        try:
+            view.player._bump()  # what the player does on the event loop after a tick: frame += 1 -> refresh
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    reset = threading.Thread(target=reset_path, name="reset", daemon=True)
+    frame = threading.Thread(target=frame_path, name="frame", daemon=True)
+    reset.start()
+    frame.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    for t in (reset, frame):
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in (reset, frame) if t.is_alive()]
+    assert not stuck, f"deadlock: the {' and '.join(stuck)} thread(s) did not finish within {TIMEOUT_S} s"
+    assert not errors, errors
+    assert model.run_id == run_before + 1  # the change did start a new run (the race was not vacuous)
+
+
+def test_ratings_view_reset_during_a_frame_does_not_deadlock():
+    view = RatingsView(model=RatingsModel(model="mar_mm", n_users=120, n_items=10, n_clusters=2))
+    view.player.step()
+    _race(view, view.model, lambda: setattr(view.model, "seed", view.model.seed + 1))
+    assert view.model.iteration == 0  # the refresh after the reset drew the new run
+
+
+def test_regression_view_reset_during_a_frame_does_not_deadlock():
+    model = RegressionModel(data_model=DataModel(dataset="ring", mechanism="mcar", rate=0.2))
+    view = RegressionView(model=model, auto_fit=False)
+    view.player.step()
+    _race(view, model, lambda: setattr(model, "seed", model.seed + 1))
+    assert model.iteration == 0
+    assert f"EM iteration {model.iteration}" in view._scatter_pipe.data["title"]  # the new run is drawn
+
+
+def test_the_probe_reports_the_frame_thread_only():
+    """The probe itself: the lock is reported held by the ``frame`` thread, not by another (else the race is vacuous)."""
+    lock = _ReportingLock(threading.RLock())
+
+    def hold():
+        with lock:
+            pass
+
+    other = threading.Thread(target=hold, name="other")
+    other.start()
+    other.join(5)
+    assert not lock.acquired.is_set()
+    frame = threading.Thread(target=hold, name="frame")
+    frame.start()
+    frame.join(5)
+    assert lock.acquired.is_set()
