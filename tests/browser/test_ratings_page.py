@@ -49,7 +49,7 @@ def test_ratings_page(serve_app, new_page, watch_errors, wait_for_bokeh, screens
     url = serve_app({"ratings": APP})
     page = new_page(viewport=VIEWPORT)
     errors = watch_errors(page)
-    page.goto(f"{url}/ratings?n_users=150&n_items=12&repeats=2", timeout=60_000)
+    page.goto(f"{url}/ratings?n_users=150&n_items=12&repeats=2&compare_ks=%5B1%5D", timeout=60_000)  # one K: 8 models x 5 s x 2 worlds
     wait_for_bokeh(page)
 
     # the start screen: MM/CPT-v plays to convergence by itself
