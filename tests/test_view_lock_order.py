@@ -121,3 +121,27 @@ def test_the_probe_reports_the_frame_thread_only():
     frame.start()
     frame.join(5)
     assert lock.acquired.is_set()
+
+
+# The two playgrounds read their models without the models' locks inside refresh, so the race above cannot
+# deadlock them; these guard that (a read-out under a model's lock added to their refresh would fail here).
+# They must not simply take every model's lock first: a watcher fired under one model's lock (a reset of the
+# second model, a degenerate step of the first) would then wait for the other model's lock.
+def test_em_playground_reset_during_a_frame_does_not_deadlock():
+    from explorer.views.em_playground import EMPlayground
+
+    view = EMPlayground()
+    view.player.step()
+    em = view.em
+    _race(view, em, lambda: setattr(em, "seed", em.seed + 1))
+    assert [m.iteration for m in view.models] == [0, 0, 0]  # the seed was passed on: every panel restarted
+
+
+def test_variational_playground_reset_during_a_frame_does_not_deadlock():
+    from explorer.views.vb_playground import VariationalPlayground
+
+    view = VariationalPlayground()
+    view.player.step()
+    vb = view.vb
+    _race(view, vb, lambda: setattr(vb, "seed", vb.seed + 1))
+    assert [m.iteration for m in view.models] == [0, 0]
