@@ -258,3 +258,23 @@ def test_choosing_the_other_axis_column_swaps_the_pair(view):
     cols = list(view.data_model.data.columns)
     view.y_feature = cols[3]  # another column: no swap
     assert (view.x_feature, view.y_feature) == (x, cols[3])
+
+
+
+def test_the_widget_sync_flag_is_per_thread(view):
+    """A refresh setting the rewind slider on one thread must not be read (or cleared) by another: with a shared
+    flag, the other thread's refresh cleared it midway and the slider's watcher paused the run."""
+    import threading
+
+    view._syncing = True
+    seen = []
+    other = threading.Thread(target=lambda: (seen.append(view._syncing), setattr(view, "_syncing", False)))
+    other.start()
+    other.join(5)
+    assert seen == [False] and view._syncing  # the other thread saw its own flag and cleared only its own
+    view._syncing = False
+    for _ in range(3):
+        view.player.step()
+    with param.edit_constant(view._rewind):  # a user's rewind still acts: the flag is off on this thread
+        view._rewind.value_throttled = 1
+    assert all(m.iteration == 1 for m in view.models)

@@ -168,7 +168,7 @@ class VariationalPlayground(ModelPage):
         self._weights = hv.streams.Pipe(data=weights_frame(None, None, "principled update", "thesis update", 0.01))
         self._traces = {u: {"elbo": trace_buffer("elbo"), "ll": trace_buffer("ll"), "neff": trace_buffer("neff")}
                         for u in UPDATE_COLORS}
-        self._syncing = False
+        self._sync_state = threading.local()  # see _syncing
         self._last_limits = ((0.0, 1.0), (0.0, 1.0))  # axis limits of the last frames sent
         self.player = StepPlayer(models=self.models, labels=["A", "B"], steps_per_tick=1)
         self._update_columns()
@@ -271,6 +271,19 @@ class VariationalPlayground(ModelPage):
                 finally:
                     self._syncing = False
         self.refresh()
+
+    @property
+    def _syncing(self) -> bool:
+        """True while this thread updates widgets itself (their watchers must not act on it).
+
+        Per thread: the player's frames (event loop) and widget events (Panel's thread pool) both refresh, and a
+        shared flag cleared by one while the other was setting the rewind slider let ``_on_rewind`` pause the run.
+        """
+        return getattr(self._sync_state, "on", False)
+
+    @_syncing.setter
+    def _syncing(self, value: bool) -> None:
+        self._sync_state.on = bool(value)
 
     def _on_rewind(self, event):
         if not self._syncing and event.new is not None:
