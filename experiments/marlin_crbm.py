@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 from explorer.core import crbm  # noqa: E402
-from explorer.core.rating_world import THESIS_S, make_rating_world, score_split, split_protocol  # noqa: E402
+from explorer.core.rating_world import THESIS_S, score_split  # noqa: E402
 from explorer.core.ratings_data import stack  # noqa: E402
-from marlin_rating_world import METRICS, _fmt, _mean_se  # noqa: E402
+from marlin_rating_world import METRICS, _fmt, _mean_se, world_split  # noqa: E402
 
 MODELS = {"cRBM": "basic", "cRBM/E-v": "ev"}
 #: Table 5.2 (Yahoo!, strong NMAE at the K chosen by weak NMAE): (K, mean, s.e.) for random and user items
@@ -58,21 +58,16 @@ THESIS_TABLE_5_4 = {"cRBM": (20, 0.8207), "cRBM/E-v": (10, 0.8244)}
 WORLD_KEYS = ("users", "items", "clusters", "test_users", "holdout_users", "random_items")
 
 
-def world_split(s: float, rep: int, args):
-    """The world and split of experiments/marlin_rating_world.py for (s, repeat) (same seed sequence)."""
-    si = THESIS_S.index(s) if s in THESIS_S else 100 + int(round(s * 1e4))
-    rng = np.random.default_rng([2008, 5, rep, si])
-    world = make_rating_world(args.users, args.items, args.clusters, s=s, rng=rng)
-    split = split_protocol(world, n_test_users=args.test_users, n_holdout_users=args.holdout_users, rng=rng,
-                           n_random_items=args.random_items)
-    return world, split
+def _s_index(s: float) -> int:
+    """The seed index of s in marlin_rating_world's committed run (all of THESIS_S), so the worlds are the same."""
+    return THESIS_S.index(s) if s in THESIS_S else 100 + int(round(s * 1e4))
 
 
 def run(args, log=print):
     rows = []
     for s in args.s:
         for rep in range(args.repeats):
-            _, split = world_split(s, rep, args)
+            _, split = world_split(s, rep, _s_index(s), args)
             line = [f"s={s:<6g} rep {rep}"]
             for name, variant in MODELS.items():
                 data = split.train if variant == "basic" else stack(split.train, split.holdout)

@@ -144,14 +144,21 @@ def fit_model(name: str, split, world, args, rng):
     raise ValueError(f"unknown model {name!r}")
 
 
+def world_split(s: float, rep: int, si: int, args):
+    """The world and split of (s, repeat ``rep``), drawn from the seed [2008, 5, rep, si] (``si``: the index of s in
+    the run's s values; the committed run has all of THESIS_S). experiments/marlin_crbm.py uses the same worlds."""
+    rng = np.random.default_rng([2008, 5, rep, si])
+    world = make_rating_world(args.users, args.items, args.clusters, s=s, rng=rng)
+    split = split_protocol(world, n_test_users=args.test_users, n_holdout_users=args.holdout_users,
+                           rng=rng, n_random_items=args.random_items)
+    return world, split
+
+
 def run(args, log=print):
     rows = []
     for si, s in enumerate(args.s):
         for rep in range(args.repeats):
-            rng = np.random.default_rng([2008, 5, rep, si])
-            world = make_rating_world(args.users, args.items, args.clusters, s=s, rng=rng)
-            split = split_protocol(world, n_test_users=args.test_users, n_holdout_users=args.holdout_users,
-                                   rng=rng, n_random_items=args.random_items)
+            world, split = world_split(s, rep, si, args)
             line = [f"s={s:<6g} rep {rep}: dropped {split.n_dropped:3d}"]
             for name in args.models:
                 t0 = time.perf_counter()
