@@ -293,15 +293,15 @@ def _negative_statistics(W, b1, b0, c, data: RatingData, variant: str, n_steps: 
     w_stat = np.zeros((D * V, K))
     x_sum = np.zeros(x.shape)
     c_stat = np.zeros(K)
+    pz = expit(_hidden_input(W, c, x))
     for t in range(1, 2 * n_steps):
-        pz = expit(_hidden_input(W, c, x))
         z = (rng.random(pz.shape) < pz).astype(float)
         x = _sample_visibles(W, bias_av, z, entries, x.shape, rng)
+        pz = expit(_hidden_input(W, c, x))  # P(z | x^t): the sample's statistic and the next step's z
         if t >= n_steps:
-            pz_t = expit(_hidden_input(W, c, x))
-            w_stat += x.reshape(x.shape[0], D * V).T @ pz_t
+            w_stat += x.reshape(x.shape[0], D * V).T @ pz
             x_sum += x
-            c_stat += pz_t.sum(axis=0)
+            c_stat += pz.sum(axis=0)
     return w_stat.reshape(D, V, K) / n_steps, x_sum / n_steps, c_stat / n_steps
 
 
