@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.benchmark_model import BenchmarkModel
-from explorer.views._page import page_template
-from explorer.views.benchmark_view import BenchmarkPage
+from explorer.ui.state.benchmark_model import BenchmarkModel
+from explorer.ui.page import page_template
+from explorer.ui.pages.benchmark import BenchmarkPage
 
 TITLE = "Imputation benchmark (seed000)"
 

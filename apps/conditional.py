@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.session_data import SessionData
-from explorer.models.em_model import EMModel
-from explorer.views._page import page_template
-from explorer.views.conditional_view import ConditionalView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.page import page_template
+from explorer.ui.pages.conditional import ConditionalView
 
 TITLE = "Conditional density slices"
 #: Parameters mirrored in the URL query string (shareable screens).

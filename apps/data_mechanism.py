@@ -2,17 +2,17 @@
 
 Serve on its own with ``panel serve apps/data_mechanism.py`` (or as part of the gallery,
 ``panel serve apps/``, which imports :func:`create_view`). Every browser session builds its own
-:class:`~explorer.models.data_model.DataModel`; the data settings live in the URL.
+:class:`~explorer.ui.state.data_model.DataModel`; the data settings live in the URL.
 """
 
 from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.data_view import DataMechanismView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.data_mechanism import DataMechanismView
 
 TITLE = "Data & mechanism"
 #: DataModel parameters mirrored in the URL query string (shareable screens).

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.decision_model import DecisionModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.decision_view import DecisionView
+from explorer.ui.state.decision_model import DecisionModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.decision_surface import DecisionView
 
 TITLE = "Decision surfaces"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.em_playground import EMPlayground
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.em_playground import EMPlayground
 
 TITLE = "EM playground"
 #: The default screen: seed001 Fig. 1 (bivariate Gaussian, y hidden where x is large, K = 1).

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.fa_model import FAModel
-from explorer.views._page import page_template
-from explorer.views.inpainting import InpaintingView
+from explorer.ui.state.fa_model import FAModel
+from explorer.ui.page import page_template
+from explorer.ui.pages.inpainting import InpaintingView
 
 TITLE = "Inpainting with factor models"
 #: The default screen: 8x8 digits, PPCA with q = 10, a random quarter missing.

@@ -25,10 +25,10 @@ import param
 from panel.viewable import Viewer
 
 from explorer.datasets import list_datasets
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template, prefixed, show_notices, url_bindings_of, url_notice
-from explorer.views._text import md
-from explorer.views._url import UrlState
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template, prefixed, show_notices, url_bindings_of, url_notice
+from explorer.ui.text import md
+from explorer.ui.url import UrlState
 
 log = logging.getLogger(__name__)
 APPS_DIR = Path(__file__).resolve().parent
@@ -136,7 +136,7 @@ def load_page_module(slug: str):
 
 def build_page(slug: str, session: SessionData | None = None):
     """``(sidebar, main, bindings)`` of a page (``sidebar`` is None when the view has no separate
-    controls; ``bindings`` are the page's URL bindings, see :func:`~explorer.views._page.url_bindings_of`).
+    controls; ``bindings`` are the page's URL bindings, see :func:`~explorer.ui.page.url_bindings_of`).
 
     Raises whatever the page raises; :class:`Gallery` turns that into a readable placeholder.
     """
@@ -185,7 +185,7 @@ class Gallery(Viewer):
     """Navigation between the pages; each page is built the first time it is opened.
 
     The open page and the settings of every page opened are kept in the URL (see
-    :class:`~explorer.views._url.UrlState`): the link's values are applied to a page when it is
+    :class:`~explorer.ui.url.UrlState`): the link's values are applied to a page when it is
     built, and values that cannot be used are said in a notice at the top of the page.
     """
 

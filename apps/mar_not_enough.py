@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.views._page import page_template
-from explorer.views.mar_table_view import MARTableView, create_model
+from explorer.ui.page import page_template
+from explorer.ui.pages.mar_not_enough import MARTableView, create_model
 
 TITLE = "MAR is not enough"
 

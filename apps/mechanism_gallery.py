@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.views._page import page_template
-from explorer.views.mechanism_gallery_view import MechanismGalleryView, create_model
+from explorer.ui.page import page_template
+from explorer.ui.pages.mechanism_gallery import MechanismGalleryView, create_model
 
 TITLE = "Mechanism gallery"
 

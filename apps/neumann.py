@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.views._page import page_template
-from explorer.views.neumann_view import NeumannView, create_model
+from explorer.ui.page import page_template
+from explorer.ui.pages.neumann import NeumannView, create_model
 
 TITLE = "Neumann-series convergence"
 

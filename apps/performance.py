@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.views._page import page_template
-from explorer.views.performance_view import PerformanceView, create_model
+from explorer.ui.page import page_template
+from explorer.ui.pages.performance import PerformanceView, create_model
 
 TITLE = "EM performance"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.ratings_model import RatingsModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.ratings_view import RatingsView
+from explorer.ui.state.ratings_model import RatingsModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.ratings import RatingsView
 
 TITLE = "Ratings: learning the selection model"
 #: The start screen: 300 users x 20 items, s = 0.25 (the strongest value effect), MM/CPT-v with K = 3.

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.regression_model import RegressionModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.regression_view import RegressionView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.regression_model import RegressionModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.regression import RegressionView
 
 TITLE = "Regression from the joint density"
 #: The start screen: the noisy circle (two values of y for most x), 20 % MCAR, K = 6.

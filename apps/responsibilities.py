@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.views._page import page_template
-from explorer.views.responsibilities_view import ResponsibilitiesView, create_model
+from explorer.ui.page import page_template
+from explorer.ui.pages.responsibilities import ResponsibilitiesView, create_model
 
 TITLE = "Responsibilities under masking"
 
 
 def create_view(**settings) -> ResponsibilitiesView:
     """The bare Viewer (plain layout, no template): 3s and 8s, two PPCA components, left half missing, opening on
-    an image that changes cluster when masked (see :func:`~explorer.views.responsibilities_view.create_model`)."""
+    an image that changes cluster when masked (see :func:`~explorer.ui.pages.responsibilities.create_model`)."""
     return ResponsibilitiesView(model=create_model(**settings))
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.sensitivity_model import SensitivityModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.sensitivity_view import SensitivityView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.sensitivity_model import SensitivityModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.sensitivity import SensitivityView
 
 TITLE = "Sensitivity to NMAR: delta adjustment"
 #: The start screen: iris with its 47 lowest sepal lengths hidden (nmar_lowest at 10 %: one column), M = 20.

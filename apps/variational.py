@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import panel as pn
 
-from explorer.models.data_model import DataModel
-from explorer.models.session_data import SessionData
-from explorer.views._page import page_template
-from explorer.views.vb_playground import VariationalPlayground
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.page import page_template
+from explorer.ui.pages.variational import VariationalPlayground
 
 TITLE = "Variational DP mixture"
 #: The default screen: three blobs, 30 % MCAR, truncation K = 10 (three components survive).

@@ -24,7 +24,7 @@ Futures cancelled by ``shutdown(cancel_futures=True)`` are never reported to
 :func:`as_done` instead.
 
 Used by :func:`explorer.benchmark.run_benchmark` and
-:class:`explorer.models.benchmark_model.BenchmarkModel`. Standard library only (no Panel).
+:class:`explorer.ui.state.benchmark_model.BenchmarkModel`. Standard library only (no Panel).
 """
 
 from __future__ import annotations

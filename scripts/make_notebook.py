@@ -109,7 +109,7 @@ The same widget that `panel serve apps/` shows. Press **Step** or **Play**: exac
 "impute conditional means and refit" and mean imputation followed by EM run side by side on the same data."""),
 code("""import panel as pn
 pn.extension(inline=True)  # BokehJS and Panel's JS in the notebook itself: no CDN, works offline
-from explorer.views.em_playground import EMPlayground
+from explorer.ui.pages.em_playground import EMPlayground
 playground = EMPlayground()
 playground"""),
 ]
@@ -208,11 +208,11 @@ The variational mixture page: step or play the updates, both component updates s
 bars, the effective number of components and the ELBO over iterations."""),
 code("""import panel as pn
 pn.extension("tabulator", inline=True)  # inline: no CDN (offline); tabulator: the benchmark table
-from explorer.views.vb_playground import VariationalPlayground
+from explorer.ui.pages.variational import VariationalPlayground
 VariationalPlayground()"""),
 md("""The benchmark page, here showing the committed full run (press **Run** for a new one; it runs in the
 background with a progress bar)."""),
-code("""from explorer.views.benchmark_view import BenchmarkPage
+code("""from explorer.ui.pages.benchmark import BenchmarkPage
 page = BenchmarkPage()
 page.model.load_results(root / "results" / "seed000_benchmark" / "summary.csv")
 page"""),
@@ -481,8 +481,8 @@ reconstruction with its responsibilities, l on a slider or played term by term, 
 grid mode."""),
 code("""import panel as pn
 pn.extension(inline=True)
-from explorer.models.fa_model import FAModel
-from explorer.views.inpainting import InpaintingView
+from explorer.ui.state.fa_model import FAModel
+from explorer.ui.pages.inpainting import InpaintingView
 
 page = InpaintingView(model=FAModel(dataset="mnist", classes="1,7", n_train=400, n_eval=16, n_factors=20,
                                     n_components=2, mask="half", side="top", n_terms=50))
@@ -697,8 +697,8 @@ Logit-vd, DP, DP/CPT-v, cRBM, cRBM/E-v), Step / Play the EM iterations, Gibbs sw
 truth and the per-user predictions for a rated and an unrated item."""),
 code("""import panel as pn
 pn.extension(inline=True)  # BokehJS and Panel's JS in the notebook itself: no CDN, works offline
-from explorer.models.ratings_model import RatingsModel
-from explorer.views.ratings_view import RatingsView
+from explorer.ui.state.ratings_model import RatingsModel
+from explorer.ui.pages.ratings import RatingsView
 ratings = RatingsView(model=RatingsModel(n_users=300, n_items=20, n_clusters=3, s=0.25, model="cpt_v", n_components=3))
 ratings"""),
 ]

@@ -1,7 +1,7 @@
 """Layering rules from docs/ARCHITECTURE.md, checked mechanically.
 
 * ``explorer.core`` (and every module in it) imports numpy/scipy only;
-* ``explorer/models`` (L2) and the L1 modules never import Panel, HoloViews or Bokeh;
+* ``explorer/ui/state`` (L2) and the L1 modules never import Panel, HoloViews or Bokeh;
 * ``import explorer`` is lazy (PEP 562) and its public names resolve to the right objects;
 * no explicit inverses (``linalg.inv``) and no global numpy random state anywhere in the package.
 
@@ -127,11 +127,11 @@ def test_import_explorer_is_lazy():
 
 
 def test_models_and_l1_never_import_gui_libraries():
-    models = PKG / "models"
-    roots = ["explorer.models"] if models.is_dir() and any(models.rglob("*.py")) else []
+    models = PKG / "ui" / "state"
+    roots = ["explorer.ui.state"] if models.is_dir() and any(models.rglob("*.py")) else []
     extra = _existing_l1_modules()
     if not roots and not extra:
-        pytest.skip("no explorer/models/*.py and no L1 modules (io/datasets/history/imputers) yet")
+        pytest.skip("no explorer/ui/state/*.py and no L1 modules (io/datasets/history/imputers) yet")
     imported, culprits, errors = _probe_imports(roots, GUI, extra=extra)
     assert not errors, f"modules failed to import: {errors}"
     assert not culprits, (

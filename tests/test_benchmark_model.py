@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from explorer import benchmark as bm
-from explorer.models import benchmark_model as bmm
-from explorer.models.benchmark_model import SUMMARY_COLUMNS, BenchmarkModel
+from explorer.ui.state import benchmark_model as bmm
+from explorer.ui.state.benchmark_model import SUMMARY_COLUMNS, BenchmarkModel
 from explorer.reference import SEED000_RATES
 
 CHEAP = dict(methods=["mean", "knn"], rates=[0.1, 0.3], quick=True)
@@ -168,7 +168,7 @@ def test_process_pool_gives_the_same_table():
 
 def test_loading_the_committed_run_makes_the_settings_match_it():
     """After "Load committed full run" the sidebar must describe the table on screen, not the last run."""
-    from explorer.models.benchmark_model import COMMITTED_SUMMARY
+    from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY
 
     m = BenchmarkModel(datasets=["boston"], methods=["mean"], rates=[0.1], repetitions=1, quick=True)
     assert m.load_results(COMMITTED_SUMMARY)

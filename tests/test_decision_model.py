@@ -1,4 +1,4 @@
-"""The model of the "Decision surfaces" page (explorer.models.decision_model) and its view's text."""
+"""The model of the "Decision surfaces" page (explorer.ui.state.decision_model) and its view's text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sklearn.metrics import log_loss
 
 from explorer.core._validation import BadInputError
 from explorer.learn.methods import METHODS, stepped_methods
-from explorer.models.decision_model import (GRID_SIZE, TEST_PER_CLASS, DecisionModel, EMClassifierRun, fit_method,
+from explorer.ui.state.decision_model import (GRID_SIZE, TEST_PER_CLASS, DecisionModel, EMClassifierRun, fit_method,
                                             load_classification, scores_of, surface_of)
 
 
@@ -154,7 +154,7 @@ def test_bad_settings_give_clear_errors():
 
 
 def test_uploads_need_a_class_column_and_are_shown_escaped():
-    from explorer.views.decision_view import DecisionView
+    from explorer.ui.pages.decision_surface import DecisionView
 
     rng = np.random.default_rng(1)
     rows = ["<script>alert(1)</script>,b**old**,label"] + [

@@ -1,4 +1,4 @@
-"""Headless tests of the download buttons (explorer/views/_downloads.py) on the Data & mechanism and
+"""Headless tests of the download buttons (explorer/ui/components/downloads.py) on the Data & mechanism and
 Conditional pages: the views are built in Python, the download callbacks called (and the button's
 click path run), the bytes parsed back with pandas / pyarrow / xarray (scipy engine)."""
 
@@ -14,12 +14,12 @@ import pytest
 import xarray as xr
 
 from explorer.core._validation import BadInputError
-from explorer.models.data_model import DataModel
-from explorer.models.em_model import EMModel
-from explorer.views import _downloads
-from explorer.views._downloads import FORMATS, safe_filename
-from explorer.views.conditional_view import ConditionalView
-from explorer.views.data_view import MAX_FIT_FEATURES, DataMechanismView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.components import downloads as _downloads
+from explorer.ui.components.downloads import FORMATS, safe_filename
+from explorer.ui.pages.conditional import ConditionalView
+from explorer.ui.pages.data_mechanism import MAX_FIT_FEATURES, DataMechanismView
 
 FORMAT_NAMES = list(FORMATS)
 # pandas < 3 needs the round-trip float parser to read back the float64 written; pandas 3 does by default

@@ -7,7 +7,7 @@ import pytest
 
 from explorer.core import neumann
 from explorer.core._validation import BadInputError
-from explorer.models.fa_model import MASK_TYPES, METHODS, FAModel, load_images
+from explorer.ui.state.fa_model import MASK_TYPES, METHODS, FAModel, load_images
 
 
 @pytest.fixture(scope="module")

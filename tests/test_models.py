@@ -8,13 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from explorer.models.data_model import NO_MECHANISM, UPLOADED, DataModel
-from explorer.models.em_model import EMModel
+from explorer.ui.state.data_model import NO_MECHANISM, UPLOADED, DataModel
+from explorer.ui.state.em_model import EMModel
 
 
 def test_models_do_not_import_panel():
     code = (
-        "import sys; import explorer.models.data_model, explorer.models.em_model; "
+        "import sys; import explorer.ui.state.data_model, explorer.ui.state.em_model; "
         "print(','.join(m for m in ('panel', 'holoviews', 'bokeh') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

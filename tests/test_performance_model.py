@@ -11,7 +11,7 @@ import pytest
 from explorer.core import pattern_tree
 from explorer.core._validation import BadInputError
 from explorer.core.patterns import group_patterns
-from explorer.models.performance_model import (KERNELS, SWEEP_COLUMNS, PerformanceModel, em_strategies,
+from explorer.ui.state.performance_model import (KERNELS, SWEEP_COLUMNS, PerformanceModel, em_strategies,
                                                mcar_patterns, square_patterns, theoretical_flops)
 
 

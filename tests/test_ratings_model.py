@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from explorer.core._validation import BadInputError
-from explorer.models import ratings_model as rm
-from explorer.models.ratings_model import MODELS, RatingsModel, Run, available_models, compare_models, make_world
+from explorer.ui.state import ratings_model as rm
+from explorer.ui.state.ratings_model import MODELS, RatingsModel, Run, available_models, compare_models, make_world
 
 HAVE = available_models()
 EM_MODELS = [k for k in MODELS if MODELS[k].kind == "em"]
@@ -219,7 +219,7 @@ def test_a_world_that_cannot_be_drawn_is_said_and_not_shown(monkeypatch):
 
 
 def test_the_player_steps_the_model():
-    from explorer.views.player import StepPlayer
+    from explorer.ui.components.player import StepPlayer
 
     m = RatingsModel(model="mar_mm", **SMALL)
     player = StepPlayer(models=[m])

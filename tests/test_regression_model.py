@@ -10,8 +10,8 @@ from scipy import stats
 
 from explorer.core._validation import BadInputError
 from explorer.learn.joint import GaussianMixtureRegressor
-from explorer.models.data_model import DataModel
-from explorer.models.regression_model import (
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.regression_model import (
     JOINT_DRAW,
     JOINT_MEAN,
     METHODS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.models.data_model import DataModel
-from explorer.models.sensitivity_model import SensitivityModel, run_job
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.sensitivity_model import SensitivityModel, run_job
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.models.data_model import UPLOADED, DataModel
-from explorer.models.session_data import SessionData
-from explorer.views.data_controls import DataControls
-from explorer.views.em_playground import EMPlayground
-from explorer.views.vb_playground import VariationalPlayground
+from explorer.ui.state.data_model import UPLOADED, DataModel
+from explorer.ui.state.session_data import SessionData
+from explorer.ui.components.data_controls import DataControls
+from explorer.ui.pages.em_playground import EMPlayground
+from explorer.ui.pages.variational import VariationalPlayground
 from tests._text_checks import shown
 
 CSV = b"a,b,c,d\n" + b"\n".join(f"{i},{(i * 7) % 11},{i % 5},{(i * 3) % 7 if i % 4 else ''}".encode()

@@ -1,4 +1,4 @@
-"""URL state (explorer/views/_url.py) and user-text escaping (explorer/views/_text.py), without a server."""
+"""URL state (explorer/ui/url.py) and user-text escaping (explorer/ui/text.py), without a server."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.models.data_model import DataModel
-from explorer.views._text import html, md, shorten
-from explorer.views._url import MAX_SAFE_INTEGER, UrlState, UrlValueError, parse_value, read_query
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.text import html, md, shorten
+from explorer.ui.url import MAX_SAFE_INTEGER, UrlState, UrlValueError, parse_value, read_query
 
 
 class Knobs(param.Parameterized):
@@ -196,7 +196,7 @@ def test_writes_wait_until_the_page_is_loaded():
 
 
 def test_request_arguments_are_raw_strings_last_value_wins():
-    from explorer.views._url import request_arguments
+    from explorer.ui.url import request_arguments
 
     args = {"page": [b"em_playground"], "x": [b"1", b"2"], "empty": [], "u": [b"\xc3\xa9t\xc3\xa9"], "s": "plain"}
     assert request_arguments(args) == {"page": "em_playground", "x": "2", "u": "été", "s": "plain"}

@@ -13,8 +13,8 @@ import pytest
 from explorer.core import vb_dpgmm
 from explorer.core.conditional import ConditionalMixture
 from explorer.core.conditional_t import StudentTConditionalMixture
-from explorer.models.data_model import DataModel
-from explorer.models.vb_model import VBModel
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.vb_model import VBModel
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def blobs():
 
 
 def test_vb_model_does_not_import_panel():
-    code = ("import sys; import explorer.models.vb_model; "
+    code = ("import sys; import explorer.ui.state.vb_model; "
             "print(','.join(m for m in ('panel', 'holoviews', 'bokeh') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

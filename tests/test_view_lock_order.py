@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 import time
 
-from explorer.models.data_model import DataModel
-from explorer.models.ratings_model import RatingsModel
-from explorer.models.regression_model import RegressionModel
-from explorer.views.ratings_view import RatingsView
-from explorer.views.regression_view import RegressionView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.ratings_model import RatingsModel
+from explorer.ui.state.regression_model import RegressionModel
+from explorer.ui.pages.ratings import RatingsView
+from explorer.ui.pages.regression import RegressionView
 
 TIMEOUT_S = 20.0
 #: How long the reset thread waits for the frame thread to hold the view's lock (it never does once the
@@ -128,7 +128,7 @@ def test_the_probe_reports_the_frame_thread_only():
 # They must not simply take every model's lock first: a watcher fired under one model's lock (a reset of the
 # second model, a degenerate step of the first) would then wait for the other model's lock.
 def test_em_playground_reset_during_a_frame_does_not_deadlock():
-    from explorer.views.em_playground import EMPlayground
+    from explorer.ui.pages.em_playground import EMPlayground
 
     view = EMPlayground()
     view.player.step()
@@ -138,7 +138,7 @@ def test_em_playground_reset_during_a_frame_does_not_deadlock():
 
 
 def test_variational_playground_reset_during_a_frame_does_not_deadlock():
-    from explorer.views.vb_playground import VariationalPlayground
+    from explorer.ui.pages.variational import VariationalPlayground
 
     view = VariationalPlayground()
     view.player.step()

@@ -13,10 +13,10 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from explorer.models import benchmark_model as bmm
-from explorer.models.benchmark_model import BenchmarkModel
+from explorer.ui.state import benchmark_model as bmm
+from explorer.ui.state.benchmark_model import BenchmarkModel
 from explorer.reference import reference_cells
-from explorer.views.benchmark_view import METRIC_ROWS, BenchmarkPage, bar_frame
+from explorer.ui.pages.benchmark import METRIC_ROWS, BenchmarkPage, bar_frame
 
 
 def summary_rows(*rows) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def test_mechanism_switch_redraws_in_place(finished_page):
 
 
 def test_load_button_state_and_loading(tmp_path, monkeypatch):
-    monkeypatch.setattr("explorer.views.benchmark_view.COMMITTED_SUMMARY", tmp_path / "summary.csv")
+    monkeypatch.setattr("explorer.ui.pages.benchmark.COMMITTED_SUMMARY", tmp_path / "summary.csv")
     monkeypatch.setattr(bmm, "COMMITTED_SUMMARY", tmp_path / "summary.csv")
     view = BenchmarkPage()
     assert view._load.disabled and "No committed full run" in view._load.description

@@ -12,11 +12,11 @@ import pytest
 from bokeh.document import Document
 
 from explorer.core._validation import BadInputError
-from explorer.models.data_model import DataModel
-from explorer.models.em_model import EMModel
-from explorer.models.vb_model import VBModel
-from explorer.views._conditional_frames import _slice1d_element, _weights_element
-from explorer.views.conditional_view import (
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.state.vb_model import VBModel
+from explorer.ui.plots.conditional_frames import _slice1d_element, _weights_element
+from explorer.ui.pages.conditional import (
     NONE,
     ConditionalView,
     mass_levels,
@@ -422,7 +422,7 @@ def test_after_the_session_is_destroyed_the_worker_stops_quietly(order, monkeypa
 
 
 def test_the_page_offers_only_data_sets_it_can_fit_interactively():
-    from explorer.views.conditional_view import MAX_FEATURES, conditional_datasets
+    from explorer.ui.pages.conditional import MAX_FEATURES, conditional_datasets
 
     names = conditional_datasets()
     assert "iris" in names and "digits_8x8" in names and "uploaded" in names

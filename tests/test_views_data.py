@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from explorer.core.data import IncompleteData
-from explorer.models.data_model import DataModel
-from explorer.views.data_controls import DataControls
-from explorer.views.data_view import (
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.components.data_controls import DataControls
+from explorer.ui.pages.data_mechanism import (
     MISSING_PIXEL,
     DataMechanismView,
     histogram_edges,

@@ -13,9 +13,10 @@ import param
 import pytest
 from bokeh.document import Document
 
-from explorer.models.em_model import EMModel
-from explorer.views.em_playground import EMPlayground, ellipse_paths, panel_frame
-from explorer.views.player import StepPlayer
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.pages.em_playground import EMPlayground
+from explorer.ui.plots.mixture2d import ellipse_paths, panel_frame
+from explorer.ui.components.player import StepPlayer
 from tests._plot_checks import assert_ranges_cover, untitled_plots
 from tests._text_checks import shown
 
@@ -235,7 +236,8 @@ def test_fit_axes_moves_the_ranges_only_when_the_frame_limits_change():
     """The hook reads the limits from the rendered frame, so coalesced frames cannot lose a change."""
     from bokeh.models import Range1d
 
-    from explorer.views.em_playground import _overlay, empty_frame, fit_axes
+    from explorer.ui.plots.mixture2d import empty_frame, fit_axes
+    from explorer.ui.plots.mixture2d import panel_overlay as _overlay
 
     class Plot:  # what the hook uses of a HoloViews plot
         state = type("Fig", (), {"x_range": Range1d(start=0, end=1), "y_range": Range1d(start=0, end=1)})()
@@ -404,7 +406,7 @@ def test_gallery_builds_every_page_lazily_and_survives_a_broken_one(monkeypatch)
 
 
 def test_the_player_tooltips_say_one_model_or_every_model():
-    from explorer.views.player import StepPlayer
+    from explorer.ui.components.player import StepPlayer
 
     one = StepPlayer(models=[EMModel()])
     assert one._step_button.description == "One step of the model"
@@ -414,7 +416,7 @@ def test_the_player_tooltips_say_one_model_or_every_model():
 
 
 def test_the_player_says_the_real_rate_when_play_cannot_keep_up():
-    from explorer.views.player import StepPlayer
+    from explorer.ui.components.player import StepPlayer
 
     p = StepPlayer(models=[EMModel()], period=100)  # 10 ticks/s asked
     p._shown_at.extend([0.0, 0.5, 1.0, 1.5, 2.0])  # shown: 2 ticks/s

@@ -10,8 +10,8 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from explorer.models.fa_model import METHODS, FAModel
-from explorer.views.inpainting import InpaintingView, mosaic
+from explorer.ui.state.fa_model import METHODS, FAModel
+from explorer.ui.pages.inpainting import InpaintingView, mosaic
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 

@@ -13,8 +13,8 @@ from bokeh.document import Document
 from bokeh.models import Legend
 from bokeh.plotting import figure
 
-from explorer.models.fa_model import MASK_TYPES
-from explorer.views.neumann_view import (
+from explorer.ui.state.fa_model import MASK_TYPES
+from explorer.ui.pages.neumann import (
     NeumannView,
     create_model,
     decay_overlay,

@@ -1,4 +1,4 @@
-"""The pages' notebook layout (explorer/views/_notebook.py) and what keeps them live in Jupyter.
+"""The pages' notebook layout (explorer/ui/components/notebook.py) and what keeps them live in Jupyter.
 
 The browser side (JupyterLab, offline, Step / Play) is tests/browser/test_jupyterlab.py.
 """
@@ -14,10 +14,10 @@ import pytest
 from bokeh.document import Document
 from pyviz_comms import Comm
 
-from explorer.views import _notebook
-from explorer.views._notebook import NotebookPage, notebook_layout, settings_sections
-from explorer.views.em_playground import EMPlayground
-from explorer.views.player import StepPlayer
+from explorer.ui.components import notebook as _notebook
+from explorer.ui.components.notebook import NotebookPage, notebook_layout, settings_sections
+from explorer.ui.pages.em_playground import EMPlayground
+from explorer.ui.components.player import StepPlayer
 
 
 def _sidebar_and_main():
@@ -138,7 +138,7 @@ def test_playing_outside_a_server_leaves_the_event_loop_free_for_pause():
 @pytest.mark.parametrize("comm", [None, Comm()])
 def test_rewind_slider_sets_the_release_value_only_outside_jupyter(comm):
     """In Jupyter the browser sends a value_throttled set by the kernel back, late: Play would rewind."""
-    from explorer.views.vb_playground import _RewindSlider
+    from explorer.ui.pages.variational import _RewindSlider
 
     slider = _RewindSlider(start=0, end=10, value=0)
     model = slider.get_root(Document(), comm=comm)

@@ -8,8 +8,8 @@ from pathlib import Path
 import panel as pn
 from bokeh.document import Document
 
-from explorer.models.performance_model import PerformanceModel
-from explorer.views.performance_view import SERIES, PerformanceView, path_markdown, tree_overlay
+from explorer.ui.state.performance_model import PerformanceModel
+from explorer.ui.pages.performance import SERIES, PerformanceView, path_markdown, tree_overlay
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 

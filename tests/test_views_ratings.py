@@ -1,12 +1,12 @@
-"""The Ratings page's frame builders and view without a browser (explorer.views.ratings_view)."""
+"""The Ratings page's frame builders and view without a browser (explorer.ui.pages.ratings)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from explorer.models.ratings_model import RatingsModel, available_models
-from explorer.views.ratings_view import RatingsView, comparison_table, predictive_frame, selection_frame, trace_frame
+from explorer.ui.state.ratings_model import RatingsModel, available_models
+from explorer.ui.pages.ratings import RatingsView, comparison_table, predictive_frame, selection_frame, trace_frame
 
 SMALL = {"n_users": 120, "n_items": 10, "n_clusters": 2}
 
@@ -85,9 +85,9 @@ def test_a_model_that_cannot_be_fitted_fails_in_its_row_only():
     """At 60 users x 6 items the hold-out sample misses a rating value: CPT-v+ fails, the others are scored."""
     if not available_models()["cpt_v_plus"]:
         pytest.skip("cpt_v is not there")
-    from explorer.models.ratings_model import compare_models
+    from explorer.ui.state.ratings_model import compare_models
 
-    from explorer.models.ratings_model import S_VALUES
+    from explorer.ui.state.ratings_model import S_VALUES
 
     rows = compare_models(("mar_mm", "cpt_v_plus"), ks=(1,), s_values=S_VALUES, n_users=60, n_items=6, repeats=2)
     mar = [r for r in rows if r["model"] == "MAR MM"]

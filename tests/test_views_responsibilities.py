@@ -11,7 +11,7 @@ import pytest
 from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
-from explorer.views.responsibilities_view import (
+from explorer.ui.pages.responsibilities import (
     ResponsibilitiesView,
     accuracy_frame,
     create_model,

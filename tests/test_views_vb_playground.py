@@ -11,13 +11,13 @@ import param
 import pytest
 from bokeh.document import Document
 
-from explorer.views._vb_frames import (
+from explorer.ui.plots.vb_frames import (
     mixture_frame,
     mixture_overlay,
     weights_frame,
     weights_overlay,
 )
-from explorer.views.vb_playground import SHARED, VariationalPlayground, other_update
+from explorer.ui.pages.variational import SHARED, VariationalPlayground, other_update
 from tests._plot_checks import assert_ranges_cover, untitled_plots
 from tests._text_checks import shown as shown_text
 

@@ -92,7 +92,7 @@ import time
 sys.path.insert(0, {here!r})
 import nap
 from explorer import benchmark as bm
-from explorer.models.benchmark_model import BenchmarkModel
+from explorer.ui.state.benchmark_model import BenchmarkModel
 
 # Module level: spawned workers run this file again (as __mp_main__), so their "mean" sleeps too.
 bm.METHODS["mean"] = bm.Method("mean", nap.nap_method, "point", "sleeps", "test only")

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import xarray as xr
 
-from explorer.models.data_model import DataModel
+from explorer.ui.state.data_model import DataModel
 
 from tests.browser._helpers import wait_for_title
 

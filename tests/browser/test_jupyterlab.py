@@ -9,7 +9,7 @@ recorded: a page that needs a CDN (``pn.extension()`` without ``inline=True``) r
 recorded request fails the test.
 
 Then, for every Panel page shown in a notebook (a cell whose output has the page's "Settings" card, see
-``explorer/views/_notebook.py``): the card and the Step button sit above the plots, the plots are drawn
+``explorer/ui/components/notebook.py``): the card and the Step button sit above the plots, the plots are drawn
 at a readable width (the responsive ones at least 400 px, none past the output area), and where the
 page has a player, Step adds one to the iteration read-out, Play advances it and Pause stops it. No
 JavaScript error, and no request to another host, at any point. Screenshots: test-results/jupyterlab/.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 
-from explorer.models.performance_model import PerformanceModel
+from explorer.ui.state.performance_model import PerformanceModel
 from tests.browser.test_gallery import REPO_ROOT
 
 NOISY = ("tornado", "asyncio", "bokeh", "panel", "explorer", "explorer_apps")

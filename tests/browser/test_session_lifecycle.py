@@ -37,7 +37,7 @@ def _wait(predicate, timeout_s: float, what: str):
 @pytest.mark.parametrize("slug, model", [("em_playground", "em"), ("variational", "vb")])
 def test_closing_a_playing_tab_stops_its_work_and_leaves_the_log_clean(slug, model, serve_app, browser, caplog,
                                                                        wait_for_bokeh):
-    from explorer.views._page import page_template
+    from explorer.ui.page import page_template
 
     module, views = _load(slug), []
 

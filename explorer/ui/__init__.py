@@ -1,0 +1,13 @@
+"""The user interface (layers L2-L3): the pages of the gallery and what they are made of.
+
+* :mod:`explorer.ui.state`: param objects holding a page's settings and results (no Panel import:
+  they run headless in scripts, tests and notebooks);
+* :mod:`explorer.ui.components`: reusable Panel pieces (Step/Play player, data controls, upload,
+  data-error banner, downloads, the notebook layout);
+* :mod:`explorer.ui.plots`: figure builders and the pure functions that compute what they draw;
+* :mod:`explorer.ui.pages`: one module per page, named like ``apps/<slug>.py`` (a page never imports
+  another page);
+* :mod:`explorer.ui.page` (the served template and the base of the pages), :mod:`explorer.ui.url`
+  (settings in the URL), :mod:`explorer.ui.text` (user strings escaped), :mod:`explorer.ui.session`
+  (the browser session a page belongs to), :mod:`explorer.ui.weak` (callbacks that do not keep a page alive).
+"""

@@ -1,0 +1,687 @@
+r"""Conditional density slices: :math:`p(x_f \mid x^o)` of one row under a fitted Gaussian mixture.
+
+The "density imputation" of seed000 (eq. 3.27) and the conditional-density views 5/6 of
+seed001 §6: for a row with missing entries, the conditional distribution of the missing block
+given the observed one is again a Gaussian mixture, with weights :math:`h_k` (the posterior
+responsibilities of the components for the observed part), per-component regression means and
+Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).
+
+:class:`ConditionalView` fits a mixture on the data of its
+:class:`~explorer.ui.state.data_model.DataModel` in a background thread (``Fit``; refits when the
+data or the model settings change): either EM for a Gaussian mixture
+(:class:`~explorer.ui.state.em_model.EMModel`) or the variational Dirichlet-process mixture
+(:class:`~explorer.ui.state.vb_model.VBModel`), whose conditional is either the plug-in Gaussian
+mixture or the Student-t posterior predictive (:mod:`explorer.core.conditional_t`). It shows, for a
+data row or a typed row:
+
+* one missing feature: the conditional mixture density (curve), each component's weighted
+  contribution (dashed), the mean imputation (vertical line), an equal-tailed 95 % interval
+  (band), samples (rug) and the true value when it is known (star);
+* two missing features: contours of the joint conditional density (50/80/95 % regions),
+  samples, the mean and the truth;
+* a table of the observed values and the conditional means / sds of the missing ones, and the
+  component weights :math:`h_k` against the priors :math:`\pi_k`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import partial
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend and its options)
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+from bokeh.models import CustomJSTickFormatter
+from panel.viewable import Viewer
+
+from explorer.core._validation import BadInputError, constant_columns
+from explorer.datasets import list_datasets
+from explorer.ui.state.data_model import UPLOADED, DataModel
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.state.vb_model import VBModel
+from explorer.ui.components.notebook import notebook_layout
+from explorer.ui.components.banner import DataErrorBanner
+from explorer.ui.components.downloads import DownloadPanel, Imputations
+from explorer.ui.text import md
+from explorer.ui.components.data_controls import DataControls
+
+__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "parse_row", "slice_1d",
+           "slice_2d"]
+from explorer.ui.plots.conditional_frames import (
+    NONE,
+    _placeholder_1d,
+    _placeholder_2d,
+    _placeholder_weights,
+    _slice1d_element,
+    _slice2d_element,
+    _weights_element,
+    mass_levels,
+    parse_row,
+    slice_1d,
+    slice_2d,
+)
+
+DENSITIES = {"plug-in Gaussian mixture": "plugin", "Student-t predictive": "student_t"}
+MODEL_KINDS = {"EM mixture": "em", "Variational DP mixture": "vb"}
+#: The incomplete-row slider shows its (0-based) position 1-based, like the row read-out.
+ROW_FORMAT_JS = "return (tick + 1).toFixed(0)"
+#: Rows of the per-row feature table at most (wide data: the chosen and the missing features first).
+MAX_TABLE_ROWS = 20
+
+
+#: Widest built-in data set offered: a full-covariance mixture of 784 pixels (MNIST) takes minutes
+#: to fit, not seconds (one m x m factorisation per row and component).
+MAX_FEATURES = 64
+
+
+def conditional_datasets() -> list[str]:
+    """Built-in data sets the page can fit interactively (<= MAX_FEATURES columns), and ``uploaded``."""
+    return [d.name for d in list_datasets() if d.n_features <= MAX_FEATURES] + [UPLOADED]
+
+
+# ----------------------------------------------------------------------------- the view
+class ConditionalView(Viewer):
+    """Fit a mixture, pick a row and one or two missing features, see :math:`p(x^m \\mid x^o)`.
+
+    Parameters
+    ----------
+    em_model : EMModel
+        Default: iris with MCAR 30 %, K = 3. Its ``data_model`` drives the data controls.
+    vb_model : VBModel
+        Default: a variational DP mixture (truncation 10, priors at the data's scale) on the same data.
+        The page has no prior control, so this default model follows the data: the data-scaled
+        ``covariance_prior="observed_variance"`` needs a positive variance in every column, and on
+        data with constant columns (the border pixels of the digits) it uses ``"identity"`` (and
+        says so in the status line). A ``vb_model`` passed in keeps its own prior.
+    model_kind : {"em", "vb"}
+        Which of the two models is fitted and shown.
+    density : {"plugin", "student_t"}
+        For the variational model: plug-in Gaussian mixture or Student-t posterior predictive.
+    source : {"data row", "custom row"}
+    row_position : int
+        Position among the rows that have a missing value.
+    custom_text : str
+        A typed row (see :func:`parse_row`).
+    feature, feature2 : str
+        Missing feature on the x axis; a second one for the 2-D view (``NONE`` = 1-D).
+    auto_fit : bool
+        Fit again when the data or the model settings change.
+    """
+
+    em_model = param.ClassSelector(class_=EMModel)
+    vb_model = param.ClassSelector(class_=VBModel)
+    model_kind = param.Selector(default="em", objects=MODEL_KINDS, doc="The mixture model shown")
+    density = param.Selector(default="plugin", objects=DENSITIES, doc="Conditional of the variational model")
+    source = param.Selector(default="data row", objects=["data row", "custom row"])
+    row_position = param.Integer(default=0, bounds=(0, None), doc="Index among the incomplete rows")
+    custom_text = param.String(default="", doc="Comma-separated values, blank or ? = missing")
+    feature = param.String(default="", doc="Missing feature of the 1-D slice / x axis")
+    feature2 = param.String(default=NONE, doc="Second missing feature (2-D view)")
+    auto_fit = param.Boolean(default=True, doc="Refit when the data or the settings change")
+    n_draws = param.Integer(default=200, bounds=(1, 5000), doc="Samples drawn from the conditional")
+    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the samples and of 'random row'")
+
+    def __init__(self, **params):
+        if params.get("em_model") is None:
+            params["em_model"] = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
+                                         n_components=3)
+        auto_prior = params.get("vb_model") is None
+        if auto_prior:
+            params["vb_model"] = VBModel(data_model=params["em_model"].data_model, n_components=10,
+                                         mean_prior="observed_mean", covariance_prior="observed_variance")
+        super().__init__(**params)
+        self._lock = threading.RLock()
+        self._token = 0
+        self._auto_prior = auto_prior  # the default VB model's covariance prior follows the data
+        self._prior_note = ""
+        self._closed = threading.Event()  # set when the browser session is destroyed
+        self._worker: threading.Thread | None = None
+        self._doc = None  # the session document while served (worker -> UI hand-over)
+        self._rng = np.random.default_rng(self.seed)
+        self._rows = np.zeros(0, dtype=int)
+        self._updating = False
+        self._custom_columns: tuple | None = None  # the columns the custom row was written for
+        em = self.em_model
+        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False)
+        self.pipes = {"slice1d": hv.streams.Pipe(data=_placeholder_1d("No model yet")),
+                      "slice2d": hv.streams.Pipe(data=_placeholder_2d()),
+                      "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
+        self._make_widgets()
+        self.main = self._build()
+        if self.model_kind == "vb":
+            self._adapt_prior()  # before the run_id watchers: no fit is started here
+        self._on_run()
+        em.param.watch(self._on_run, ["run_id"])
+        self.vb_model.param.watch(self._on_run, ["run_id"])
+        self.param.watch(self._on_selection, ["source", "row_position", "custom_text", "feature", "feature2"])
+        self.param.watch(self._on_kind, ["model_kind", "density"])
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            pn.state.on_session_destroyed(self._on_destroyed)
+        self.downloads = DownloadPanel(stem=self._download_stem, imputations=self.imputations,
+                                       note=self._download_note)
+        self.param.watch(lambda e: self.downloads.refresh(), ["seed"])
+        self.sidebar = pn.Column(self.controls, self._model_box, self.downloads, sizing_mode="stretch_width")
+        self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
+
+    def __panel__(self):
+        return self._layout
+
+    # ------------------------------------------------------------------ widgets and layout (built once)
+    def _make_widgets(self):
+        em = self.em_model
+        self._k = pn.widgets.IntSlider.from_param(em.param.n_components, start=1, end=10, label="Components K")
+        self._cov = pn.widgets.Select.from_param(em.param.covariance_type, label="Covariance")
+        self._auto = pn.widgets.Checkbox.from_param(self.param.auto_fit, label="Refit when settings change")
+        self._fit_button = pn.widgets.Button(label="Fit", color="primary", description="Fit the mixture to convergence",
+                                             sizing_mode="stretch_width")
+        self._fit_button.on_click(self._on_fit_click)
+        self._progress = pn.indicators.Progress(active=True, value=-1, visible=False, height=12,
+                                                sizing_mode="stretch_width")
+        self._status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10), css_classes=["fit-status"])
+        self._em_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        vb = self.vb_model
+        self._kind = pn.widgets.Select.from_param(self.param.model_kind, label="Model")
+        self._em_box = pn.Column(self._k, self._cov, visible=self.model_kind == "em", sizing_mode="stretch_width")
+        self._vb_box = pn.Column(
+            pn.widgets.Select.from_param(self.param.density, label="Density"),
+            pn.widgets.IntSlider.from_param(vb.param.n_components, start=1, end=20, label="Truncation K"),
+            pn.widgets.FloatInput.from_param(vb.param.alpha, label="Concentration α (0 = 1/K)", step=0.1, start=0),
+            pn.widgets.Select.from_param(vb.param["update"], label="Normal-Wishart update"),
+            pn.widgets.Select.from_param(vb.param.responsibilities, label="Responsibilities"),
+            visible=self.model_kind == "vb", sizing_mode="stretch_width")
+        self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._kind,
+                                    self._em_box, self._vb_box, self._auto, self._fit_button, self._progress,
+                                    self._status, sizing_mode="stretch_width")
+        self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
+                                                              variant="outline", width=240)
+        # "Incomplete row (of n): k", 1-based like the row read-out next to the plots (the label carries
+        # n: BokehJS does not redraw the slider title when only its formatter changes)
+        self._row = pn.widgets.IntSlider.from_param(self.param.row_position, start=0, end=1,
+                                                    label="Incomplete row", width=260,
+                                                    # one formatter per view: a Bokeh model lives in one document
+                                                    format=CustomJSTickFormatter(code=ROW_FORMAT_JS))
+        self._random = pn.widgets.Button(label="Random row", width=120, margin=(22, 10, 5, 10))
+        self._random.on_click(self._on_random)
+        self._custom = pn.widgets.TextInput.from_param(
+            self.param.custom_text, width=420, placeholder="e.g. 6.8, 3.0, ?, ?",
+            label="Custom row (comma-separated; blank or ? = missing)")
+        self._custom_error = pn.pane.Alert("", alert_type="warning", visible=False, width=420)
+        self._feature = pn.widgets.Select.from_param(self.param.feature, options=[], label="Missing feature (x)",
+                                                     width=220)
+        self._feature2 = pn.widgets.Select.from_param(self.param.feature2, options=[NONE],
+                                                      label="Second missing feature (y)", width=220)
+        self._row_info = pn.pane.Markdown(margin=(28, 10, 0, 10), sizing_mode="stretch_width")
+        # at most MAX_TABLE_ROWS rows, all shown (a max_height used to cut wide tables silently)
+        self._table = pn.pane.DataFrame(index=False, width=880, margin=(0, 10))
+        self._table_note = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width", visible=False,
+                                            css_classes=["table-note"])
+
+    def _build(self):
+        s1 = hv.DynamicMap(_slice1d_element, streams=[self.pipes["slice1d"]]).opts(
+            {"Curve": dict(width=560, height=360, toolbar="above", show_grid=True),
+             # canvas, not WebGL: WebGL draws the dashed component curves solid (and odd line caps)
+             "Overlay": dict(backend_opts={"plot.output_backend": "canvas"})})
+        self._slice2d_dmap = hv.DynamicMap(_slice2d_element, streams=[self.pipes["slice2d"]]).opts(
+            {"Image": dict(width=560, height=400, toolbar="above", colorbar=False)})
+        weights = hv.DynamicMap(_weights_element, streams=[self.pipes["weights"]]).opts(
+            {"Rectangles": dict(width=420, height=300, toolbar=None), "Overlay": dict(width=420, height=300)})
+        # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
+        pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
+        # visibility is toggled on the wrapping Columns: toggling it on a HoloViews pane itself trips a
+        # Panel 1.9 stylesheet-sync error in served sessions
+        self._pane1d = pn.Column(pn.pane.HoloViews(s1, **pane), sizing_mode=None)
+        self._pane2d = pn.Column(pn.pane.HoloViews(self._slice2d_dmap, **pane), visible=False, sizing_mode=None)
+        intro = pn.pane.HTML(
+            "For a row with missing values the fitted mixture gives the whole conditional distribution "
+            "<i>p</i>(<i>x</i><sup>m</sup> | <i>x</i><sup>o</sup>) = &Sigma;<sub>k</sub> <i>h<sub>k</sub></i> "
+            "N(<i>x</i><sup>m</sup>; <i>x&#770;<sub>k</sub></i><sup>m</sup>, <i>Q<sub>k</sub></i>), again a "
+            "Gaussian mixture. <b>Curve</b>: its density; <b>dashed</b>: each component's share; "
+            "<b>blue line</b>: the mean imputation; <b>band</b>: 95 % interval; <b>grey rug</b>: samples "
+            "(multiple imputation); <b>red star</b>: the true value. Pick a second missing feature for the "
+            "joint 2-D density. With the <b>variational DP mixture</b> the weights are the expected stick "
+            "weights E[&pi;<sub>k</sub>], and the <b>Student-t predictive</b> integrates the posterior "
+            "uncertainty of each component's mean and covariance out (heavier tails than the plug-in "
+            "Gaussians).", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
+        self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
+                                  sizing_mode="stretch_width")
+        results = pn.Column(
+            pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width"),
+            self._custom_box,
+            pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
+            # side by side when they fit, the weights below the density when not (a Row overflowed at 1024 px)
+            pn.FlexBox(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
+            self._table_note,
+            self._table,
+            sizing_mode="stretch_width",
+        )
+        # errors where the eye is: the data's (with the nearest setting that works) and the model's, on top
+        self.banner = DataErrorBanner(data_model=self.em_model.data_model, results=[results])
+        return pn.Column(self.banner, self._em_error, intro, results, sizing_mode="stretch_width")
+
+    # ------------------------------------------------------------------ fitting (off the event loop)
+    @property
+    def model(self):
+        """The model shown: :attr:`em_model` or :attr:`vb_model` (``model_kind``)."""
+        return self.vb_model if self.model_kind == "vb" else self.em_model
+
+    def conditional(self, X):
+        """The conditional of rows ``X`` (NaN = missing) under the model and density shown, or None."""
+        if self.model_kind == "vb" and self.density == "student_t":
+            return self.vb_model.predictive_conditional(X)
+        return self.model.conditional(X)
+
+    def fit(self, wait: bool = False) -> threading.Thread | None:
+        """Fit the shown model to convergence in a daemon thread (the current run continues from where it is).
+
+        A newer call (or a new run) supersedes an older one; ``wait=True`` joins the thread
+        (tests, scripts). Returns the thread, or None when there is nothing to fit.
+        """
+        em = self.model
+        if self._closed.is_set():  # the browser session is gone
+            return None
+        with self._lock:
+            self._token += 1
+            token = self._token
+            if em.state is None:
+                self._show_status()
+                return None
+            self._progress.visible = True
+            self._fit_button.disabled = True
+            self._status.object = f"Fitting… iteration {em.iteration}"
+            # the worker hands its UI updates to this session's event loop (see _on_ui)
+            self._doc = self._session_doc()
+            self._worker = threading.Thread(target=self._work, args=(token, em), daemon=True,
+                                            name="conditional-fit")
+            worker = self._worker
+        worker.start()
+        if wait:
+            worker.join()
+        return worker
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the running fit (if any) has finished."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+
+    @staticmethod
+    def _session_doc():
+        """The served session's document (the worker hands its UI updates to it), or None."""
+        doc = pn.state.curdoc
+        return doc if doc is not None and doc.session_context is not None else None
+
+    def _on_ui(self, fn) -> None:
+        """Run ``fn`` where it may touch widgets and plots.
+
+        In a served session that is the session's event loop (``add_next_tick_callback`` is the
+        thread-safe entry point of a Bokeh document), so the worker's updates are applied in
+        order, with the document lock, and never while Panel is building the page. Elsewhere
+        (Jupyter, scripts, tests) ``fn`` runs at once.
+
+        Once the session is destroyed the update is dropped and the worker told to stop: Bokeh
+        destroys the document (its callback manager loses its state) *before* it runs the
+        session-destroyed hooks, so the document is checked here as well as :attr:`_closed`.
+        """
+        if self._closed.is_set():
+            return
+        doc = self._doc
+        if doc is None:
+            fn()
+            return
+        if doc.session_context is None:  # destroyed, the hook has not run yet
+            self._closed.set()
+            return
+        try:
+            doc.add_next_tick_callback(fn)
+        except (AttributeError, KeyError, RuntimeError):  # destroyed between the check and the call
+            self._closed.set()
+
+    def _work(self, token: int, em) -> None:
+        """The fit loop (worker thread): steps of ``em`` until converged, superseded or failed."""
+        run_id = em.run_id
+        last = time.monotonic()
+        try:
+            while True:
+                # step(run_id) checks and steps under the model's lock, so a reset (new data or settings)
+                # cannot make this worker step the new run
+                if self._closed.is_set() or token != self._token or not em.step(run_id=run_id):
+                    break
+                now = time.monotonic()
+                if now - last > 0.3:  # throttle: progress every 0.3 s
+                    last = now
+                    ll = em.log_likelihood
+                    text = f"Fitting… iteration {em.iteration}" + ("" if ll is None else f" · log-likelihood {ll:.2f}")
+                    self._on_ui(partial(self._show_progress, token, text))
+        finally:
+            self._on_ui(partial(self._finish, token))
+
+    def _show_progress(self, token: int, text: str) -> None:
+        if token == self._token:
+            self._status.object = text
+
+    def _finish(self, token: int) -> None:
+        if token != self._token:  # superseded by a newer fit or a new run
+            return
+        self._progress.visible = False
+        self._fit_button.disabled = False
+        self._show_status()
+        self._refresh()
+
+    def _show_error(self) -> None:
+        self._em_error.object = md(self.model.error)
+        self._em_error.visible = bool(self.model.error)
+
+    def _show_status(self) -> None:
+        em = self.model
+        self._show_error()
+        if hasattr(self, "downloads"):
+            self.downloads.refresh()
+        if em.state is None:
+            self._status.object = "No model: fix the data or the settings (see the message below)."
+            return
+        n = max(1, em.em_data.n_fit if em.em_data is not None else 1)
+        ll = f"log-likelihood **{em.log_likelihood:.2f}** ({em.log_likelihood / n:.3f} per row)"
+        reason = {"tol": f"**Converged** after {em.iteration} iterations",
+                  "max_iter": f"**Stopped** at max_iter = {em.iteration} (not converged)",
+                  "degenerate": f"**Stopped**: degenerate component at iteration {em.iteration}"}
+        head = reason.get(em.stop_reason, f"Iteration {em.iteration} (not fitted yet: press Fit)")
+        if self.model_kind == "vb":
+            elbo = "undefined" if em.elbo is None else f"{em.elbo:.2f}"
+            ll += f" · ELBO {elbo} · {em.n_effective} effective components"
+            if self._prior_note:
+                ll += f" · {self._prior_note}"
+        self._status.object = f"{head} · {ll}"
+
+    def _on_fit_click(self, event=None) -> None:
+        em = self.model
+        if em.finished and em.state is not None:  # already fitted: start again from the initialisation
+            auto, self.auto_fit = self.auto_fit, False  # the run_id watcher must not start a second fit
+            try:
+                em.reset()
+            finally:
+                self.auto_fit = auto
+        self.fit()
+
+    def _on_destroyed(self, session_context) -> None:
+        """The browser session is gone: a running worker stops after its current step, no UI update follows."""
+        self._closed.set()
+        self._token += 1
+
+    def _adapt_prior(self) -> bool:
+        """Give the default VB model the covariance prior the data allow; True when it changed (new run).
+
+        ``observed_variance`` (the page's default, at the scale of the data) needs a positive
+        variance in every column; with constant columns (e.g. the always-blank border pixels of
+        the digits) the model uses the identity prior instead. The page has no prior control.
+        """
+        data = self.em_model.data_model.data
+        if not self._auto_prior or data is None:
+            return False
+        bad = constant_columns(data.values)
+        wanted = "identity" if len(bad) else "observed_variance"
+        if len(bad):
+            cols = [str(data.columns[j]) for j in bad]
+            shown = ", ".join(md(c) for c in cols[:5]) + (f" and {len(cols) - 5} more" if len(cols) > 5 else "")
+            self._prior_note = (f"prior scale W₀ = I: {len(cols)} constant column(s) ({shown}) leave the "
+                                "data-scaled prior undefined")
+        else:
+            self._prior_note = ""
+        vb = self.vb_model
+        if vb.covariance_prior == wanted:
+            return False
+        vb.covariance_prior = wanted  # resets the model: its run_id event refreshes (and refits) the page
+        return True
+
+    # ------------------------------------------------------------------ data / selection updates
+    def _on_kind(self, *events) -> None:
+        """Another model or density: show its controls; fit the model if it has not been fitted yet."""
+        vb = self.model_kind == "vb"
+        self._em_box.visible, self._vb_box.visible = not vb, vb
+        if any(e.name == "model_kind" for e in events):
+            self._token += 1  # a fit of the other model stops after its current step
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            if vb and self._adapt_prior():
+                return  # a new VB run on these data: its run_id event refreshed the page and started the fit
+            if self.auto_fit and self.model.state is not None and not self.model.finished:
+                self.fit()
+                return
+        self._show_status()
+        self._refresh()
+
+    def _on_run(self, event=None) -> None:
+        """A new run (data or model settings changed): new rows / features, then refit."""
+        if event is not None and event.obj is not self.model:
+            return  # the other model (reset by the same data change): fitted when it is chosen
+        if event is not None and self.model_kind == "vb" and self._adapt_prior():
+            return  # the prior changed: a new run, whose run_id event does the rest
+        data = self.em_model.data_model.data
+        with self._lock:
+            self._rows = np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1))
+            self._updating = True
+            try:
+                self._row.end = max(1, len(self._rows) - 1)
+                self._row.name = f"Incomplete row (of {len(self._rows)})" if len(self._rows) else "Incomplete row"
+                self._row.disabled = len(self._rows) == 0
+                if self.row_position >= len(self._rows):
+                    self.row_position = 0
+                # an example row of these data; a row typed for other columns (another data set) is replaced
+                if data is not None and (not self.custom_text or self._custom_columns != tuple(data.columns)):
+                    self.custom_text = ", ".join("?" if np.isnan(v) else f"{v:.3g}" for v in
+                                                 (data.values[self._rows[0]] if len(self._rows) else data.values[0]))
+                    self._custom_columns = tuple(data.columns)
+            finally:
+                self._updating = False
+            self._refresh()
+        if event is not None:
+            self._token += 1  # a running fit belongs to the previous run: it stops after its current step
+        if self.auto_fit and event is not None:
+            self._show_error()
+            self.fit()  # shows "Fitting…" at once (no transient "not fitted" status)
+        else:
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            self._show_status()
+
+    def _on_selection(self, *events) -> None:
+        self._custom_box.visible = self.source == "custom row"
+        if not self._updating:
+            self._refresh()
+
+    def _on_random(self, event=None) -> None:
+        if len(self._rows):
+            self.param.update(source="data row", row_position=int(self._rng.integers(len(self._rows))))
+
+    def current_row(self):
+        """``(values (D,), truth (D,) or None, label)`` of the selected row; BadInputError for a bad custom row."""
+        data = self.em_model.data_model.data
+        if data is None:
+            raise BadInputError("No data loaded.")
+        if self.source == "custom row":
+            return parse_row(self.custom_text, data.columns), None, "custom row"
+        if not len(self._rows):
+            raise BadInputError("No row has a missing value: choose a mechanism with a positive rate, "
+                                "or type a custom row.")
+        r = int(self._rows[min(self.row_position, len(self._rows) - 1)])
+        truth = None if data.truth is None else data.truth[r]
+        return data.values[r], truth, f"row {r}"
+
+    def _refresh(self) -> None:
+        """Recompute the slice of the current selection and send it to the plots."""
+        with self._lock:
+            try:
+                self._refresh_locked()
+            except _NoModel as exc:
+                self._show_message(str(exc), title="No fitted model: see the message", model=True)
+            except BadInputError as exc:
+                self._show_message(str(exc), title="No slice: see the message above")
+
+    def _show_message(self, message: str, title: str, model: bool = False) -> None:
+        """Placeholders in the plots (a short title), the full ``message`` as text.
+
+        ``model=True``: the model could not be fitted. Its error is in the alert under the model
+        controls (:meth:`_show_error`) and in the row read-out, whatever the source of the row.
+        """
+        custom = self.source == "custom row" and not model
+        self._custom_error.object = md(message) if custom else ""
+        self._custom_error.visible = custom
+        self._row_info.object = "" if custom else f"*{md(message)}*"
+        self.pipes["slice1d"].send(_placeholder_1d(title))
+        self.pipes["weights"].send(_placeholder_weights())
+        self._pane1d.visible, self._pane2d.visible = True, False
+        self._table.object = None
+        self._table_note.visible = False
+
+    def _refresh_locked(self) -> None:
+        em, data = self.model, self.em_model.data_model.data
+        values, truth, label = self.current_row()
+        self._custom_error.visible = False
+        columns = list(data.columns)
+        mis = [columns[j] for j in np.flatnonzero(np.isnan(values))]
+        self._updating = True
+        try:
+            self._feature.options = mis
+            if self.feature not in mis:
+                self.feature = mis[0]
+            self._feature2.options = [NONE] + [c for c in mis if c != self.feature]
+            if self.feature2 not in self._feature2.options:
+                self.feature2 = NONE
+        finally:
+            self._updating = False
+        cm = self.conditional(values[None, :])
+        if cm is None:
+            raise _NoModel(em.error or "No fitted model yet: press Fit.")
+        f1 = columns.index(self.feature)
+        rng = np.random.default_rng(self.seed)
+        it = f"iteration {em.iteration}"
+        if self.model_kind == "vb":
+            it += f" ({'Student-t predictive' if self.density == 'student_t' else 'plug-in Gaussians'})"
+        if self.feature2 == NONE:
+            s = slice_1d(cm, 0, f1, rng=rng, truth=None if truth is None else truth[f1], n_draws=self.n_draws)
+            title = f"{label}: p({self.feature} | observed)"
+            self.pipes["slice1d"].send({"slice": s, "xlabel": self.feature, "title": title})
+        else:
+            f2 = columns.index(self.feature2)
+            s = slice_2d(cm, 0, f1, f2, rng=rng, truth=None if truth is None else truth[[f1, f2]],
+                         n_draws=self.n_draws)
+            title = f"{label}: p({self.feature}, {self.feature2} | observed)"
+            self.pipes["slice2d"].send({"slice": s, "xlabel": self.feature, "ylabel": self.feature2, "title": title})
+        self._pane1d.visible, self._pane2d.visible = self.feature2 == NONE, self.feature2 != NONE
+        self.pipes["weights"].send({"prior": np.asarray(em.state.weights), "posterior": cm.weights[0]})
+        self._table.object = table = self._row_table(cm, values, truth, columns,
+                                                     first=[f1] + ([] if self.feature2 == NONE else [f2]))
+        self._table_note.object = _table_note(table, values)
+        self._table_note.visible = bool(self._table_note.object)
+        n_obs = int((~np.isnan(values)).sum())
+        where = f" ({self.row_position + 1} of {len(self._rows)} incomplete rows)" if self.source == "data row" else ""
+        self._row_info.object = (f"**{label}**{where}: {n_obs} observed, {len(mis)} missing · model at {it}"
+                                 + (" · values in standardised units" if em.data_model.standardize else ""))
+
+    # ------------------------------------------------------------------ downloads
+    def _model_label(self) -> tuple[str, str]:
+        """``(short name for file names, readable description)`` of the model shown."""
+        if self.model_kind == "vb":
+            vb = self.vb_model
+            density = "Student-t predictive" if self.density == "student_t" else "plug-in Gaussians"
+            return (f"vb_K{vb.n_components}", f"the variational DP mixture shown (truncation K = {vb.n_components}, "
+                                              f"{vb.n_effective} effective components, {density})")
+        em = self.em_model
+        return (f"em_K{em.n_components}", f"the EM mixture shown (K = {em.n_components}, {em.covariance_type} "
+                                          "covariances)")
+
+    def _download_stem(self) -> tuple:
+        dm = self.em_model.data_model
+        data = dm.data
+        applied = dm.mask.mechanism if dm.mask is not None else dm.mechanism
+        return ((data.name if data is not None and data.name else dm.dataset),
+                "" if applied == "none" else applied, self._model_label()[0])
+
+    def _download_note(self) -> str:
+        return (f"Every row of the data imputed by {self._model_label()[1]}: the single imputation is the "
+                "conditional mean E[x<sub>mis</sub> | x<sub>obs</sub>], the *m imputations* are draws from "
+                f"p(x<sub>mis</sub> | x<sub>obs</sub>) (seed {self.seed}). CSV / Parquet: one long table, "
+                "`imputation` 0 = the single imputation, 1..m = draws; netCDF: an `imputation` dimension.")
+
+    def imputations(self, n_imputations: int = 0) -> Imputations:
+        """Every data row imputed by the model and density shown: conditional means and ``n_imputations`` draws.
+
+        Uses the model's current state (a fit still running: its latest iteration, said in ``source``);
+        draws use ``seed``. Raises BadInputError (readable) without a fitted model or finite imputations.
+        """
+        model = self.model
+        with model.lock:  # the state and the run's data of one run (a worker may be stepping)
+            data, prepared = self.em_model.data_model.data, model.em_data
+            cm = self.conditional(None) if prepared is not None else None
+            iteration, stop = model.iteration, model.stop_reason
+        if cm is None or data is None:
+            raise BadInputError(model.error or self.em_model.data_model.error
+                                or "No fitted model yet: press Fit, then download.")
+        if prepared.X.shape != data.values.shape:  # new data published, their run not started yet
+            raise BadInputError("The data changed while the file was being prepared: click again.")
+        imputed = np.asarray(cm.mean(), dtype=float)
+        samples = (np.asarray(cm.sample(n_imputations, np.random.default_rng(self.seed)), dtype=float)
+                   if n_imputations else None)
+        for what, values in (("conditional mean", imputed), ("draws", samples)):
+            if values is not None and not np.isfinite(values).all():
+                rows = np.flatnonzero(~np.isfinite(values.reshape(-1, *imputed.shape)).all(axis=(0, 2)))
+                hint = (" The Student-t predictive has no mean where a component has at most 1 degree of freedom: "
+                        "choose the plug-in Gaussian mixture." if self.model_kind == "vb" and self.density ==
+                        "student_t" else " Refit the model (Fit) or change its settings.")
+                raise BadInputError(f"The model gives no finite {what} for {rows.size} row(s) "
+                                    f"(rows {', '.join(str(r) for r in rows[:5])}).{hint}")
+        state = {"tol": f"converged after {iteration} iterations", "max_iter": f"stopped at max_iter = {iteration}",
+                 "degenerate": f"stopped at iteration {iteration} (degenerate component)"}.get(
+            stop, f"at iteration {iteration}, fit not finished")
+        source = f"{self._model_label()[1]}, {state}, on the {data.n_samples} rows of {md(data.name or 'the data')}"
+        if n_imputations:
+            source += f"; {n_imputations} draws, seed {self.seed}"
+        return Imputations(imputed=imputed, samples=samples, missing=np.asarray(prepared.missing, dtype=bool),
+                           columns=[str(c) for c in data.columns], source=source)
+
+    @staticmethod
+    def _row_table(cm, values, truth, columns, first=(), max_rows: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+        """Observed values and conditional read-outs, one row per feature, indexed by feature number.
+
+        More than ``max_rows`` features: the ``first`` ones (the plotted features), then the
+        missing ones, then the observed ones, up to ``max_rows``, in column order.
+        """
+        mean, sd = cm.mean()[0], np.sqrt(cm.variance()[0])
+        lower, upper = cm.interval(0.95)
+        shown = range(len(columns))
+        if len(columns) > max_rows:
+            miss = np.isnan(values)
+            order = [*first, *np.flatnonzero(miss), *np.flatnonzero(~miss)]
+            shown = sorted(list(dict.fromkeys(int(j) for j in order))[:max_rows])
+        rows = []
+        for j in shown:
+            c = columns[j]
+            missing = np.isnan(values[j])
+            rows.append({
+                "feature": c, "observed": "" if missing else f"{values[j]:.4g}",
+                "E[x | obs]": f"{mean[j]:.4g}" if missing else "", "sd": f"{sd[j]:.3g}" if missing else "",
+                "95% interval": f"[{lower[0, j]:.3g}, {upper[0, j]:.3g}]" if missing else "",
+                "truth": f"{truth[j]:.4g}" if (missing and truth is not None) else "",
+            })
+        return pd.DataFrame(rows, index=list(shown))
+
+
+class _NoModel(BadInputError):
+    """No conditional to show: the model has no state (its error says why)."""
+
+
+def _table_note(table: pd.DataFrame, values) -> str:
+    """A line saying which features a shortened table shows ('' when it shows them all)."""
+    n_features = len(values)
+    if len(table) >= n_features:
+        return ""
+    miss = np.isnan(np.asarray(values, dtype=float))
+    n_mis = int(miss.sum())
+    shown_mis = int(miss[table.index.to_numpy()].sum())
+    return (f"*The table shows {len(table)} of the {n_features} features: the plotted one(s) and the missing "
+            f"ones first ({shown_mis} of {n_mis} missing, {len(table) - shown_mis} of {n_features - n_mis} "
+            "observed).*")

@@ -1,0 +1,233 @@
+"""Pure pieces of the conditional-density page (:mod:`explorer.ui.pages.conditional`).
+
+Parsing a typed row, the 1-D and 2-D slices of :math:`p(x^m \\mid x^o)` (grids, densities,
+highest-mass levels, samples, intervals) and the HoloViews elements the page streams them into.
+No Panel import: everything here is a function of its arguments.
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+
+from explorer.core._validation import BadInputError
+
+MISSING_TOKENS = ("", "?", "nan", "na", "n/a")
+NONE = "(none: 1-D slice)"
+PRIOR, POSTERIOR = "π_k (prior)", "h_k (this row)"
+CURVE, MEAN, BAND, TRUTH, SAMPLE = "#1d2b3f", "#2f6fb3", "#9cc3e6", "#d62728", "#555555"
+COMPONENT = "#7a5195"
+
+
+# ----------------------------------------------------------------------------- pure helpers
+def parse_row(text: str, columns) -> np.ndarray:
+    """Parse a typed row: comma-separated numbers, blank or ``?`` (or nan/NA) = missing.
+
+    Parameters
+    ----------
+    text : str
+        E.g. ``"5.1, ?, 1.4, "`` for 4 columns.
+    columns : sequence of str
+        The data's column names (their number is the number of values expected).
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        NaN at the missing entries.
+
+    Raises
+    ------
+    BadInputError
+        Wrong number of values, a value that is not a finite number, or nothing missing.
+    """
+    columns = list(columns)
+    if not text or not text.strip():
+        raise BadInputError(f"Type {len(columns)} values separated by commas ({', '.join(columns)}); "
+                            "leave a value blank or type ? where it is missing.")
+    tokens = [t.strip() for t in text.split(",")]
+    if len(tokens) != len(columns):
+        raise BadInputError(f"Expected {len(columns)} comma-separated values ({', '.join(columns)}), got "
+                            f"{len(tokens)}. Leave a value blank or type ? for a missing one.")
+    out = np.empty(len(columns))
+    for j, tok in enumerate(tokens):
+        if tok.lower() in MISSING_TOKENS:
+            out[j] = np.nan
+            continue
+        try:
+            out[j] = float(tok)
+        except ValueError:
+            raise BadInputError(f"Value {j + 1} ({columns[j]}) is {tok!r}, which is not a number. "
+                                "Use ? or leave it blank for a missing value.") from None
+        if not np.isfinite(out[j]):
+            raise BadInputError(f"Value {j + 1} ({columns[j]}) is {tok!r}; give a finite number, "
+                                "or ? for a missing value.")
+    if not np.isnan(out).any():
+        raise BadInputError("Nothing is missing in this row: leave at least one value blank or type ? "
+                            "to see its conditional density.")
+    return out
+
+
+def _ranges(cm, row: int, features, extras, mass: float = 0.998, pad: float = 0.1):
+    """Plot ranges of missing ``features`` of ``row``: the central ``mass`` of each marginal, padded.
+
+    Quantiles of the mixture rather than "k sd of every component": a light component with a
+    wide (e.g. Student-t) spread would otherwise stretch the axis far beyond where the mass is.
+    """
+    lower, upper = cm.interval(mass)
+    out = []
+    for f, t in zip(features, extras):
+        lo, hi = float(lower[row, f]), float(upper[row, f])
+        if t is not None and np.isfinite(t):
+            lo, hi = min(lo, float(t)), max(hi, float(t))
+        margin = pad * (hi - lo) if hi > lo else 1.0
+        out.append((lo - margin, hi + margin))
+    return out
+
+
+def slice_1d(cm, row: int, feature: int, *, rng, truth=None, n_grid: int = 400, n_draws: int = 200,
+             level: float = 0.95) -> dict:
+    """Everything the 1-D view draws for one missing feature of one row.
+
+    Parameters
+    ----------
+    cm : ConditionalMixture or StudentTConditionalMixture
+    row, feature : int
+        ``feature`` must be missing in ``row``.
+    rng : numpy.random.Generator
+        For the samples.
+    truth : float, optional
+        The true value (kept in the x range).
+
+    Returns
+    -------
+    dict
+        ``grid`` (G,), ``density`` (G,) = ``cm.marginal_pdf(row, feature, grid)[0]``,
+        ``components`` (K, G), ``mean``, ``sd``, ``lower``, ``upper`` (the equal-tailed
+        ``level`` interval), ``samples`` (n_draws,), ``truth`` (or None) and
+        ``truth_density`` (density at the truth, 0 without one).
+    """
+    (lo, hi), = _ranges(cm, row, [feature], [truth])
+    grid = np.linspace(lo, hi, n_grid)
+    density, components = cm.marginal_pdf(row, feature, grid)
+    lower, upper = cm.interval(level)
+    samples = cm.sample(n_draws, rng)[:, row, feature]
+    out = {"grid": grid, "density": density, "components": components,
+           "mean": float(cm.mean()[row, feature]), "sd": float(np.sqrt(cm.variance()[row, feature])),
+           "lower": float(lower[row, feature]), "upper": float(upper[row, feature]), "samples": samples,
+           "truth": None if truth is None else float(truth), "truth_density": 0.0}
+    if truth is not None:
+        out["truth_density"] = float(cm.marginal_pdf(row, feature, [truth])[0][0])
+    return out
+
+
+def mass_levels(density, cell_area: float, masses=(0.5, 0.8, 0.95)) -> np.ndarray:
+    """Density thresholds whose super-level sets hold the given probability masses (increasing).
+
+    The mass of ``{x : p(x) >= t}`` is estimated on the grid (renormalised to the grid total).
+    """
+    d = np.sort(np.asarray(density, dtype=float).ravel())[::-1]
+    cum = np.cumsum(d) * cell_area
+    total = cum[-1] if cum[-1] > 0 else 1.0
+    idx = np.minimum(np.searchsorted(cum / total, masses), d.size - 1)
+    levels = np.unique(d[idx])
+    return levels[levels > 0]
+
+
+def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 80, n_draws: int = 300) -> dict:
+    """The 2-D view of two missing features: joint density on a grid, samples, mean, truth.
+
+    Returns
+    -------
+    dict
+        ``gx`` (Gx,), ``gy`` (Gy,), ``density`` (Gy, Gx) = ``cm.marginal_pdf_2d(row, f1, f2, gx, gy)[0]``,
+        ``levels`` (:func:`mass_levels` for 50/80/95 %), ``samples`` (n_draws, 2), ``mean`` (2,),
+        ``truth`` ((2,) or None).
+    """
+    ranges = _ranges(cm, row, [f1, f2], [None, None] if truth is None else list(truth))
+    gx, gy = np.linspace(*ranges[0], n_grid), np.linspace(*ranges[1], n_grid)
+    density = cm.marginal_pdf_2d(row, f1, f2, gx, gy)[0]
+    draws = cm.sample(n_draws, rng)[:, row]
+    mean = cm.mean()[row]
+    return {"gx": gx, "gy": gy, "density": density,
+            "levels": mass_levels(density, (gx[1] - gx[0]) * (gy[1] - gy[0])),
+            "samples": draws[:, [f1, f2]], "mean": mean[[f1, f2]],
+            "truth": None if truth is None else np.asarray(truth, dtype=float)}
+
+
+# ----------------------------------------------------------------------------- element builders
+def _slice1d_element(data):
+    x, y = hv.Dimension("sx", label=data["xlabel"]), hv.Dimension("sdens", label="density")
+    s = data["slice"]
+    # a placeholder (no model, or no slice) has a zero density: a unit axis, not a 1e-12 one
+    top = float(s["density"].max()) if float(s["density"].max()) > 0 else 1.0
+    comps = [{"sx": s["grid"], "sdens": c, "component": k + 1} for k, c in enumerate(s["components"])]
+    truth = [] if s["truth"] is None else [(s["truth"], s["truth_density"])]
+    return (
+        hv.VSpan(s["lower"], s["upper"]).opts(color=BAND, alpha=0.35, line_alpha=0)
+        # one colour: a colour mapped per component makes HoloViews split the paths into 2-point
+        # segments, and a dash pattern restarted on every segment draws as a solid line
+        * hv.Path(comps, kdims=[x, y], vdims=["component"]).opts(color=COMPONENT, line_dash="dashed", line_width=1.8)
+        * hv.Curve((s["grid"], s["density"]), x, y, label="conditional density").opts(color=CURVE, line_width=3)
+        * hv.VLine(s["mean"]).opts(color=MEAN, line_width=2.5)
+        * hv.Spikes(s["samples"], x).opts(color=SAMPLE, alpha=0.35, position=-0.1 * top, spike_length=0.08 * top)
+        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
+    ).opts({"Curve": dict(title=data["title"], framewise=True, ylim=(-0.12 * top, 1.1 * top),
+                          xlim=(float(s["grid"][0]), float(s["grid"][-1]))),
+            "Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel="density")})
+
+
+def _slice2d_element(data):
+    x, y = hv.Dimension("cx", label=data["xlabel"]), hv.Dimension("cy", label=data["ylabel"])
+    s = data["slice"]
+    gx, gy, d = s["gx"], s["gy"], s["density"]
+    dx, dy = (gx[1] - gx[0]) / 2, (gy[1] - gy[0]) / 2
+    img = hv.Image(np.flipud(d), bounds=(gx[0] - dx, gy[0] - dy, gx[-1] + dx, gy[-1] + dy), kdims=[x, y],
+                   vdims=["pdf"])
+    lines = hv.operation.contours(img, levels=list(s["levels"])) if len(s["levels"]) else hv.Contours([], [x, y])
+    truth = [] if s["truth"] is None else [tuple(s["truth"])]
+    return (
+        img.opts(cmap="Purples", alpha=0.7, title=data["title"], framewise=True)
+        * lines.opts(color=CURVE, line_width=1.5)
+        * hv.Scatter(s["samples"], x, y, label="samples").opts(color=SAMPLE, alpha=0.35, size=3)
+        * hv.Scatter([tuple(s["mean"])], x, y, label="mean imputation").opts(
+            color=MEAN, marker="diamond", size=18, line_color="white", line_width=1.5)
+        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
+    ).opts({"Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel=data["ylabel"])})
+
+
+def _weights_element(data):
+    # two bars per component at numeric positions (a categorical axis whose factors shrink when K does
+    # makes BokehJS fail with "Size mismatch"); component k is drawn around x = k + 1
+    prior = np.asarray(data["prior"], dtype=float)
+    post = np.asarray(data["posterior"], dtype=float)
+    x = np.arange(1, prior.size + 1, dtype=float)
+    z = np.zeros_like(x)
+    dims = [hv.Dimension("wk", label="component"), hv.Dimension("wv", label="weight"), "wk1", "wv1"]
+    prior_bars = hv.Rectangles((x - 0.38, z, x, prior), kdims=dims, label=PRIOR).opts(color="#b8c4d3")
+    post_bars = hv.Rectangles((x, z, x + 0.38, post), kdims=dims, label=POSTERIOR).opts(color=MEAN)
+    return (prior_bars * post_bars).opts(
+        {"Rectangles": dict(ylim=(0, 1.1), xlim=(0.4, max(prior.size, 1) + 0.6), framewise=True,
+                            line_color="black", xticks=[(k, str(int(k))) for k in x] or [(1.0, "")],
+                            title=data.get("title", "Component weights for this row"),
+                            ylabel="weight", xlabel="component"),
+         # the legend goes above the frame, in one row: inside it covered the first bars
+         "Overlay": dict(legend_position="top", legend_cols=2)})
+
+
+def _placeholder_weights(title: str = "Component weights (no model)") -> dict:
+    """No bars (no fitted model): the previous data set's weights must not stay on screen."""
+    return {"prior": np.zeros(0), "posterior": np.zeros(0), "title": title}
+
+
+def _placeholder_2d() -> dict:
+    g = np.linspace(0.0, 1.0, 2)
+    return {"slice": {"gx": g, "gy": g, "density": np.zeros((2, 2)), "levels": np.zeros(0),
+                      "samples": np.zeros((0, 2)), "mean": np.array([0.5, 0.5]), "truth": None},
+            "xlabel": "x", "ylabel": "y", "title": ""}
+
+
+def _placeholder_1d(message: str) -> dict:
+    grid = np.linspace(0.0, 1.0, 2)
+    return {"slice": {"grid": grid, "density": np.zeros(2), "components": np.zeros((1, 2)), "mean": 0.5,
+                      "sd": 0.0, "lower": 0.5, "upper": 0.5, "samples": np.zeros(0), "truth": None,
+                      "truth_density": 0.0}, "xlabel": "x", "title": message}
