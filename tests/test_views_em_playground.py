@@ -34,6 +34,14 @@ def _blobs(K=3, **data):
     return v
 
 
+def _tap(view, i, x, y):
+    """A click on panel ``i`` as the browser sends it: a Bokeh Tap event on its figure."""
+    from bokeh.events import Tap
+
+    fig = view._panels[i].figure
+    fig._trigger_event(Tap(fig, x=x, y=y))
+
+
 def _numeric_arrays(frame):
     pts, marks = frame["points"], frame["marks"]
     yield from (pts["x"], pts["y"], pts["fill"], pts["line"], pts["size"])
@@ -55,8 +63,32 @@ def test_get_root_builds_and_step_advances_all_three(view):
     assert [m.iteration for m in view.models] == [1, 1, 1]
     assert view.player.frame == frame0 + 1
     assert "iteration 1" in view._titles[0].object
-    assert all(len(b.data) == 2 for b in view._ll)  # iterations 0 and 1
+    assert all(len(view._ll.values(i)) == 2 for i in range(3))  # iterations 0 and 1
     assert "**EM**: 1" in view.player._readout.object
+
+
+def test_a_frame_only_changes_data_never_the_documents_models(view):
+    """Issue 19: figures are built once; Step, Play frames and a new mechanism assign source data only."""
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    before = {m.id for m in doc.models}
+    sources = [p.points for p in view._panels]
+    figures = [p.figure for p in view._panels] + [view._ll.figure, view._rmse.figure]
+    in_figures = {m.id for f in figures for m in f.references()}
+    for _ in range(4):
+        view.player.step()
+    view.mode = "conditional"
+    view.player.step()
+    assert {m.id for m in doc.models} == before
+    # a new mechanism shows other widgets in the sidebar, but the figures keep every model they had
+    view.data_model.mechanism = "mcar"
+    view.player.step()
+    assert {m.id for f in figures for m in f.references()} == in_figures
+    assert in_figures <= {m.id for m in doc.models}
+    assert [p.points for p in view._panels] == sources
+    for panel in view._panels:  # the figure shows the last frame
+        np.testing.assert_array_equal(panel.points.data["x"], panel.frame["points"]["x"])
+        assert len(panel.ellipses.data["xs"]) == len(panel.frame["ellipses"])
 
 
 def test_exact_em_recovers_the_fig1_ml_mean_and_beats_the_observed_mean(view):
@@ -71,7 +103,7 @@ def test_exact_em_recovers_the_fig1_ml_mean_and_beats_the_observed_mean(view):
     beta = np.cov(X[cc, 0], X[cc, 1], bias=True)[0, 1] / X[cc, 0].var()
     mu_y = X[cc, 1].mean() + beta * (X[:, 0].mean() - X[cc, 0].mean())
     view.refresh()
-    pts = view._pipes[0].data["points"]
+    pts = view._panels[0].frame["points"]
     model_mean = np.c_[pts["x"], pts["y"]][pts["kind"] == "model_mean"][0]
     observed_mean = np.c_[pts["x"], pts["y"]][pts["kind"] == "observed_mean"][0]
     np.testing.assert_allclose(model_mean, [X[:, 0].mean(), mu_y], atol=2e-3)
@@ -82,9 +114,9 @@ def test_exact_em_recovers_the_fig1_ml_mean_and_beats_the_observed_mean(view):
 def test_exact_em_trace_never_decreases(view):
     for _ in range(15):
         view.player.step()
-    ll = view._ll[0].data["log_likelihood"].to_numpy()
+    ll = view._ll.values(0)
     assert len(ll) == 16 and np.all(np.diff(ll) >= -1e-8 * np.abs(ll[:-1]))
-    rmse = view._rmse[2].data["rmse"].to_numpy()  # mean imputation: the fill never changes
+    rmse = view._rmse.values(2)  # mean imputation: the fill never changes
     np.testing.assert_allclose(rmse, rmse[0])
 
 
@@ -95,7 +127,7 @@ def test_changing_mechanism_resets_the_runs_and_traces(view):
     view.data_model.mechanism = "mcar"
     assert [m.iteration for m in view.models] == [0, 0, 0]
     assert all(m.run_id > r for m, r in zip(view.models, runs))
-    assert all(len(b.data) == 1 for b in view._ll)
+    assert all(len(view._ll.values(i)) == 1 for i in range(3))
     assert "mcar" in view._info.object
 
 
@@ -113,11 +145,11 @@ def test_ellipses_have_one_path_per_component_and_level(cov):
     v = _blobs(K=3)
     v.em.covariance_type = cov
     v.player.step()
-    for pipe in v._pipes:
-        paths = pipe.data["ellipses"]
+    for panel in v._panels:
+        paths = panel.frame["ellipses"]
         assert len(paths) == 6  # 3 components x (1 sd, 2 sd)
         assert sorted(p["comp"] for p in paths) == ["1", "1", "2", "2", "3", "3"]
-        assert len(pipe.data["truth"]) == 6  # three_blobs: the true mixture is known
+        assert len(panel.frame["truth"]) == 6  # three_blobs: the true mixture is known
 
 
 @pytest.mark.parametrize("cov", ["full", "diag"])
@@ -142,17 +174,20 @@ def test_no_nan_in_plotted_data(mechanism, mode):
     v.data_model.param.update(mechanism=mechanism, rate=0.4)
     v.mode = mode
     v.player.step()
-    for pipe in v._pipes:
-        for arr in _numeric_arrays(pipe.data):
+    for panel in v._panels:
+        for arr in _numeric_arrays(panel.frame):
             assert np.all(np.isfinite(arr))
-    for b in v._ll + v._rmse:
-        assert np.isfinite(b.data.to_numpy(dtype=float)).all()
+    for trace in (v._ll, v._rmse):
+        for i in range(3):
+            assert np.isfinite(trace.values(i)).all()
+    for panel in v._panels:  # what the figures were sent: the frame's numbers, nothing else
+        assert np.isfinite(np.asarray(panel.points.data["x"], dtype=float)).all()
 
 
 def test_rug_marks_sit_at_the_observed_coordinate_in_the_axis_band():
     v = _blobs(K=2)
     v.data_model.rate = 0.3
-    frame = v._pipes[0].data
+    frame = v._panels[0].frame
     X, missing = v.em.em_data.X, v.em.em_data.missing
     one = missing.sum(axis=1) == 1
     marks = frame["marks"]
@@ -171,34 +206,34 @@ def test_conditional_mode_draws_the_imputations_and_2sd_segments():
         v.player.step()
     em, mi = v.models[0], v.models[2]
     part = em.em_data.missing.any(axis=1)
-    for model, pipe in ((em, v._pipes[0]), (mi, v._pipes[2])):
-        pts = pipe.data["points"]
+    for model, panel in ((em, v._panels[0]), (mi, v._panels[2])):
+        pts = panel.frame["points"]
         imputed = np.c_[pts["x"], pts["y"]][pts["kind"] == "imputed"]
         np.testing.assert_allclose(imputed, model.imputed()[part])
-    marks = v._pipes[0].data["marks"]
+    marks = v._panels[0].frame["marks"]
     r, c = np.nonzero(em.em_data.missing)
     length = np.hypot(marks["x1"] - marks["x0"], marks["y1"] - marks["y0"])
     np.testing.assert_allclose(length, 4 * np.sqrt(em.conditional().variance()[r, c]))
-    mi_marks = v._pipes[2].data["marks"]
+    mi_marks = v._panels[2].frame["marks"]
     np.testing.assert_allclose(mi_marks["x0"], mi_marks["x1"])  # mean imputation: no spread
     np.testing.assert_allclose(mi_marks["y0"], mi_marks["y1"])
 
 
 def test_tap_adds_a_complete_point_and_clear_starts_an_empty_canvas(view):
     n = view.data_model.data.n_samples
-    view._taps[0].event(x=1.5, y=-2.0)
+    _tap(view, 0, 1.5, -2.0)
     dm = view.data_model
     assert dm.dataset == "uploaded" and dm.complete.n_samples == n + 1
     np.testing.assert_array_equal(dm.complete.values[-1], [1.5, -2.0])
     assert all(m.iteration == 0 and m.em_data.n_samples == n + 1 for m in view.models)
 
     view.clear_points()
-    assert len(view._pipes[1].data["points"]["x"]) == 0 and view._pipes[1].data["ellipses"] == []
-    view._taps[1].event(x=0.0, y=0.0)  # one point: the mechanism leaves nothing to fit
+    assert len(view._panels[1].frame["points"]["x"]) == 0 and view._panels[1].frame["ellipses"] == []
+    _tap(view, 1, 0.0, 0.0)  # one point: the mechanism leaves nothing to fit
     assert view._pending() and "1 point(s) clicked" in view._info.object
-    assert len(view._pipes[0].data["points"]["x"]) == 1  # still drawn, as a plain point
+    assert len(view._panels[0].frame["points"]["x"]) == 1  # still drawn, as a plain point
     for xy in [(1.0, 1.0), (2.0, 2.5), (3.0, 2.0), (4.0, 4.5)]:
-        view._taps[2].event(x=xy[0], y=xy[1])
+        _tap(view, 2, xy[0], xy[1])
     assert not view._pending() and dm.complete.n_samples == 5
     view.data_model.dataset = "ring"  # choosing a built-in set leaves drawing mode
     assert view._clicked is None and dm.complete.n_samples == dm.n_samples
@@ -260,7 +295,7 @@ def test_model_errors_are_shown_in_the_alert(view):
     view.em.n_components = 6
     assert view._alert.visible
     assert "Exact EM: n_components=6 is larger than the number of rows" in shown(view._alert)
-    assert all(len(p["x"]) == 0 for p in (view._pipes[0].data["points"],))  # nothing half-drawn
+    assert all(len(p["x"]) == 0 for p in (view._panels[0].frame["points"],))  # nothing half-drawn
     view.em.n_components = 1
     assert not view._alert.visible
 

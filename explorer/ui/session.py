@@ -1,10 +1,29 @@
-"""The served session a view belongs to (shared by the views that hand worker results to their session)."""
+"""The served browser session a page belongs to, and the one thread that computes for it.
+
+:func:`served_doc` tells whether code runs in a served session (and which). :class:`SessionWorker`
+is that session's single compute thread: models are stepped and fitted there (numpy and LAPACK
+release the GIL), never on the event loop, and the page draws the result back on the event loop,
+where the session's document may be changed. One thread per session bounds what one student can
+take of the server to one core, whatever they click; a closed tab stops its worker.
+
+Outside a server (Jupyter, scripts, tests) there is no worker: :meth:`SessionWorker.of` returns
+None and callers run the work directly (see :func:`run_then`).
+"""
 
 from __future__ import annotations
 
+import logging
+import queue
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Callable
+
 import panel as pn
 
-__all__ = ["served_doc"]
+__all__ = ["Redraw", "SessionWorker", "run_then", "served_doc"]
+
+log = logging.getLogger(__name__)
 
 
 def served_doc():
@@ -14,3 +33,196 @@ def served_doc():
     if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
         return None
     return doc
+
+
+def holds_document(doc) -> bool:
+    """True when the calling code may change ``doc``'s Bokeh models now: it runs on the session's event loop
+    in a callback of that document (or before the session is connected: the page is being built)."""
+    try:
+        return bool(pn.state._unblocked(doc))
+    except Exception:  # a Panel without the check: only the document's own callbacks may change it
+        return pn.state.curdoc is doc and threading.current_thread() is threading.main_thread()
+
+
+class Redraw:
+    """Drawing a page on its session's event loop, whatever thread asks for it.
+
+    ``redraw()`` calls ``draw()`` at once where the document may be changed (on the loop, in the page's
+    build, or with no server: Jupyter, scripts, tests); from any other thread (a widget event in Panel's
+    thread pool, a watcher fired by a model on the session's worker) it schedules one ``draw()`` on the
+    loop, and further requests made before that one ran are folded into it. Bokeh models changed
+    directly (``source.data = ...``) must only be changed this way.
+
+    ``doc``: the session's document, taken when the page is made (default: the current one).
+    """
+
+    def __init__(self, draw: Callable[[], None], doc=None):
+        self._draw = draw
+        self._doc_ref = None
+        doc = doc if doc is not None else served_doc()
+        if doc is not None:
+            self._doc_ref = weakref.ref(doc)
+        self._scheduled = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        doc = self._doc_ref() if self._doc_ref is not None else None
+        if doc is None or holds_document(doc):
+            self._draw()
+            return
+        with self._lock:
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            doc.add_next_tick_callback(self._run)
+        except Exception:  # the session is gone: nothing to draw for
+            with self._lock:
+                self._scheduled = False
+
+    def _run(self) -> None:
+        with self._lock:
+            self._scheduled = False
+        self._draw()
+
+
+_WORKERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_WORKERS_LOCK = threading.Lock()
+_STOP = object()
+
+
+class SessionWorker:
+    """The compute thread of one served session.
+
+    Jobs run one after the other, in the order submitted. A job is ``work()`` (computation only: it
+    touches no widget, pane or Bokeh model) followed by ``then(result, error)`` on the session's
+    event loop (under the document's lock), where the page draws what ``work`` produced. ``then`` is
+    called once for every job that started, also when ``work`` raised (``error`` is the exception;
+    it is logged too), so a page's "busy" state always ends. Jobs with a ``key`` can be dropped while
+    one with the same key is waiting or running (``skip_if_busy``): Play's ticks never pile up.
+
+    The thread starts with the first job and ends with the session (``on_session_destroyed``) or
+    :meth:`stop`: jobs still waiting are dropped and their ``then`` is not called.
+    """
+
+    def __init__(self, doc):
+        self._doc_ref = weakref.ref(doc)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._pending: Counter = Counter()  # key -> jobs with that key waiting or running
+        self._stopped = False
+        self.jobs_done = 0
+
+    # ------------------------------------------------------------------ access
+    @classmethod
+    def of(cls, doc=None) -> SessionWorker | None:
+        """The worker of ``doc`` (default: the current served session's document), created on first use.
+
+        None outside a served session: run the work directly there.
+        """
+        doc = doc if doc is not None else served_doc()
+        if doc is None or getattr(doc, "session_context", None) is None:
+            return None
+        with _WORKERS_LOCK:
+            worker = _WORKERS.get(doc)
+            if worker is None:
+                worker = cls(doc)
+                _WORKERS[doc] = worker
+                try:
+                    doc.on_session_destroyed(worker._on_session_destroyed)
+                except Exception:  # a document without session callbacks (tests): stopped by stop()
+                    pass
+        return worker
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def busy(self, key=None) -> bool:
+        """True while a job (with ``key``, if given) is waiting or running."""
+        with self._lock:
+            return self._pending[key] > 0 if key is not None else sum(self._pending.values()) > 0
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, work: Callable[[], object], then: Callable[[object, BaseException | None], None] | None = None,
+               *, key=None, skip_if_busy: bool = False) -> bool:
+        """Queue ``work`` on the session's thread; ``then(result, error)`` runs on the event loop after it.
+
+        Returns False when the job was not queued: the worker is stopped, or ``skip_if_busy`` and a job
+        with the same ``key`` is waiting or running.
+        """
+        with self._lock:
+            if self._stopped or (skip_if_busy and self._pending[key] > 0):
+                return False
+            self._pending[key] += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="explorer-session-worker", daemon=True)
+                self._thread.start()
+        self._queue.put((work, then, key))
+        return True
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is _STOP:
+                return
+            work, then, key = job
+            if self._stopped:
+                return
+            result, error = None, None
+            try:
+                result = work()
+            except Exception as exc:  # shown by ``then``; logged so that nothing fails silently
+                error = exc
+                log.exception("a job of the session's worker failed")
+            self.jobs_done += 1
+            self._show(then, result, error, key)
+
+    def _show(self, then, result, error, key) -> None:
+        doc = self._doc_ref()
+
+        def on_loop():
+            with self._lock:
+                self._pending[key] = max(0, self._pending[key] - 1)
+            if then is not None and not self._stopped:
+                then(result, error)
+
+        if doc is None or self._stopped:
+            with self._lock:
+                self._pending[key] = max(0, self._pending[key] - 1)
+            return
+        try:
+            doc.add_next_tick_callback(on_loop)
+        except Exception:  # the document went away meanwhile
+            with self._lock:
+                self._pending[key] = max(0, self._pending[key] - 1)
+
+    # ------------------------------------------------------------------ end
+    def stop(self) -> None:
+        """Stop for good: waiting jobs are dropped, a running one finishes without being shown."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._pending.clear()
+        self._queue.put(_STOP)
+
+    def _on_session_destroyed(self, session_context) -> None:
+        self.stop()
+
+
+def run_then(work: Callable[[], object], then: Callable[[object, BaseException | None], None] | None = None,
+             *, key=None, skip_if_busy: bool = False, doc=None) -> bool:
+    """Run ``work`` on the session's worker and ``then(result, error)`` on its event loop; outside a server,
+    both at once on the calling thread (errors are raised there, not passed to ``then``).
+
+    Returns False when a served session's worker did not take the job (see :meth:`SessionWorker.submit`).
+    """
+    worker = SessionWorker.of(doc)
+    if worker is None:
+        result = work()
+        if then is not None:
+            then(result, None)
+        return True
+    return worker.submit(work, then, key=key, skip_if_busy=skip_if_busy)

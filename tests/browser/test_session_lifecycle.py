@@ -65,7 +65,10 @@ def test_closing_a_playing_tab_stops_its_work_and_leaves_the_log_clean(slug, mod
     stopped_at = stepped.iteration
     time.sleep(1.5)
     assert stepped.iteration == stopped_at, "the server kept computing for a closed tab"
-    _wait(lambda: player._destroyed and player._executor is None, 20, "the session ends and its thread stops")
+    worker = player._worker  # the session's one compute thread (explorer.ui.session.SessionWorker)
+    assert worker is not None
+    _wait(lambda: player._destroyed and worker.stopped and not worker._thread.is_alive(), 20,
+          "the session ends and its thread stops")
     time.sleep(1.0)  # anything still scheduled for the closed session would log now
     noisy = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.name.split(".")[0] in NOISY]
     assert noisy == [], "the server logged:\n" + "\n".join(noisy)

@@ -11,7 +11,7 @@ How Play works (see the Panel guide, sections 2.5 and 2.9): Play starts a sessio
 watch (so a view redraws once per tick, however many steps the tick made).
 
 Served, the work is split: the timer's callback runs on the event loop and only hands the steps
-to the session's own compute thread (numpy releases the GIL there); when they are done, the page
+to the session's compute thread (:class:`~explorer.ui.session.SessionWorker`; numpy releases the GIL there); when they are done, the page
 is updated back on the event loop (``add_next_tick_callback``), where the iteration read-out and
 every view change together, under the document's lock, so a counter and the plots never
 disagree and no document is changed from a thread. A tick that comes while the previous one is
@@ -20,7 +20,7 @@ so with the real rate). A tick finds the session's browser gone (a closed tab) a
 once: the server stops computing for nobody and sends nothing to a closed connection. Step
 clicks go through the same thread. Creating and stopping the timer is always done on the event
 loop (``pn.state.execute``), from one reconciling method, so Play/Pause clicks, the end of a run
-and the end of the session cannot race; the end of the session also stops the compute thread.
+and the end of the session cannot race; the end of the session also stops the session's worker.
 
 With no server (Jupyter, scripts, tests) ``tick()`` and ``step()`` work directly. Outside a server
 (Jupyter, scripts, tests) the same code runs directly; without a running event loop the timer
@@ -36,12 +36,12 @@ import asyncio
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
-from explorer.ui.session import served_doc
 import param
 from panel.viewable import Viewer
+
+from explorer.ui.session import SessionWorker, served_doc
 
 __all__ = ["NOTEBOOK_PAUSE_S", "StepPlayer"]
 
@@ -93,7 +93,7 @@ class StepPlayer(Viewer):
         self._doc = None  # the session document the timer belongs to
         self._destroy_registered = False
         self._destroyed = False
-        self._executor: ThreadPoolExecutor | None = None  # the session's compute thread (served only)
+        self._worker: SessionWorker | None = None  # the session's compute thread (served only)
         self._inflight = 0  # jobs handed to it and not yet shown
         self._inflight_lock = threading.Lock()  # Step clicks may come from Panel's thread pool
         self._shown_at: deque[float] = deque(maxlen=8)  # when the last played ticks were shown (real rate)
@@ -257,30 +257,17 @@ class StepPlayer(Viewer):
         return not session.destroyed and session.connection_count > 0
 
     def _submit(self, work, played: bool) -> bool:
-        """Run ``work()`` (model steps, no UI) on the compute thread, then show it on the event loop."""
+        """Run ``work()`` (model steps, no UI) on the session's worker, then show it on the event loop."""
         doc = self._served_doc()
         if doc is None or self._destroyed:
             return False
-        self._register_destroy()  # the end of the session stops the thread
+        self._register_destroy()  # the end of the session stops the timer
+        worker = self._worker = SessionWorker.of(doc)
+        if worker is None:
+            return False
         with self._inflight_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-player")
             self._inflight += 1
-            executor = self._executor
-
-        def run():
-            try:
-                work()
-            finally:
-                if not self._destroyed:
-                    try:
-                        doc.add_next_tick_callback(lambda: self._shown(played))
-                    except Exception:  # the document went away meanwhile
-                        pass
-
-        try:
-            executor.submit(run)
-        except RuntimeError:  # shut down by the end of the session
+        if not worker.submit(work, lambda result, error: self._shown(played), key=self):
             with self._inflight_lock:
                 self._inflight -= 1
             return False
@@ -361,10 +348,6 @@ class StepPlayer(Viewer):
         pn.state.on_session_destroyed(self._on_session_destroyed)
 
     def _on_session_destroyed(self, session_context):
-        """Stop for good: timer, then the compute thread (Bokeh may call this twice: idempotent)."""
+        """Stop for good (the session's worker stops itself; Bokeh may call this twice: idempotent)."""
         self._destroyed = True
         self._stop_timer()
-        with self._inflight_lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)

@@ -5,32 +5,30 @@ seed001 (Ghahramani & Jordan) Fig. 1 and digest section 6, derived view 4. One
 :class:`~explorer.ui.state.em_model.EMModel` runs that differ only in ``variant`` ("em",
 "naive", "mean_impute"); one :class:`~explorer.ui.components.player.StepPlayer` drives all three.
 
-Every panel is one ``hv.DynamicMap`` fed by its own ``hv.streams.Pipe`` and returning an overlay
-of fixed structure (points, missing-point marks, imputed points, 1- and 2-sd ellipses as ONE
-``hv.Path`` each with a ``comp`` value dimension, true ellipses, means), so updates patch the
-Bokeh sources. The per-iteration traces are ``hv.streams.Buffer`` streams. The frame data are
-computed by pure functions (:func:`ellipse_paths`, :func:`panel_frame`) that the tests call.
+Every panel is a Bokeh figure made once per session (:class:`~explorer.ui.plots.figures.ScatterPanel`:
+points, missing-value marks, 1- and 2-sd ellipses of every component as rows of one source, the true
+mixture); a frame only replaces its sources' data, and the traces (:class:`~explorer.ui.plots.figures.TracePlot`)
+stream the new iterations. The frame data are computed by pure functions
+(:func:`~explorer.ui.plots.mixture2d.ellipse_paths`, :func:`~explorer.ui.plots.mixture2d.panel_frame`)
+that the tests call. Steps run on the session's worker thread; the page draws on the event loop.
 """
 
 from __future__ import annotations
 
 import threading
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
-import pandas as pd
 import panel as pn
 import param
 
 from explorer import datasets as ds
 from explorer.core import em_gmm
-from explorer.ui.plots.mixture2d import (
-    axis_ranges, empty_frame, fit_axes, overlay_all, panel_frame, panel_overlay, trace_buffer, trace_curve,
-)
+from explorer.ui.plots.figures import ScatterPanel, TracePlot, push
+from explorer.ui.plots.mixture2d import axis_ranges, empty_frame, panel_frame
 from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.page import ModelPage, weak_callback
+from explorer.ui.session import Redraw
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.player import StepPlayer
@@ -110,12 +108,10 @@ class EMPlayground(ModelPage):
                        for v, title in VARIANTS]
         self.em = self.models[0]
         self._lock = threading.RLock()
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
         self._clicked: np.ndarray | None = None  # points placed by clicking (None: not drawing)
         self._last_limits = ((0.0, 1.0), (0.0, 1.0))
-        self._sent = [(-1, -1)] * len(self.models)  # (run_id, last iteration sent) per trace
-        self._pipes = [hv.streams.Pipe(data=empty_frame()) for _ in self.models]
-        self._ll = [trace_buffer("log_likelihood") for _ in self.models]
-        self._rmse = [trace_buffer("rmse") for _ in self.models]
+        self._sent_run = [-1] * len(self.models)  # run_id of what each trace shows
         self.player = StepPlayer(models=self.models, labels=["EM", "naive", "mean imp."], steps_per_tick=3)
         self._build()
         self.em.param.watch(self._propagate, list(_EM_SETTINGS))
@@ -129,29 +125,14 @@ class EMPlayground(ModelPage):
     def _build(self):
         em = self.em
         self._titles = [pn.pane.Markdown(f"**{t}**", margin=(0, 10)) for _, t in VARIANTS]
-        self._dmaps, self._taps = [], []
-        # the axes follow the data through the fit_axes hook (framewise would undo a zoom on every step)
-        opts = dict(responsive=True, height=360, active_tools=["wheel_zoom"], hooks=[fit_axes],
-                    show_legend=False, toolbar="above", backend="bokeh")
-        for pipe in self._pipes:
-            # a Tap with source=dmap is not wired to an overlay's plot: it must be one of its streams
-            tap = hv.streams.Tap(x=None, y=None, transient=True)
-            tap.add_subscriber(weak_callback(self._on_tap))
-            dmap = hv.DynamicMap(panel_overlay, streams=[pipe, tap]).opts(**opts)
-            self._dmaps.append(dmap)
-            self._taps.append(tap)
-        panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width"), sizing_mode="stretch_width")
-                  for t, d in zip(self._titles, self._dmaps)]
-        trace_opts = dict(responsive=True, height=290, framewise=True, axiswise=True, show_grid=True,
-                          legend_position="top", legend_cols=3, legend_opts={"label_text_font_size": "9pt"},
-                          toolbar=None, backend="bokeh")
-        colors = ("#1f77b4", "#d62728", "#7f7f7f")
-        ll = overlay_all([hv.DynamicMap(trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
-                           for b, (_, t), c in zip(self._ll, VARIANTS, colors)]).opts(
-            title="Observed-data log-likelihood", ylabel="log-likelihood", **trace_opts)
-        rmse = overlay_all([hv.DynamicMap(trace_curve, streams=[b]).relabel(t).opts(color=c, line_width=2)
-                             for b, (_, t), c in zip(self._rmse, VARIANTS, colors)]).opts(
-            title="Imputation RMSE (needs the true values)", ylabel="RMSE of the hidden values", **trace_opts)
+        # Bokeh figures made once: a frame only replaces their sources' data (explorer.ui.plots.figures)
+        tap = weak_callback(self.add_point)
+        self._panels = [ScatterPanel(height=360, on_tap=tap) for _ in VARIANTS]
+        panels = [pn.Column(t, sp.pane, sizing_mode="stretch_width") for t, sp in zip(self._titles, self._panels)]
+        series = [(t, c) for (_, t), c in zip(VARIANTS, ("#1f77b4", "#d62728", "#7f7f7f"))]
+        self._ll = TracePlot("Observed-data log-likelihood", "log-likelihood", series)
+        self._rmse = TracePlot("Imputation RMSE (needs the true values)", "RMSE of the hidden values", series)
+        ll, rmse = self._ll.pane, self._rmse.pane
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS_2D + [UPLOADED],
                                            mechanisms=MECHANISMS_2D, show_error=False)
         self._clear = pn.widgets.Button(label="Clear points", description="Start an empty canvas, then click to add")
@@ -228,11 +209,6 @@ class EMPlayground(ModelPage):
     def _on_mode(self):
         self.refresh()
 
-    def _on_tap(self, x=None, y=None, **kwargs):
-        if x is None or y is None:
-            return
-        self.add_point(float(x), float(y))
-
     def _on_clear(self, event=None):
         self.clear_points()
 
@@ -290,7 +266,11 @@ class EMPlayground(ModelPage):
         return limits
 
     def refresh(self) -> None:
-        """Redraw the three panels, the traces, the read-outs and the error messages."""
+        """Redraw the three panels, the traces, the read-outs and the error messages (on the session's event
+        loop: from another thread, the drawing is scheduled there)."""
+        self._redraw()
+
+    def _draw(self) -> None:
         with self._lock, pn.io.hold():
             pending = self._pending()
             xlim, ylim = self._limits(pending)
@@ -302,29 +282,29 @@ class EMPlayground(ModelPage):
                 else:
                     frame = panel_frame(state, data, m.covariance_type, m.variant, self.mode, xlim, ylim,
                                         truth_params)
-                self._pipes[i].send(frame)
+                self._panels[i].update(frame)
                 self._send_traces(i, m)
                 ll = "-" if state is None else f"{state.log_likelihood:.1f}"
                 self._titles[i].object = f"**{VARIANTS[i][1]}** · iteration {m.iteration} · log-lik. {ll}"
             self._update_messages(pending)
+        push(*(p.pane for p in self._panels), self._ll.pane, self._rmse.pane)
 
     def _send_traces(self, i: int, m: EMModel) -> None:
-        run_id, last = self._sent[i]
-        if run_id != m.run_id:
-            self._ll[i].clear()
-            self._rmse[i].clear()
-            last = -1
+        """Stream the iterations of run ``m`` that trace ``i`` does not show yet (all of them after a reset)."""
+        if self._sent_run[i] != m.run_id:
+            self._ll.clear(i)
+            self._rmse.clear(i)
+            self._sent_run[i] = m.run_id
+        last = self._ll.last_iteration(i)
         data, truth = m.em_data, self.data_model.data.truth if self.data_model.data is not None else None
         new = [s for s in m.states if s.iteration > last]
         if new and data is not None:
             its = np.array([s.iteration for s in new])
-            self._ll[i].send(pd.DataFrame({"iteration": its, "log_likelihood": [s.log_likelihood for s in new]}))
+            self._ll.append(i, its, [s.log_likelihood for s in new])
             if truth is not None and truth.shape == data.X.shape and data.missing.any():
                 cfg = m.config()
                 err = [np.sqrt(np.mean((em_gmm.impute(s, data, cfg) - truth)[data.missing] ** 2)) for s in new]
-                self._rmse[i].send(pd.DataFrame({"iteration": its, "rmse": err}))
-            last = int(its[-1])
-        self._sent[i] = (m.run_id, last)
+                self._rmse.append(i, its, err)
 
     def _update_messages(self, pending: bool) -> None:
         dm = self.data_model
