@@ -10,6 +10,7 @@ from panel.viewable import Viewer
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import prefixed, sync_with_url, weak_callback
+from explorer.ui.session import Redraw
 from explorer.ui.state.fa_model import CLASSES, FAModel
 from explorer.ui.text import md
 
@@ -59,8 +60,8 @@ def mask_widgets(model: FAModel, masks=None) -> pn.Column:
 class FAPage(Viewer):
     """Base of the factor-analysis pages: a model, a player over l, an alert, ``sidebar`` / ``main``.
 
-    Subclasses build ``self.sidebar`` / ``self.main`` in ``_build`` and redraw in ``refresh``
-    (called whenever the model publishes new outputs).
+    Subclasses build ``self.sidebar`` / ``self.main`` in ``_build`` and draw in ``_draw``; ``refresh()``
+    (called whenever the model publishes new outputs) runs it on the session's event loop.
     """
 
     __abstract = True
@@ -78,6 +79,7 @@ class FAPage(Viewer):
                                                          start=0, end=self.model.max_terms)
         self._max_terms = pn.widgets.IntInput.from_param(self.model.param.max_terms, label="Play up to l =", start=1)
         self.model.param.watch(self._on_max_terms, "max_terms")
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
         self._build()
         self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
         self.model.param.watch(weak_callback(self._on_revision), ["revision"])
@@ -96,6 +98,10 @@ class FAPage(Viewer):
         raise NotImplementedError
 
     def refresh(self):
+        """Redraw the page (on the session's event loop: from another thread it is scheduled there)."""
+        self._redraw()
+
+    def _draw(self):
         raise NotImplementedError
 
     def _show_error(self) -> bool:

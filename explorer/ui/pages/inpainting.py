@@ -202,7 +202,7 @@ class InpaintingView(FAPage):
             self.model.draw(*px, size=self.brush_size)
 
     # ------------------------------------------------------------------ drawing
-    def refresh(self):
+    def _draw(self):
         m = self.model
         with m.lock, pn.io.hold():
             if self._show_error():

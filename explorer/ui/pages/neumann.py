@@ -154,7 +154,7 @@ class NeumannView(FAPage):
                               pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self._rho_key = None
 
-    def refresh(self):
+    def _draw(self):
         m = self.model
         with m.lock, pn.io.hold():
             if self._show_error():

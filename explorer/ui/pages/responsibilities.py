@@ -177,7 +177,7 @@ class ResponsibilitiesView(FAPage):
     def _on_random(self, event=None):
         self.model.image_index = int(self._rng.integers(0, self.model.n_eval))
 
-    def refresh(self):
+    def _draw(self):
         m = self.model
         with m.lock, pn.io.hold():
             if self._show_error():
