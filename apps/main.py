@@ -208,7 +208,7 @@ class Gallery(Viewer):
         self.main = pn.Column(self.notice, sizing_mode="stretch_width", min_height=400)
         self.sidebar = pn.Column("### Pages", self.menu, pn.layout.Divider(), self.page_sidebar,
                                  sizing_mode="stretch_width")
-        self._home = _marked(self._build_home(), f"page-main-{HOME}")
+        self._home = None  # built when first shown: a link to another page never pays for it
         self._layout = pn.Row(pn.Column(self.sidebar, width=340), self.main, sizing_mode="stretch_width")
         # the page named in the link (its value checked; a new value shows the page), then the URL
         # follows the menu
@@ -265,6 +265,8 @@ class Gallery(Viewer):
     @param.depends("page", watch=True)
     def _show(self):
         if self.page == HOME:
+            if self._home is None:
+                self._home = _marked(self._build_home(), f"page-main-{HOME}")
             sidebar, main = None, self._home
         else:
             self.main.loading = True
