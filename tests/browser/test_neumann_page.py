@@ -16,20 +16,24 @@ def _l(page) -> int:
 
 
 
-# The error plot as BokehJS has it: its y range, the MSE values of every line (NSA, oracle, reference levels)
-# and the legend labels.
+# The error plot as BokehJS has it: its y range, the MSE values of every line shown (NSA, oracle, reference levels:
+# the y column of every visible line renderer) and the labels of the legend entries shown.
 _ERROR_PLOT = """() => {
     const fig = [...Bokeh.documents[0].all_models].find(
         (m) => m.title != null && typeof m.title.text === "string" && m.title.text.startsWith("Error on the missing"));
     const values = [];
     for (const r of fig.renderers) {
-        const mse = r.data_source != null ? r.data_source.data.MSE : undefined;
+        const y = r.glyph != null && r.glyph.y != null ? r.glyph.y.field : undefined;
+        const mse = y !== undefined ? r.data_source.data[y] : undefined;
         if (mse !== undefined && r.visible) values.push(...Array.from(mse).filter((v) => Number.isFinite(v)));
     }
     const labels = [];
     for (const legend of [...fig.center, ...fig.left, ...fig.right, ...fig.above, ...fig.below]) {
         if (legend.items === undefined) continue;
-        for (const item of legend.items) labels.push(typeof item.label === "string" ? item.label : item.label.value);
+        for (const item of legend.items) {
+            if (item.visible === false) continue;
+            labels.push(typeof item.label === "string" ? item.label : item.label.value);
+        }
     }
     return {start: fig.y_range.start, end: fig.y_range.end, min: Math.min(...values), max: Math.max(...values),
             n: values.length, labels};
