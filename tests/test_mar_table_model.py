@@ -100,3 +100,35 @@ def test_view_lives_as_long_as_its_layout():
     model.alpha = 0.9
     assert alert.alert_type == "danger"
     assert sidebar is not None and main is not None
+
+
+def test_results_are_shared_between_sessions_for_the_same_settings_and_read_only():
+    from explorer.ui.state.mar_table_model import MARTableModel
+
+    a, b = MARTableModel(seed=3, n_points=4, repeats=3), MARTableModel(seed=3, n_points=4, repeats=3)
+    ra = a.compute()
+    assert b.compute() is ra  # computed once per process for these settings
+    assert not ra.table.flags.writeable and not ra.sweep.em_mean.flags.writeable
+    b.seed = 4
+    rb = b.compute()
+    assert rb is not ra and not np.array_equal(rb.sweep.em_mean, ra.sweep.em_mean)  # another seed, other draws
+
+
+def test_a_setting_change_only_changes_the_plots_data_never_its_models():
+    """Issue 19: the plot is built once; a new setting replaces its sources' data, ranges and title."""
+    import panel as pn
+    from bokeh.document import Document
+
+    view = MARTableView(model=_small())
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    in_figure = {m.id for m in view._sweep.figure.references()}
+    view.model.beta = 0.5
+    view.model.lam = 0.9  # not valid: nothing to draw, same models
+    view.model.lam = 0.1
+    assert {m.id for m in view._sweep.figure.references()} == in_figure
+    s = view.result.sweep
+    np.testing.assert_allclose(view._sweep.sources["em"].data["y"], s.em_mean)
+    np.testing.assert_allclose(view._sweep.sources["fact"].data["hi"], s.fact_mean + s.fact_se)
+    assert view._sweep.figure.title.text == sweep_frame(view.result)["title"]
+    assert view._sweep.x_range.start == pytest.approx(sweep_frame(view.result)["xlim"][0])

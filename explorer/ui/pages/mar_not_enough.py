@@ -12,26 +12,30 @@ distribution (a, b, c, d) and the simulation settings (sliders in the sidebar, k
   and the EM estimates, the current β − δ dashed;
 * a sentence with the bias at the current setting, computed from these numbers.
 
-The plot is one ``hv.DynamicMap`` fed by an ``hv.streams.Pipe`` (fixed overlay structure), so a change patches
-the Bokeh sources. The frame is built by the pure function :func:`sweep_frame`; the table by :func:`table_html`.
+The plot is a Bokeh figure made once per session (:class:`SweepPlot`): a change only replaces its sources' data.
+The result is computed on the session's worker (shared across sessions for the same settings, see
+:meth:`~explorer.ui.state.mar_table_model.MARTableModel.compute`) and drawn on the event loop. The frame is built by
+the pure function :func:`sweep_frame`; the table by :func:`table_html`.
 """
 
 from __future__ import annotations
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
+from bokeh.plotting import figure
 from panel.viewable import Viewer
 
 from explorer.core.mar_table import CODES
 from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
+from explorer.ui.plots.figures import push
+from explorer.ui.session import Redraw, run_then
 from explorer.ui.weak import weak_callback
 
-__all__ = ["MARTableView", "create_model", "sweep_frame", "table_html", "validity_markdown"]
+__all__ = ["MARTableView", "SweepPlot", "create_model", "sweep_frame", "table_html", "validity_markdown"]
 
 COLORS = {"truth": "#111111", "closed": "#d62728", "em": "#1f77b4", "fact": "#ff7f0e", "current": "#2ca02c"}
 _SYMBOLS = (("α", "β", "γ", "1−α−β−γ"), ("α", "δ", "γ", "1−α−δ−γ"), ("α", "β", "λ", "1−α−β−λ"),
@@ -127,25 +131,54 @@ def sweep_frame(result: MARTableResult) -> dict:
             "title": f"Estimates of P(X1 = 1) as β − δ varies ({s.repeats} x {s.n_cases} cases per point)"}
 
 
-def sweep_overlay(data: dict) -> hv.Overlay:
-    """DynamicMap callback: 7 elements whatever the data."""
-    f = data
-    xd = hv.Dimension("x", label="β − δ")
-    yd = hv.Dimension("y", label="P(X1 = 1)")
-    truth = hv.Curve(f["truth"], xd, yd, label="true P(X1 = 1) = c + d").opts(color=COLORS["truth"], line_width=2)
-    closed = hv.Curve(f["closed"], xd, yd, label="P(X1 = 1 | R1 = 1), closed form").opts(
-        color=COLORS["closed"], line_width=3)
-    em_bars = hv.ErrorBars(f["em"], xd, [yd, "se"]).opts(color=COLORS["em"], line_width=2)
-    em = hv.Scatter(f["em"][:2], xd, yd, label="EM on the full joint (± 1 s.e.)").opts(
-        color=COLORS["em"], size=9, marker="circle")
-    fact_bars = hv.ErrorBars(f["fact"], xd, [yd, "se"]).opts(color=COLORS["fact"], line_width=2)
-    fact = hv.Scatter(f["fact"][:2], xd, yd, label="factorised θ11, eq. 3.4.2 (± 1 s.e.)").opts(
-        color=COLORS["fact"], size=9, marker="square")
-    current = hv.Curve(f["current"], xd, yd, label="current β − δ").opts(
-        color=COLORS["current"], line_dash="dashed", line_width=2)
-    return hv.Overlay([truth, closed, em_bars, em, fact_bars, fact, current]).opts(
-        {"Curve": dict(framewise=True, xlim=f["xlim"], ylim=f["ylim"]),
-         "Overlay": dict(title=f["title"], xlabel="β − δ", ylabel="P(X1 = 1)")})
+class SweepPlot:
+    """The Table 3.3 picture as a Bokeh figure made once; :meth:`update` only replaces its sources' data, its
+    ranges and its title (see :mod:`explorer.ui.plots.figures`). Each renderer is named after its legend label."""
+
+    _LABELS = {"truth": "true P(X1 = 1) = c + d", "closed": "P(X1 = 1 | R1 = 1), closed form",
+               "em": "EM on the full joint (± 1 s.e.)", "fact": "factorised θ11, eq. 3.4.2 (± 1 s.e.)",
+               "current": "current β − δ"}
+
+    def __init__(self):
+        self.x_range, self.y_range = Range1d(0.0, 1.0), Range1d(0.0, 1.0)
+        fig = figure(x_range=self.x_range, y_range=self.y_range, sizing_mode="stretch_width", min_height=460,
+                     height=460, tools="pan,wheel_zoom,box_zoom,save,reset", toolbar_location="above",
+                     x_axis_label="β − δ", y_axis_label="P(X1 = 1)", title="Computing…")
+        self.sources = {k: ColumnDataSource({"x": [], "y": []}) for k in ("truth", "closed", "current")}
+        self.sources |= {k: ColumnDataSource({"x": [], "y": [], "lo": [], "hi": []}) for k in ("em", "fact")}
+        s = self.sources
+        items = {
+            "truth": [fig.line("x", "y", source=s["truth"], color=COLORS["truth"], line_width=2, name=self._LABELS["truth"])],
+            "closed": [fig.line("x", "y", source=s["closed"], color=COLORS["closed"], line_width=3,
+                               name=self._LABELS["closed"])],
+        }
+        for key, marker in (("em", "circle"), ("fact", "square")):
+            bars = fig.segment("x", "lo", "x", "hi", source=s[key], color=COLORS[key], line_width=2)
+            dots = fig.scatter("x", "y", source=s[key], color=COLORS[key], size=9, marker=marker, name=self._LABELS[key])
+            items[key] = [bars, dots]
+        items["current"] = [fig.line("x", "y", source=s["current"], color=COLORS["current"], line_dash="dashed",
+                                     line_width=2, name=self._LABELS["current"])]
+        fig.add_layout(Legend(items=[LegendItem(label=self._LABELS[k], renderers=r) for k, r in items.items()],
+                              ncols=2, label_text_font_size="9pt", location="center"), "below")
+        self.figure = fig
+        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=480)
+        # the figure in a marked box (a Bokeh pane's own CSS classes go to the figure's shadow root)
+        self.view = pn.Column(self.pane, sizing_mode="stretch_width", min_width=520, css_classes=["mar-sweep"])
+        self.frame: dict | None = None
+
+    def update(self, frame: dict) -> None:
+        """Draw a :func:`sweep_frame` (data, ranges and title only)."""
+        self.frame = frame
+        for key in ("truth", "closed", "current"):
+            x, y = frame[key]
+            self.sources[key].data = {"x": np.asarray(x, float), "y": np.asarray(y, float)}
+        for key in ("em", "fact"):
+            x, mean, se = (np.asarray(v, float) for v in frame[key])
+            self.sources[key].data = {"x": x, "y": mean, "lo": mean - se, "hi": mean + se}
+        (x0, x1), (y0, y1) = frame["xlim"], frame["ylim"]
+        self.x_range.update(start=x0, end=x1, reset_start=x0, reset_end=x1)
+        self.y_range.update(start=y0, end=y1, reset_start=y0, reset_end=y1)
+        self.figure.title.text = frame["title"]
 
 
 # --------------------------------------------------------------------------- the view
@@ -159,7 +192,7 @@ class MARTableView(Viewer):
             params["model"] = MARTableModel()
         super().__init__(**params)
         self.result: MARTableResult | None = None
-        self._pipe = hv.streams.Pipe(data=empty_frame("Computing…"))
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
         self._build()
         self.model.param.watch(weak_callback(self._on_settings), list(self.model._SETTINGS))
         self.refresh()
@@ -197,11 +230,8 @@ class MARTableView(Viewer):
             w.IntInput.from_param(m.param.seed, label="Seed"),
             sizing_mode="stretch_width", min_width=300,
         )
-        plot = hv.DynamicMap(sweep_overlay, streams=[self._pipe]).opts(
-            responsive=True, min_height=460, legend_position="bottom", legend_cols=2,
-            legend_opts={"label_text_font_size": "9pt"}, toolbar="above", show_grid=True, backend="bokeh")
-        self._plot = pn.pane.HoloViews(plot, sizing_mode="stretch_width", linked_axes=False, min_height=480,
-                                       min_width=520, css_classes=["mar-sweep"])
+        self._sweep = SweepPlot()
+        self._plot = self._sweep.view
         self._validity = pn.pane.Alert("", alert_type="success", sizing_mode="stretch_width",
                                        css_classes=["mar-validity"], margin=(5, 10))
         self._table = pn.pane.HTML("", stylesheets=[_TABLE_CSS], css_classes=["response-table"], margin=(0, 10),
@@ -219,15 +249,26 @@ class MARTableView(Viewer):
 
     # ------------------------------------------------------------------ updates
     def refresh(self) -> None:
-        """Recompute the model's result and show it (the plot, the table, the validity, the sentence)."""
-        result = self.model.compute()
-        self.result = result
+        """Compute the result of the current settings (on the session's worker when served) and show it."""
+        run_then(self.model.compute, self._computed, key="compute")
+
+    def _computed(self, result: MARTableResult | None, error: BaseException | None = None) -> None:
+        if result is not None:
+            self.result = result
+            self._redraw()
+
+    def _draw(self) -> None:
+        """Show :attr:`result` (the plot, the table, the validity, the sentence) on the event loop."""
+        result = self.result
+        if result is None:
+            return
         with pn.io.hold():
             self._validity.param.update(object=validity_markdown(result),
                                         alert_type="success" if result.valid else "danger")
             self._table.object = table_html(result)
             self._sentence.object = result.sentence()
-            self._pipe.send(sweep_frame(result))
+            self._sweep.update(sweep_frame(result))
+        push(self._sweep.pane)
 
     def _on_settings(self, *events) -> None:
         self.refresh()

@@ -20,7 +20,9 @@ No Panel import here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 
 import numpy as np
 import param
@@ -161,7 +163,24 @@ class MARTableModel(Settings):
         return 0.0, max(0.0, 1.0 - self.alpha - max(self.gamma, self.lam))
 
     def compute(self) -> MARTableResult:
-        """Validity, table and (when valid) the sweep; see the module docstring."""
+        """Validity, table and (when valid) the sweep; see the module docstring.
+
+        Results depend on the settings only (the seed included), so they are shared by every session of the
+        process (a small LRU cache; the arrays of a shared result are read-only).
+        """
+        key = tuple(getattr(self, name) for name in self._SETTINGS)
+        with _CACHE_LOCK:
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+                return _CACHE[key]
+        result = _read_only(self._compute())
+        with _CACHE_LOCK:
+            _CACHE[key] = result
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        return result
+
+    def _compute(self) -> MARTableResult:
         params, joint = self.params_tuple, self.joint
         table = mt.response_table(*params, check=False)
         problems = tuple(self.problems())
@@ -194,3 +213,20 @@ class MARTableModel(Settings):
                      em_mean=em.mean(axis=1), em_se=em.std(axis=1, ddof=1) / root,
                      fact_mean=np.nanmean(fact, axis=1), fact_se=np.nanstd(fact, axis=1, ddof=1) / root,
                      current=current, truth=float(joint[2] + joint[3]), n_cases=self.n_cases, repeats=self.repeats)
+
+
+#: Results kept for reuse by any session of the process (settings -> result).
+CACHE_SIZE = 64
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def _read_only(obj):
+    """``obj`` (a result or a sweep) with every array in it made read-only (it is shared between sessions)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+        elif isinstance(value, Sweep):
+            _read_only(value)
+    return obj
