@@ -102,3 +102,27 @@ def test_view_lives_as_long_as_its_layout():
     model.family = "logit_vd"
     assert sentence.object.startswith("Under Logit-vd")
     assert sidebar is not None and main is not None
+
+
+def test_a_setting_change_only_changes_the_figures_data_never_their_models():
+    """Issue 19: the four figures are built once; a new family (other categories, other sizes) replaces data,
+    ticks, ranges and titles only."""
+    import panel as pn
+    from bokeh.document import Document
+
+    view = MechanismGalleryView(model=MechanismGalleryModel(n_users=80, n_items=12))
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    figures = [view._plots.bars_fig, view._plots.heat_fig, view._plots.mask_fig, view._plots.marg_fig]
+    kinds = {type(m).__name__ for f in figures for m in f.references()}
+    count = sum(1 for f in figures for _ in f.renderers)
+    for family in ("logit_vd", "mar_table", "linear", "cpt_v"):
+        view.model.family = family
+        assert sum(1 for f in figures for _ in f.renderers) == count
+        frame = gallery_frame(view.result)
+        np.testing.assert_allclose(view._plots.bars_source.data["p"], frame["bars"][1])
+        assert view._plots.marg_fig.title.text == frame["title"]
+        n = len(frame["values"])
+        assert view._plots.bars_fig.xaxis[0].major_label_overrides == {i: v for i, v in enumerate(frame["values"])}
+        assert len(view._plots.heat_source.data["p"]) == n * frame["n_items"]
+    assert {type(m).__name__ for f in figures for m in f.references()} == kinds

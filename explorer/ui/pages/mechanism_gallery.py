@@ -2,8 +2,8 @@ r"""The "Mechanism gallery" page: Marlin's NMAR (and one MAR) mechanisms on a sy
 
 Digest seed004 section 7, item 2. A :class:`~explorer.ui.state.mechanism_gallery_model.MechanismGalleryModel`
 holds the family (CPT-v, the linear value effect, Logit-vd, the Table 3.1 MAR table), its parameters and the
-synthetic world's size (sidebar, kept in the URL). Four plots, each an ``hv.DynamicMap`` on an
-``hv.streams.Pipe`` (fixed structure, patched on every change), built by the pure :func:`gallery_frame`:
+synthetic world's size (sidebar, kept in the URL). Four Bokeh figures made once per session (:class:`GalleryPlots`;
+a change only replaces their data, ticks, ranges and titles), drawing the pure :func:`gallery_frame`:
 
 * the per-value response probabilities P(r = 1 | x = v), averaged over items (bars);
 * the heat map of P(r = 1 | v, item d) over values x items (flat columns for CPT-v: no item effect);
@@ -13,11 +13,14 @@ synthetic world's size (sidebar, kept in the URL). Four plots, each an ``hv.Dyna
 
 from __future__ import annotations
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import (ColorBar, ColumnDataSource, FixedTicker, HoverTool, Legend, LegendItem, LinearColorMapper,
+                          Range1d)
+from bokeh.palettes import Viridis256
+from bokeh.plotting import figure
+from bokeh.transform import dodge
 from panel.viewable import Viewer
 
 from explorer.core._validation import BadInputError
@@ -25,10 +28,12 @@ from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, M
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
+from explorer.ui.plots.figures import push
+from explorer.ui.session import Redraw, run_then
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
 
-__all__ = ["MechanismGalleryView", "create_model", "gallery_frame"]
+__all__ = ["GalleryPlots", "MechanismGalleryView", "create_model", "gallery_frame"]
 
 COLORS = {"true": "#7f7f7f", "observed": "#1f77b4", "response": "#2ca02c"}
 #: one colour per value on the mask (discrete: low values purple to high values yellow)
@@ -89,36 +94,106 @@ def gallery_frame(result: GalleryResult) -> dict:
     }
 
 
-def _bars(data: dict) -> hv.Bars:
-    return hv.Bars(data["bars"], hv.Dimension("value", label="value v"),
-                   hv.Dimension("p", label="P(r = 1 | x = v)", range=(0, 1))).opts(
-        color=COLORS["response"], title="Response probability per value (mean over items)", framewise=True,
-        ylim=(0, 1))
+def _figure(title: str, css: str, **kw) -> tuple:
+    fig = figure(title=title, sizing_mode="stretch_width", height=340, min_height=330, toolbar_location="above",
+                 tools="pan,wheel_zoom,box_zoom,save,reset", **kw)
+    # the figure in a marked box (a Bokeh pane's own CSS classes go to the figure's shadow root)
+    pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=340)
+    return fig, pane, pn.Column(pane, sizing_mode="stretch_width", min_height=340, css_classes=[css])
 
 
-def _heat(data: dict) -> hv.HeatMap:
-    return hv.HeatMap(data["heat"], [hv.Dimension("item", label="item d"), hv.Dimension("value", label="value v")],
-                      hv.Dimension("p", label="P(r = 1 | v, d)", range=(0, 1))).opts(
-        cmap="viridis", colorbar=True, clim=(0, 1), title="P(r = 1 | value, item)", framewise=True,
-        xaxis="bottom", xrotation=90 if data["n_items"] > 20 else 0, fontsize={"xticks": "7pt"}, tools=["hover"])
+def _ticks(axis, labels, rotate: bool = False) -> None:
+    """Categories drawn at numeric positions 0..n-1 with their labels (a change of categories sets properties
+    only: categorical factors that shrink break Bokeh's patches, see tests/browser/test_shrinking_updates.py)."""
+    axis.ticker = FixedTicker(ticks=list(range(len(labels))))
+    axis.major_label_overrides = {i: str(label) for i, label in enumerate(labels)}
+    axis.major_label_orientation = np.pi / 2 if rotate else "horizontal"
 
 
-def _mask(data: dict) -> hv.Image:
-    values = data["values"]
-    lo = 0.0 if values == ["0", "1"] else 1.0
-    n = max(len(values), 2)
-    return hv.Image(data["mask"], bounds=data["mask_bounds"], kdims=["item", "user"], vdims=["value"]).opts(
-        cmap=VALUE_COLORS[:n] if n <= len(VALUE_COLORS) else "viridis", clim=(lo - 0.5, lo + n - 0.5),
-        color_levels=n, colorbar=True, clipping_colors={"NaN": "#e6e6e6"},
-        title=f"Sampled mask: observed values, grey = missing ({data['n_users']} users)", framewise=True,
-        invert_yaxis=False)
+class GalleryPlots:
+    """The page's four figures, made once per session; :meth:`update` only replaces data, ticks, ranges and titles."""
 
+    def __init__(self):
+        self.bars_fig, bars_pane, self.bars = _figure("Response probability per value (mean over items)",
+                                                      "gallery-bars", x_axis_label="value v",
+                                                      y_axis_label="P(r = 1 | x = v)", y_range=Range1d(0, 1))
+        self.bars_source = ColumnDataSource({"x": [], "p": []})
+        self.bars_fig.vbar(x="x", top="p", width=0.8, source=self.bars_source, color=COLORS["response"])
 
-def _marginals(data: dict) -> hv.Bars:
-    return hv.Bars(data["marginals"], [hv.Dimension("value", label="value v"), "kind"],
-                   hv.Dimension("share", label="share of entries")).opts(
-        color="kind", cmap={TRUE_KIND: COLORS["true"], OBSERVED_KIND: COLORS["observed"]}, title=data["title"],
-        framewise=True, legend_position="bottom", show_legend=True, multi_level=False)
+        self.heat_fig, heat_pane, self.heat = _figure("P(r = 1 | value, item)", "gallery-heat", x_axis_label="item d",
+                                                      y_axis_label="value v")
+        self.heat_fig.xgrid.visible = self.heat_fig.ygrid.visible = False
+        self.heat_source = ColumnDataSource({"x": [], "y": [], "item": [], "value": [], "p": []})
+        heat_colors = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0)
+        cells = self.heat_fig.rect(x="x", y="y", width=1, height=1, source=self.heat_source,
+                                   fill_color={"field": "p", "transform": heat_colors}, line_color=None)
+        self.heat_fig.add_layout(ColorBar(color_mapper=heat_colors, title="P(r = 1 | v, d)"), "right")
+        self.heat_fig.add_tools(HoverTool(renderers=[cells], tooltips=[("item d", "@item"), ("value v", "@value"),
+                                                                       ("P(r = 1 | v, d)", "@p{0.000}")]))
+
+        self.mask_fig, mask_pane, self.mask = _figure("Sampled mask", "gallery-mask", x_axis_label="item",
+                                                      y_axis_label="user", x_range=Range1d(0, 1), y_range=Range1d(0, 1))
+        self.mask_fig.xgrid.visible = self.mask_fig.ygrid.visible = False
+        self.mask_source = ColumnDataSource({"image": [np.full((1, 1), np.nan)], "dw": [1], "dh": [1]})
+        self.mask_colors = LinearColorMapper(palette=VALUE_COLORS, low=0.5, high=5.5, nan_color="#e6e6e6")
+        self.mask_fig.image(image="image", x=0, y=0, dw="dw", dh="dh", source=self.mask_source,
+                            color_mapper=self.mask_colors)
+        self.mask_bar = ColorBar(color_mapper=self.mask_colors, title="value")
+        self.mask_fig.add_layout(self.mask_bar, "right")
+
+        self.marg_fig, marg_pane, self.marginals = _figure("Observed vs true marginal", "gallery-marginals",
+                                                           x_axis_label="value v", y_axis_label="share of entries")
+        self.marg_sources = {kind: ColumnDataSource({"x": [], "share": []}) for kind in (TRUE_KIND, OBSERVED_KIND)}
+        items = []
+        for kind, shift, color in ((TRUE_KIND, -0.2, COLORS["true"]), (OBSERVED_KIND, 0.2, COLORS["observed"])):
+            r = self.marg_fig.vbar(x=dodge("x", shift), top="share", width=0.38, source=self.marg_sources[kind],
+                                   color=color)
+            items.append(LegendItem(label=kind, renderers=[r]))
+        self.marg_fig.add_layout(Legend(items=items, orientation="horizontal", location="center"), "below")
+        self.panes = [bars_pane, heat_pane, mask_pane, marg_pane]
+        self.frame: dict | None = None
+
+    def update(self, frame: dict) -> None:
+        """Draw a :func:`gallery_frame`."""
+        self.frame = frame
+        values = frame["values"]
+        n_values = len(values)
+        p = np.asarray(frame["bars"][1], dtype=float)
+        self.bars_source.data = {"x": np.arange(n_values, dtype=float), "p": p}
+        _ticks(self.bars_fig.xaxis[0], values)
+        self.bars_fig.x_range.update(start=-0.6, end=n_values - 0.4)
+
+        items, heat_values, probs = frame["heat"]
+        item_labels = list(dict.fromkeys(items))
+        self.heat_source.data = {"x": np.array([item_labels.index(i) for i in items], dtype=float),
+                                 "y": np.array([values.index(v) for v in heat_values], dtype=float),
+                                 "item": list(items), "value": list(heat_values), "p": np.asarray(probs, dtype=float)}
+        _ticks(self.heat_fig.xaxis[0], item_labels, rotate=frame["n_items"] > 20)
+        _ticks(self.heat_fig.yaxis[0], values)
+        self.heat_fig.x_range.update(start=-0.5, end=len(item_labels) - 0.5)
+        self.heat_fig.y_range.update(start=-0.5, end=n_values - 0.5)
+
+        x0, y0, x1, y1 = frame["mask_bounds"]
+        lo = 0.0 if values == ["0", "1"] else 1.0
+        n = max(n_values, 2)
+        self.mask_colors.update(palette=VALUE_COLORS[:n] if n <= len(VALUE_COLORS) else list(Viridis256),
+                                low=lo - 0.5, high=lo + n - 0.5)
+        self.mask_bar.ticker = FixedTicker(ticks=[lo + k for k in range(n)])
+        # frame["mask"] is flipped for an image drawn top-down; Bokeh draws row 0 at the bottom (user 1)
+        self.mask_source.data = {"image": [np.ascontiguousarray(frame["mask"][::-1], dtype=np.float32)],
+                                 "dw": [x1 - x0], "dh": [y1 - y0]}
+        self.mask_fig.x_range.update(start=x0, end=x1, reset_start=x0, reset_end=x1)
+        self.mask_fig.y_range.update(start=y0, end=y1, reset_start=y0, reset_end=y1)
+        self.mask_fig.title.text = f"Sampled mask: observed values, grey = missing ({frame['n_users']} users)"
+
+        labels, kinds, shares = frame["marginals"]
+        shares = np.asarray(shares, dtype=float)
+        n_labels = len(labels) // 2
+        for kind, part in ((TRUE_KIND, shares[:n_labels]), (OBSERVED_KIND, shares[n_labels:])):
+            self.marg_sources[kind].data = {"x": np.arange(n_labels, dtype=float), "share": part}
+        _ticks(self.marg_fig.xaxis[0], labels[:n_labels])
+        self.marg_fig.x_range.update(start=-0.6, end=n_labels - 0.4)
+        self.marg_fig.title.text = frame["title"]
 
 
 class MechanismGalleryView(Viewer):
@@ -131,13 +206,8 @@ class MechanismGalleryView(Viewer):
             params["model"] = MechanismGalleryModel()
         super().__init__(**params)
         self.result: GalleryResult | None = None
-        # the first frame: the model's, or (an invalid setting from a link) the family's defaults, so that the plots
-        # start with real categories (an empty grouped bar chart breaks Bokeh when data arrive later)
-        try:
-            first = gallery_frame(self.model.compute())
-        except BadInputError:
-            first = gallery_frame(MechanismGalleryModel(family=self.model.family).compute())
-        self._pipe = hv.streams.Pipe(data=first)
+        self._error = ""
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
         self._build()
         self.model.param.watch(weak_callback(self._on_settings), list(self.model._SETTINGS))
         self._show_family_widgets()
@@ -181,11 +251,8 @@ class MechanismGalleryView(Viewer):
             w.IntInput.from_param(m.param.seed, label="Seed"),
             sizing_mode="stretch_width", min_width=300,
         )
-        self._structure = self._structure_of(m.family)
-        panes = [pn.pane.HoloViews(p, sizing_mode="stretch_width", linked_axes=False, min_height=340,
-                                   css_classes=[css])
-                 for p, css in zip(self._plots(), ("gallery-bars", "gallery-heat", "gallery-mask", "gallery-marginals"))]
-        self._panes = panes
+        self._plots = GalleryPlots()
+        panes = [self._plots.bars, self._plots.heat, self._plots.mask, self._plots.marginals]
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                     css_classes=["gallery-alert"])
         self._sentence = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["gallery-sentence"],
@@ -195,51 +262,42 @@ class MechanismGalleryView(Viewer):
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self._layout = notebook_layout(self.sidebar, self.main)
 
-    @staticmethod
-    def _structure_of(family: str) -> str:
-        """Plots of the same structure are patched through the pipe; the two binary variables of the MAR table
-        (2 values, 2 items, other categories) get plots of their own (Bokeh rejects such a patch: Size mismatch)."""
-        return "binary" if family == "mar_table" else "ratings"
-
-    def _plots(self) -> list:
-        """The four DynamicMaps on ``self._pipe``."""
-        common = dict(responsive=True, min_height=330, toolbar="above", backend="bokeh")
-        return [hv.DynamicMap(_bars, streams=[self._pipe]).opts(show_grid=True, **common),
-                hv.DynamicMap(_heat, streams=[self._pipe]).opts(**common),
-                hv.DynamicMap(_mask, streams=[self._pipe]).opts(**common),
-                hv.DynamicMap(_marginals, streams=[self._pipe]).opts(show_grid=True, **common)]
-
     def _show_family_widgets(self, *events):
         for key, group in self._groups.items():
             group.visible = key == self.model.family
 
     def refresh(self) -> None:
-        """Draw the world and mask of the current setting and show them (or the reason why not)."""
+        """Draw the world and mask of the current setting (on the session's worker when served) and show them, or
+        the reason why not."""
+        run_then(self._compute, self._computed, key="compute")
+
+    def _compute(self):
         problems = self.model.problems()
         try:
             if problems:
                 raise BadInputError("; ".join(problems))
-            result = self.model.compute()
+            return self.model.compute(), ""
         except BadInputError as exc:
-            self.result = None
-            with pn.io.hold():  # the plots keep the last valid setting (an empty grouped bar chart breaks Bokeh)
-                self._alert.param.update(object=f"**Not a valid setting:** {md(exc)}. The plots show the last valid "
-                                         "setting.", visible=True)
-                self._sentence.object = ""
+            return None, str(exc)
+
+    def _computed(self, outcome, error: BaseException | None = None) -> None:
+        if outcome is None:
             return
-        self.result = result
-        frame = gallery_frame(result)
+        self.result, self._error = outcome
+        self._redraw()
+
+    def _draw(self) -> None:
+        """Show :attr:`result` (or the error, the plots keeping the last valid setting) on the event loop."""
         with pn.io.hold():
+            if self.result is None:
+                self._alert.param.update(object=f"**Not a valid setting:** {md(self._error)}. The plots show the "
+                                         "last valid setting.", visible=bool(self._error))
+                self._sentence.object = ""
+                return
             self._alert.param.update(object="", visible=False)
-            self._sentence.object = result.sentence()
-            structure = self._structure_of(result.family)
-            if structure != self._structure:  # new plots for the other structure (see _structure_of)
-                self._structure = structure
-                self._pipe = hv.streams.Pipe(data=frame)
-                for pane, plot in zip(self._panes, self._plots()):
-                    pane.object = plot
-            else:
-                self._pipe.send(frame)
+            self._sentence.object = self.result.sentence()
+            self._plots.update(gallery_frame(self.result))
+        push(*self._plots.panes)
 
     def _on_settings(self, *events) -> None:
         self._show_family_widgets()
