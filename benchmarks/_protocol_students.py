@@ -35,6 +35,8 @@ import threading
 import time
 from urllib.parse import urlencode, urlsplit
 
+import numpy as np
+
 _TOKEN = re.compile(r'"token"\s*:\s*"([A-Za-z0-9_\-.=]+)"')
 _msgids = itertools.count(1)
 #: A student looks at an ended run this long before Reset, and at the reset page this long before Play
@@ -64,6 +66,52 @@ def find_widgets(doc_json, labels=("Play", "Reset")) -> dict[str, str]:
         elif isinstance(node, list):
             stack.extend(node)
     return found
+
+
+def find_readout(doc_json) -> tuple[str | None, float | None]:
+    """The id of the Step/Play read-out (the text model that starts with "Iteration:") and the asked pace in
+    ticks per second (1000 / the "Tick period (ms)" slider's value), from a serialized Bokeh document."""
+    readout, period = None, None
+    stack = [doc_json]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            attrs = node.get("attributes") if node.get("type") == "object" else None
+            if isinstance(attrs, dict):
+                text = attrs.get("text")
+                if readout is None and isinstance(text, str) and "Iteration:" in text and "id" in node:
+                    readout = node["id"]
+                if period is None and attrs.get("title") == "Tick period (ms)" and isinstance(attrs.get("value"),
+                                                                                             (int, float)):
+                    period = float(attrs["value"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return readout, (1000.0 / period if period else None)
+
+
+def text_changes(content: str, model_id: str) -> int:
+    """How many times one ``PATCH-DOC`` content changes the ``text`` of ``model_id`` (a read-out shown anew)."""
+    if model_id not in content or '"text"' not in content:
+        return 0
+    events = json.loads(content).get("events", [])
+    return sum(1 for e in events if e.get("kind") == "ModelChanged" and e.get("attr") == "text"
+               and (e.get("model") or {}).get("id") == model_id)
+
+
+def playing_pace(times: list[float], asked: float | None, gap: float = 3.0) -> float | None:
+    """Ticks shown per second while a page really plays, as a fraction of the ``asked`` ticks per second.
+
+    ``times`` are the moments the read-out changed. Intervals longer than ``gap`` asked periods (a run that ended,
+    the student's Reset and the pause before Play) are left out: they measure the student, not the server.
+    """
+    if not asked or len(times) < 3:
+        return None
+    d = np.diff(np.asarray(times, dtype=float))
+    d = d[d <= gap / asked]
+    if d.size < 2 or d.sum() <= 0:
+        return None
+    return float(d.size / d.sum() / asked)
 
 
 def _frames(msgtype: str, content: dict) -> list[str]:
@@ -119,6 +167,9 @@ class ProtocolStudent:
         self.bytes = 0
         self.doc_bytes = None  # the document's JSON, as PULL-DOC-REPLY carries it
         self.widgets: dict[str, str] = {}
+        self.readout: str | None = None  # the Step/Play read-out's model id
+        self.asked_ticks_per_s: float | None = None
+        self.tick_times: list[float] = []  # when the read-out changed while playing
         self.browser_errors: list[str] = []  # the load test's report reads it for every kind of session
         self._ws = None
         self._reader = None
@@ -184,7 +235,9 @@ class ProtocolStudent:
 
             content = await asyncio.wait_for(handshake(), max(1.0, timeout_s - (time.monotonic() - t0)))
             self.doc_bytes = len(content)
-            self.widgets = find_widgets(json.loads(content))
+            doc_json = json.loads(content)
+            self.widgets = find_widgets(doc_json)
+            self.readout, self.asked_ticks_per_s = find_readout(doc_json)
             await self._send(patch_frames([document_ready_event()]))
             self.first_render_s = time.monotonic() - t0
             self._reader = asyncio.ensure_future(self._read_forever())
@@ -200,6 +253,9 @@ class ProtocolStudent:
             if msg is None:
                 return
             head, content = msg
+            if self.readout and self.playing and head.get("msgtype") == "PATCH-DOC":
+                now = time.monotonic()
+                self.tick_times += [now] * min(1, text_changes(content, self.readout))
             if toggle and head.get("msgtype") == "PATCH-DOC" and self.playing:
                 changes = play_state_changes(content, toggle)
                 if changes and not changes[-1] and not self._restarting:  # the run ended: as a student would
@@ -243,7 +299,9 @@ class ProtocolStudent:
     def record(self) -> dict:
         return {"index": self.index, "slug": self.slug, "client": "protocol", "first_render_s": self.first_render_s,
                 "get_s": self.get_s, "error": self.error, "cut": self.cut, "playing": self.playing,
-                "restarts": self.restarts, "doc_kb": self.doc_bytes and self.doc_bytes / 1e3, "messages": self.messages, "mb_received": self.bytes / 1e6}
+                "restarts": self.restarts,
+                "pace": playing_pace(self.tick_times, self.asked_ticks_per_s), "asked_ticks_per_s": self.asked_ticks_per_s,
+                "ticks_shown": len(self.tick_times), "doc_kb": self.doc_bytes and self.doc_bytes / 1e3, "messages": self.messages, "mb_received": self.bytes / 1e6}
 
 
 class Classroom(threading.Thread):
