@@ -452,7 +452,7 @@ def format_report(runs: list[dict]) -> str:
            "(`benchmarks/_protocol_students.py`): each makes the requests a browser makes (the page's GET, then "
            "Bokeh's websocket protocol: the document, `document_ready`, Play and Reset, every patch of a playing "
            "page) but draws nothing. Their first render, *server part*, runs from the GET to the whole document "
-           "received. Real pages are timed in Chromium beside them: 8 *probes* (one per page, opened one at a "
+           "received. Real pages are timed in Chromium beside them: a *probe* per page (opened one at a "
            "time while the class is on; from `goto` to the Bokeh document idle with the plots drawn) and the extra "
            "EM session (Step clicks, Play rate). Thirty Chromium tabs on this 2-core machine used four times the "
            "CPU of the server itself (an earlier run with `--clients browser`), so they measured the browsers; "
