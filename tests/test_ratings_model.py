@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from explorer.core._validation import BadInputError
 from explorer.ui.state import ratings_model as rm
-from explorer.ui.state.ratings_model import MODELS, RatingsModel, Run, available_models, compare_models, make_world
+from explorer.ui.state.ratings_model import (MODELS, Comparison, RatingsModel, Run, available_models, compare_models,
+                                             make_world)
 
 HAVE = available_models()
 EM_MODELS = [k for k in MODELS if MODELS[k].kind == "em"]
@@ -169,6 +172,76 @@ def test_compare_models_stops_when_cancelled():
     rows = compare_models(("mar_mm",), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2,
                           cancelled=lambda: True)
     assert rows == []
+
+
+def test_the_comparison_in_slices_gives_the_rows_of_compare_models():
+    """A page runs the comparison a slice at a time (one piece of work per slice here): the same rows."""
+    settings = dict(models=("mar_mm", "cpt_v"), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2)
+    rows = compare_models(**settings)
+    comparison, slices, progress = Comparison(**settings), 0, []
+    while comparison.advance(0.0, progress=lambda d, t: progress.append((d, t))):
+        slices += 1
+    assert comparison.finished and comparison.done == comparison.total == 8 and slices > comparison.total
+    assert progress == [(d, 8) for d in range(1, 9)]  # after every fit
+    same = lambda rs: [{k: v for k, v in r.items() if k != "seconds"} for r in rs]  # noqa: E731
+    assert same(comparison.rows) == same(rows) and len(rows) == 4
+    assert not comparison.advance(1.0)  # finished: nothing more
+
+
+def test_a_comparison_stops_where_it_is_when_cancelled():
+    comparison = Comparison(("mar_mm",), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2)
+    while comparison.done < 2:
+        comparison.advance(0.0)
+    assert not comparison.advance(cancelled=lambda: True)
+    assert comparison.finished and comparison.done == 2 and len(comparison.rows) == 1  # the first cell only
+
+
+# ---------------------------------------------------------------------------- what a page draws
+def test_a_snapshot_is_read_only_and_made_once_per_iteration():
+    _need("cpt_v")
+    m = RatingsModel(model="cpt_v", **SMALL)
+    m.step()
+    snap = m.snapshot()
+    assert m.snapshot() is snap  # nothing changed: the same one
+    assert snap.iteration == 1 and snap.run_id == m.run_id and snap.model == "cpt_v" and snap.user == 0
+    np.testing.assert_array_equal(snap.trace, m.trace())
+    np.testing.assert_array_equal(snap.selection["learned"], m.selection()["learned"])
+    np.testing.assert_array_equal(snap.predictive["p_rated"], m.predictive()["p_rated"])
+    assert dict(snap.scores) == m.scores()
+    assert snap.world["n_users"] == m.world.train.n_samples and snap.readout_error == ""
+    with pytest.raises(ValueError):
+        snap.trace[0] = 0.0
+    with pytest.raises(ValueError):
+        snap.selection["learned"][0] = 0.0
+    with pytest.raises(TypeError):
+        snap.selection["learned"] = None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.iteration = 5
+    m.step()
+    later = m.snapshot()
+    assert later is not snap and later.iteration == 2 and snap.iteration == 1 and snap.trace.size == 2
+    m.user = 3
+    assert m.snapshot().predictive["user"] == 3 and later.predictive["user"] == 0
+
+
+@pytest.mark.parametrize("key", ["cpt_v", "dp"])
+def test_finish_fits_to_the_end_once_per_settings_in_the_process(key, monkeypatch):
+    """finish() ends the run as stepping would; a second model of the same settings takes the end from the cache."""
+    _need(key)
+    settings = dict(model=key, n_sweeps=12, max_iter=60, seed=11, **SMALL)
+    stepped = RatingsModel(**settings)
+    stepped.run()
+    first = RatingsModel(**settings)
+    assert first.finish(first.run_id + 1) is False and first.iteration == 0  # another run: nothing done
+    assert first.finish(first.run_id) and first.finished and not first.finish()
+    second = RatingsModel(**settings)
+    monkeypatch.setattr(Run, "advance", lambda self: pytest.fail("fitted again"))
+    assert second.finish()
+    for m in (first, second):
+        assert (m.iteration, m.stop_reason) == (stepped.iteration, stepped.stop_reason)
+        np.testing.assert_array_equal(m.trace(), stepped.trace())
+        np.testing.assert_allclose(m.predictive()["p_unrated"], stepped.predictive()["p_unrated"])
+        assert m.scores() == pytest.approx(stepped.scores())
 
 
 # ---------------------------------------------------------------------------- settings and errors

@@ -90,10 +90,58 @@ def _race(view, model, change) -> None:
 
 
 def test_ratings_view_reset_during_a_frame_does_not_deadlock():
-    view = RatingsView(model=RatingsModel(model="mar_mm", n_users=120, n_items=10, n_clusters=2))
+    """The Ratings view has no lock: it draws the model's last published snapshot (immutable, made under the
+    model's lock on the session's worker when served). Drawing never waits for the model's lock, and a frame
+    whose snapshot waits for the lock a reset holds (while the reset's watcher asks the view for another)
+    ends with the new run drawn."""
+    view = RatingsView(model=RatingsModel(model="mar_mm", n_users=120, n_items=10, n_clusters=2), auto_fit=False)
+    model = view.model
     view.player.step()
-    _race(view, view.model, lambda: setattr(view.model, "seed", view.model.seed + 1))
-    assert view.model.iteration == 0  # the refresh after the reset drew the new run
+    assert not hasattr(view, "_lock")
+    drawn = threading.Event()
+    with model.lock:  # what the event loop does, while a step or a reset holds the model's lock elsewhere
+        threading.Thread(target=lambda: (view._draw(), drawn.set()), name="frame", daemon=True).start()
+        assert drawn.wait(TIMEOUT_S), "drawing waited for the model's lock"
+
+    waiting = threading.Event()  # the frame thread is about to take the model's lock for its snapshot
+    snapshot = model.snapshot
+
+    def reporting_snapshot():
+        if threading.current_thread().name == "frame":
+            waiting.set()
+        return snapshot()
+
+    model.snapshot = reporting_snapshot
+    errors: list[BaseException] = []
+    run_before = model.run_id
+
+    def reset_path():
+        try:
+            with model.lock:  # the reset has taken the model's lock ...
+                waiting.wait(WAIT_FOR_FRAME_S)  # ... while the frame's snapshot waits for it
+                model.seed += 1  # publishes run_id under the model's lock: the view's watcher refreshes
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    def frame_path():
+        try:
+            view.player._bump()  # what the player does on the event loop after a tick: frame += 1 -> refresh
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reset_path, name="reset", daemon=True),
+               threading.Thread(target=frame_path, name="frame", daemon=True)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in threads if t.is_alive()]
+    assert not stuck, f"deadlock: the {' and '.join(stuck)} thread(s) did not finish within {TIMEOUT_S} s"
+    assert not errors, errors
+    assert waiting.is_set() and model.run_id == run_before + 1  # the race happened (it was not vacuous)
+    assert view._snapshot.run_id == model.run_id and view._snapshot.iteration == 0  # the new run is drawn
+    assert view._trace.figure.title.text.endswith("EM iteration 0")
 
 
 def test_regression_view_reset_during_a_frame_does_not_deadlock():

@@ -11,7 +11,8 @@ APP = "apps/ratings.py"
 VIEWPORT = {"width": 1440, "height": 900}
 
 #: Every figure's title, its frame width, the legends drawn inside its frame, and the number of
-#: rectangles drawn per legend label (the selection-model bars).
+#: rectangles drawn per legend label (the selection-model bars: rows of one source with a ``series``
+#: column; a bar that is not drawn has a NaN top).
 FIGURES_JS = """() => {
   const out = [];
   for (const m of Bokeh.documents[0].all_models) {
@@ -19,8 +20,11 @@ FIGURES_JS = """() => {
     const bars = {};
     for (const r of m.renderers) {
       if (!r.glyph || r.glyph.type !== 'Quad') continue;
-      const d = r.data_source.data, x = (d instanceof Map ? d.get('left') : d['left']) || [];
-      bars[r.name] = x.length;
+      const d = r.data_source.data, col = (k) => (d instanceof Map ? d.get(k) : d[k]) || [];
+      const top = col('top'), series = col('series');
+      for (let i = 0; i < top.length; i++) {
+        if (Number.isFinite(top[i])) bars[series[i]] = (bars[series[i]] || 0) + 1;
+      }
     }
     out.push({title: m.title ? m.title.text : '', inside: m.center.filter(r => r.type == 'Legend').length, bars});
   }

@@ -13,23 +13,24 @@ Gibbs sweeps or contrastive-divergence updates, off the event loop when served).
 * one user's predictive distributions over 1..5 (eq. 5.4.24): a held-out item the user selected
   (r = 1), an item the user did not select (r = 0), and that same item had it been selected: an NMAR
   model predicts differently for the two values of r, a MAR model does not;
-* on demand ("Compare models"), computed in a background thread with a progress bar: the
-  weak-generalisation NMAE of every available model at the chosen K and at every s, mean ± s.e. over
-  a few worlds, on random items or on user-selected items.
+* on demand ("Compare models"), computed on the session's worker a slice at a time (Step and Play go on
+  meanwhile) with a progress bar: the weak-generalisation NMAE of every available model at the chosen K
+  and at every s, mean ± s.e. over a few worlds, on random items or on user-selected items.
 
-Plots are ``hv.DynamicMap`` s fed by ``hv.streams.Pipe`` s (fixed structure: steps patch the data
-sources). The frames come from pure functions (:func:`selection_frame`, :func:`trace_frame`,
-:func:`predictive_frame`, :func:`comparison_table`) that the tests call.
+The three plots are Bokeh figures made once per session (:mod:`explorer.ui.plots.rating_figures`): a frame
+only replaces their sources' data (the bars are rows of one source), streams the new iterations of the
+objective and sets their titles. What they draw is the model's last
+:class:`~explorer.ui.state.ratings_model.RatingsSnapshot` (immutable, made under the model's lock on the
+session's worker), turned into frames by pure functions (:func:`selection_frame`, :func:`trace_frame`,
+:func:`predictive_frame`, :func:`comparison_table`) that the tests call, and drawn on the event loop: the
+view has no lock and never waits for the model. Steps run on the session's worker through the
+:class:`~explorer.ui.components.player.StepPlayer`.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from functools import partial
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -37,12 +38,15 @@ import param
 from panel.viewable import Viewer
 
 from explorer.core._validation import BadInputError
-from explorer.ui.state.ratings_model import MODELS, S_VALUES, RatingsModel, available_models, compare_models
 from explorer.ui.components.notebook import notebook_layout
-from explorer.ui.page import weak_callback
-from explorer.ui.text import md
 from explorer.ui.components.player import StepPlayer
-from explorer.ui.session import served_doc
+from explorer.ui.page import weak_callback
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.rating_figures import ObjectiveTrace, PredictivePlot, SelectionBars
+from explorer.ui.session import Redraw, SessionWorker, run_then, served_doc
+from explorer.ui.state.ratings_model import (MODELS, S_VALUES, Comparison, RatingsModel, RatingsSnapshot,
+                                             available_models)
+from explorer.ui.text import md
 
 __all__ = ["RatingsView", "comparison_table", "predictive_frame", "selection_frame", "trace_frame"]
 
@@ -53,6 +57,11 @@ COLORS = {"true μ_v(s)": "#4d4d4d", "learned μ_v": "#d62728", "moment estimate
           "rated": "#2ca02c", "unrated": "#9467bd", "if_selected": "#ff7f0e"}
 VALUES = np.arange(1, 6)
 PLOT_HEIGHT = 300
+#: The predictive plot's curves: (key of predictive_frame, legend label, line dash).
+CURVES = (("rated", "selected item (r = 1)", "solid"), ("unrated", "unselected item (r = 0)", "solid"),
+          ("if_selected", "same item had r = 1", "dashed"))
+#: Seconds of comparison the session's worker computes before it serves a Step or a Play tick that waits.
+COMPARE_SLICE_S = 0.1
 
 EXPLANATION = """
 ### What am I looking at?
@@ -82,22 +91,19 @@ def _finite(a) -> np.ndarray:
     return np.where(np.isfinite(a), a, np.nan)
 
 
-def selection_frame(model: RatingsModel) -> dict:
-    """What the selection-model plot draws: ``bars`` (a DataFrame: value, series, mu) and a ``title``."""
-    sel = model.selection()
-    rows = []
+def selection_frame(snap: RatingsSnapshot) -> dict:
+    """What the selection-model plot draws: ``heights`` (one row per series of :data:`SERIES`, one column per
+    rating value; NaN: no bar), a ``title`` and a ``note``."""
+    sel = snap.selection
+    nan = np.full(len(VALUES), np.nan)
     if sel is None:
-        return {"bars": pd.DataFrame({"value": [str(v) for v in VALUES for _ in SERIES],
-                                      "series": list(SERIES) * len(VALUES), "mu": np.nan}),
-                "title": "No world: see the message above", "note": ""}
-    learned = sel["learned"] if sel["learned"] is not None else np.full(len(VALUES), np.nan)
-    moment = _finite(sel["moment"]) if sel["moment"] is not None else np.full(len(VALUES), np.nan)
-    for i, v in enumerate(VALUES):
-        for name, arr in zip(SERIES, (sel["truth"], learned, moment)):
-            rows.append({"value": str(v), "series": name, "mu": float(arr[i])})
-    label = MODELS[model.model].label
-    cond = sel["condition"]
-    spec = MODELS[model.model]
+        return {"heights": np.full((len(SERIES), len(VALUES)), np.nan), "title": "No world: see the message above",
+                "note": ""}
+    learned = sel["learned"] if sel["learned"] is not None else nan
+    moment = _finite(sel["moment"]) if sel["moment"] is not None else nan
+    heights = np.vstack([np.asarray(sel["truth"], dtype=float), np.asarray(learned, dtype=float), moment])
+    spec = snap.spec
+    label, cond = spec.label, sel["condition"]
     if spec.kind == "cd":
         what = (f"**{label}** models P(x | r), not P(r | x): it has no μ_v to draw (no red bars)."
                 + (" Its r = 0 visible biases b⁰_v play μ_v's part, learned from the hold-out users' random-item "
@@ -110,7 +116,7 @@ def selection_frame(model: RatingsModel) -> dict:
     elif sel["fixed"]:
         what = f"**{label}**: μ is fixed from the hold-out users' random-item ratings (eqs. 5.4.25-29), not learned."
     else:
-        what = f"**{label}**: μ_v learned by {'Gibbs sampling (mean over samples)' if MODELS[model.model].kind == 'gibbs' else 'EM'}."
+        what = f"**{label}**: μ_v learned by {'Gibbs sampling (mean over samples)' if spec.kind == 'gibbs' else 'EM'}."
     notes = [what]
     if cond is not None:
         notes.append("Moment estimate (Φ [1/μ] = 1, digest 2.7): condition number "
@@ -119,31 +125,30 @@ def selection_frame(model: RatingsModel) -> dict:
         bad = ", ".join(str(v) for v, m in zip(VALUES, sel["moment"]) if not np.isfinite(m))
         notes.append(f"Its value for rating {bad} is not finite (never observed), left out.")
     title = f"Selection model P(r = 1 | x = v) · {label}"
-    return {"bars": pd.DataFrame(rows), "title": title, "note": " ".join(notes)}
+    return {"heights": heights, "title": title, "note": " ".join(notes)}
 
 
-def trace_frame(model: RatingsModel) -> dict:
+def trace_frame(snap: RatingsSnapshot) -> dict:
     """The objective per iteration: ``x``, ``y`` and a ``title`` (EM: log posterior; Gibbs: log joint; CD: the
     log pseudo-likelihood per training entry, a monitor that CD does not maximise)."""
-    y = model.trace()
+    y = np.asarray(snap.trace, dtype=float)
     x = np.arange(y.size)
-    kind = MODELS[model.model].kind
+    kind = snap.spec.kind
     what = {"gibbs": "Gibbs sweep", "cd": "CD update"}.get(kind, "EM iteration")
     reason = {"tol": ", converged", "max_iter": ", max_iter", "n_sweeps": ", all sweeps done",
-              "error": ", stopped"}.get(model.stop_reason, "")
-    run = model.run_object
-    if run is not None and run.trace_name == "clusters":
+              "error": ", stopped"}.get(snap.stop_reason, "")
+    if snap.trace_name == "clusters":
         name, head = "clusters", "Clusters"
     else:
         name = {"gibbs": "log joint", "cd": "log pseudo-likelihood per rating"}.get(kind, "log posterior")
         head = f"Objective ({name})" if kind != "cd" else "Log pseudo-likelihood"  # short: the title must fit
-    return {"x": x, "y": _finite(y), "title": f"{head} · {what} {model.iteration}{reason}",
+    return {"x": x, "y": _finite(y), "title": f"{head} · {what} {snap.iteration}{reason}",
             "xlabel": what, "ylabel": name}
 
 
-def predictive_frame(model: RatingsModel) -> dict:
+def predictive_frame(snap: RatingsSnapshot) -> dict:
     """One user's predictive distributions over 1..5: three curves, two true ratings and a title."""
-    p = model.predictive()
+    p = snap.predictive
     nan = np.full(len(VALUES), np.nan)
     if p is None:
         return {"rated": nan, "unrated": nan, "if_selected": nan, "true": (np.empty(0), np.empty(0)),
@@ -163,7 +168,7 @@ def predictive_frame(model: RatingsModel) -> dict:
         sentence = (f"For item {p['unrated_item']} the model predicts a mean rating of **{mean(unrated):.2f}** as it "
                     f"is (not selected, r = 0) and **{mean(alt):.2f}** had the user selected it (r = 1): the two "
                     f"predictive distributions differ by {gap:.2f} in total variation"
-                    + (" (a MAR model ignores r: they are the same)." if not MODELS[model.model].nmar else
+                    + (" (a MAR model ignores r: they are the same)." if not snap.spec.nmar else
                        ". The NMAR model reads the choice itself as information about the rating."))
     return {"rated": rated, "unrated": unrated, "if_selected": alt,
             "true": (np.array(tx, float), np.array([y for y in ty if y is not None], float)),
@@ -184,53 +189,20 @@ def comparison_table(rows: list[dict], kind: str = "random") -> pd.DataFrame:
     return out.fillna("")
 
 
-def _selection_plot(data: dict) -> hv.Overlay:
-    """Grouped bars on a numeric axis (one Rectangles element per series: its legend entry is its colour)."""
-    bars, width = data["bars"], 0.26
-    vd = hv.Dimension("v", label="rating v", range=(0.5, 5.5))
-    md_ = hv.Dimension("mu", label="μ_v = P(r = 1 | x = v)", range=(0, 1.05))
-    elements = []
-    for i, name in enumerate(SERIES):
-        part = bars[bars["series"] == name]
-        x = part["value"].astype(float).to_numpy() + (i - 1) * width
-        y = part["mu"].to_numpy(dtype=float)
-        keep = np.isfinite(y)
-        rect = (x[keep] - width / 2, np.zeros(keep.sum()), x[keep] + width / 2, y[keep])
-        elements.append(hv.Rectangles(rect, kdims=[vd, md_, "x1", "y1"], label=name).opts(
-            color=COLORS[name], line_color="white"))
-    return hv.Overlay(elements).opts(title=data["title"], xlabel="rating v", ylabel="μ_v = P(r = 1 | x = v)")
-
-
-def _trace_plot(data: dict) -> hv.Curve:
-    return hv.Curve((data["x"], data["y"]), hv.Dimension("it", label=data["xlabel"]),
-                    hv.Dimension("obj", label=data["ylabel"])).opts(
-        title=data["title"], color="#111111", line_width=2, framewise=True)
-
-
-def _predictive_plot(data: dict) -> hv.Overlay:
-    vd, pd_ = hv.Dimension("v", label="rating", range=(0.6, 5.4)), hv.Dimension("p", label="probability",
-                                                                                 range=(0, 1.05))
-    curves = []
-    for key, label, dash in (("rated", "selected item (r = 1)", "solid"),
-                             ("unrated", "unselected item (r = 0)", "solid"),
-                             ("if_selected", "same item had r = 1", "dashed")):
-        curves.append(hv.Curve((VALUES, data[key]), vd, pd_, label=label).opts(
-            color=COLORS[key], line_width=3, line_dash=dash))
-        curves.append(hv.Scatter((VALUES, data[key]), vd, pd_, label=label).opts(color=COLORS[key], size=7))
-    truth = hv.Scatter(data["true"], vd, pd_, label="true ratings").opts(
-        color="black", marker="star", size=16)
-    return hv.Overlay([*curves, truth]).opts(title=data["title"])
-
-
 # --------------------------------------------------------------------------- the view
 class RatingsView(Viewer):
     """The Ratings page: a :class:`RatingsModel`, its Step / Play controls, three plots and a comparison table.
+
+    The plots draw the model's last :class:`~explorer.ui.state.ratings_model.RatingsSnapshot`, made on the
+    session's worker after every frame (at once when not served) and drawn on the event loop: the view has
+    no lock of its own and never waits for the model.
 
     Parameters
     ----------
     model : RatingsModel, optional
     auto_fit : bool
-        Play each new run (new world or settings) to its end.
+        Play each new run (new world or settings) to its end; the run shown when the page opens is fitted to
+        its end at once (:meth:`start`).
     """
 
     model = param.ClassSelector(class_=RatingsModel)
@@ -241,14 +213,18 @@ class RatingsView(Viewer):
         if params.get("model") is None:
             params["model"] = RatingsModel()
         super().__init__(**params)
-        self._lock = threading.RLock()
-        self._destroyed = False
+        self._doc = served_doc()  # the session's document (its worker computes), None when not served
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
+        self._request_lock = threading.Lock()  # guards the two flags below, never held while computing
+        self._snapshot_pending = False  # a snapshot is being made
+        self._snapshot_stale = False  # the model changed meanwhile: make another one after it
+        self._snapshot_key = ("ratings-snapshot", id(self))
+        self._compare_key = ("ratings-compare", id(self))
+        self._fit_key = ("ratings-fit", id(self))
         self._compare_token = 0
         self._compare_rows: list[dict] = []
         self._compare_running = False
-        self._selection_pipe = hv.streams.Pipe(data=selection_frame(self.model))
-        self._trace_pipe = hv.streams.Pipe(data=trace_frame(self.model))
-        self._predictive_pipe = hv.streams.Pipe(data=predictive_frame(self.model))
+        self._snapshot = self.model.snapshot()  # the page is being built: nothing steps the model yet
         self.player = StepPlayer(models=[self.model], labels=["fit"], steps_per_tick=5, period=200)
         self._build()
         m = self.model
@@ -260,11 +236,12 @@ class RatingsView(Viewer):
         m.param.watch(weak_callback(self._on_compare_settings),
                       ["n_users", "n_items", "n_clusters", "data_seed", "compare_ks", "repeats"])
         self.param.watch(weak_callback(self._on_kind), ["table_kind"])
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            pn.state.on_session_destroyed(self._on_destroyed)
-        self.refresh()
+        self._draw()
 
     def __panel__(self):
+        # the notebook's layout (a server shows ``sidebar`` and ``main`` in its template): made when first shown
+        if self._layout is None:
+            self._layout = notebook_layout(self.sidebar, self.main)
         return self._layout
 
     # ------------------------------------------------------------------ layout (built once)
@@ -273,17 +250,13 @@ class RatingsView(Viewer):
         have = available_models()
         self._missing = [MODELS[k].label for k, ok in have.items() if not ok]
         options = {MODELS[k].label: k for k, ok in have.items() if ok}
-        if m.model not in options.values() and options:
-            pass  # the model's own error says it is missing
-        legend = dict(legend_position="right", legend_opts={"label_text_font_size": "9pt"})
-        common = dict(responsive=True, height=PLOT_HEIGHT, toolbar=None, show_grid=True, backend="bokeh")
-        selection = hv.DynamicMap(_selection_plot, streams=[self._selection_pipe]).opts(**common, **legend)
-        trace = hv.DynamicMap(_trace_plot, streams=[self._trace_pipe]).opts(**common)
-        predictive = hv.DynamicMap(_predictive_plot, streams=[self._predictive_pipe]).opts(**common, **legend)
-        pane = dict(sizing_mode="stretch_width", linked_axes=False, min_width=420)
-        self._selection_pane = pn.pane.HoloViews(selection, css_classes=["ratings-selection"], **pane)
-        self._trace_pane = pn.pane.HoloViews(trace, css_classes=["ratings-trace"], **pane)
-        self._predictive_pane = pn.pane.HoloViews(predictive, css_classes=["ratings-predictive"], **pane)
+        # Bokeh figures made once: a frame only replaces their sources' data (explorer.ui.plots.rating_figures)
+        self._selection = SelectionBars([(name, COLORS[name]) for name in SERIES], "rating v",
+                                        "μ_v = P(r = 1 | x = v)", height=PLOT_HEIGHT, css_class="ratings-selection")
+        self._trace = ObjectiveTrace(height=PLOT_HEIGHT, css_class="ratings-trace")
+        self._predictive = PredictivePlot([(key, label, COLORS[key], dash) for key, label, dash in CURVES],
+                                          "true ratings", "rating", "probability", height=PLOT_HEIGHT,
+                                          css_class="ratings-predictive")
         self._selection_note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self._predictive_note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10),
                                                  css_classes=["predictive-note"])
@@ -335,17 +308,17 @@ class RatingsView(Viewer):
             sizing_mode="stretch_width", min_width=300,
         )
         self.sidebar = sidebar
-        row1 = pn.FlexBox(pn.Column(self._selection_pane, self._selection_note, sizing_mode="stretch_width",
+        row1 = pn.FlexBox(pn.Column(self._selection.pane, self._selection_note, sizing_mode="stretch_width",
                                     styles={"flex": "1 1 460px"}),
-                          pn.Column(self._trace_pane, sizing_mode="stretch_width", styles={"flex": "1 1 420px"}),
+                          pn.Column(self._trace.pane, sizing_mode="stretch_width", styles={"flex": "1 1 420px"}),
                           sizing_mode="stretch_width", flex_wrap="wrap")
-        row2 = pn.FlexBox(pn.Column(self._predictive_pane, self._predictive_note, sizing_mode="stretch_width",
+        row2 = pn.FlexBox(pn.Column(self._predictive.pane, self._predictive_note, sizing_mode="stretch_width",
                                     styles={"flex": "1 1 460px"}),
                           pn.Column(comparison, sizing_mode="stretch_width", styles={"flex": "1 1 420px"}),
                           sizing_mode="stretch_width", flex_wrap="wrap")
         self.main = pn.Column(self._alert, self._info, row1, row2,
                               pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
-        self._layout = notebook_layout(self.sidebar, self.main)
+        self._layout = None
 
     # ------------------------------------------------------------------ URL
     def url_bindings(self) -> list:
@@ -354,55 +327,101 @@ class RatingsView(Viewer):
 
     # ------------------------------------------------------------------ actions
     def start(self) -> None:
-        """Play the current run to its end (the page calls this once loaded)."""
-        if self.auto_fit and not self.model.finished:
+        """Fit the current run to its end (the page calls this once loaded).
+
+        Served, the fit is one job on the session's worker (:meth:`RatingsModel.finish`: a fit of the same
+        settings done before in this process is taken from its cache) and the page draws its end once: opening
+        the page costs at most the fit's maths and one frame, not a frame per tick. Elsewhere the player plays it.
+        """
+        if not self.auto_fit or self.model.finished:
+            return
+        if SessionWorker.of(self._doc) is None:
             self.player.play()
+            return
+        model, run_id = self.model, self.model.run_id
+
+        def work() -> None:
+            model.finish(run_id)  # nothing when a new run started meanwhile
+
+        def then(result, error) -> None:
+            if model.run_id == run_id and model.finished:
+                self.player.tick()  # nothing left to step: the read-out and the plots show the end
+
+        run_then(work, then, key=self._fit_key, doc=self._doc)
 
     def refresh(self) -> None:
-        """Send the current state to the plots and update the read-outs.
+        """Take a new snapshot of the model and draw it.
 
-        Takes the model's lock before the view's: a reset publishes (and so refreshes) under the model's lock,
-        while the player's frames refresh from the event loop; the other order deadlocked the two when the model
-        was changed during a play.
+        Served, the snapshot is made on the session's worker (it waits there while a step holds the model's
+        lock) and drawn on the event loop; elsewhere both happen at once. Requests made while one is being
+        made are folded into one more after it.
         """
-        with self.model.lock, self._lock, pn.io.hold():
-            m = self.model
-            try:
-                sel, tr, pr = selection_frame(m), trace_frame(m), predictive_frame(m)
-            except BadInputError as exc:
-                self._alert.object, self._alert.visible = md(str(exc)), True
+        with self._request_lock:
+            if self._snapshot_pending:
+                self._snapshot_stale = True
                 return
-            self._selection_pipe.send(sel)
-            self._trace_pipe.send(tr)
-            self._predictive_pipe.send(pr)
+            self._snapshot_pending = True
+        taken = False
+        try:
+            taken = run_then(self.model.snapshot, self._on_snapshot, key=self._snapshot_key, doc=self._doc)
+        finally:
+            if not taken:  # the session is over (or the snapshot raised here): nothing is on its way
+                with self._request_lock:
+                    self._snapshot_pending = self._snapshot_stale = False
+
+    def _on_snapshot(self, snapshot, error) -> None:
+        """On the event loop (or at once when not served): draw the new snapshot, then make the one asked meanwhile."""
+        with self._request_lock:
+            self._snapshot_pending = False
+            again, self._snapshot_stale = self._snapshot_stale, False
+        if snapshot is not None:
+            self._snapshot = snapshot
+            self._redraw()
+        if again:
+            self.refresh()
+
+    def _draw(self) -> None:
+        snap = self._snapshot
+        with pn.io.hold():
+            if snap.readout_error:  # the plots keep what they showed
+                self._alert.object, self._alert.visible = md(snap.readout_error), True
+                return
+            sel, tr, pr = selection_frame(snap), trace_frame(snap), predictive_frame(snap)
+            self._selection.update(sel["heights"], sel["title"])
+            self._trace.update(snap.run_id, tr["y"], tr["title"], tr["xlabel"], tr["ylabel"])
+            self._predictive.update(pr, pr["true"], pr["title"])
             self._selection_note.object = sel["note"]
             self._predictive_note.object = pr["sentence"]
-            self._update_messages()
+            self._update_messages(snap)
+        push(self._selection.pane, self._trace.pane, self._predictive.pane)
 
-    def _update_messages(self) -> None:
-        m = self.model
-        self._alert.object = md(m.error) if m.error else ""
-        self._alert.visible = bool(m.error)
-        w = m.world
+    def _update_messages(self, snap: RatingsSnapshot) -> None:
+        self._alert.object = md(snap.error) if snap.error else ""
+        self._alert.visible = bool(snap.error)
+        w = snap.world
         if w is None:
             self._info.object = ""
             return
-        data = w.train
-        n_sel = int(data.response.sum())
-        text = (f"**World**: {data.n_samples} training users × {data.n_features} items, s = {w.s:g}; "
-                f"{int(data.available.sum())} observed ratings ({n_sel / data.response.size:.0%} of entries "
-                f"selected), {len(w.targets('random'))} random and {len(w.targets('user'))} user-selected "
-                f"held-out items; {len(w.split.holdout_users)} hold-out users (their random-item ratings: CPT-v+, cRBM/E-v).")
-        scores = m.scores()
+        text = (f"**World**: {w['n_users']} training users × {w['n_items']} items, s = {w['s']:g}; "
+                f"{w['n_observed']} observed ratings ({w['selected_fraction']:.0%} of entries "
+                f"selected), {w['n_random']} random and {w['n_user']} user-selected "
+                f"held-out items; {w['n_holdout_users']} hold-out users (their random-item ratings: CPT-v+, cRBM/E-v).")
+        scores = snap.scores
         if scores is not None:
-            text += (f" **{MODELS[m.model].label}**, iteration {m.iteration}: weak NMAE "
+            text += (f" **{snap.spec.label}**, iteration {snap.iteration}: weak NMAE "
                      f"**{scores['random']:.3f}** on random items, **{scores['user']:.3f}** on user-selected items.")
         self._info.object = text
-        self._user.end = max(0, data.n_samples - 1)
+        end = max(0, w["n_users"] - 1)
+        if self._user.end != end:
+            self._user.end = end
 
-    # ------------------------------------------------------------------ comparison (off the event loop)
+    # ------------------------------------------------------------------ comparison (on the session's worker)
     def compare(self) -> None:
-        """Fit every available model at the chosen K and every s (in a thread when served)."""
+        """Fit every available model at the chosen K and every s.
+
+        Served, on the session's worker, a slice of :data:`COMPARE_SLICE_S` at a time: Step and Play are served
+        between two slices, and the progress bar moves after each. Elsewhere at once.
+        """
         settings = self.model.compare_settings()
         self._compare_token += 1
         token = self._compare_token
@@ -412,46 +431,43 @@ class RatingsView(Viewer):
         self._progress.visible = True
         self._table_note.object = "*Fitting the models…*"
         self._compare_button.disabled = True
-        doc = self._served_doc()
-        t0 = time.perf_counter()
-
-        def progress(done, total):
-            if doc is None:
-                self._set_progress(done, total)
-            else:
-                try:
-                    doc.add_next_tick_callback(partial(self._show_progress, token, done, total))
-                except Exception:
-                    pass
-
-        def cancelled():
-            return self._destroyed or token != self._compare_token
-
-        def compute():
+        comparison = Comparison(**settings)
+        worker = SessionWorker.of(self._doc)
+        if worker is None:  # Jupyter, scripts, tests
             try:
-                return compare_models(**settings, progress=progress, cancelled=cancelled), ""
+                comparison.advance(progress=self._set_progress)
             except BadInputError as exc:
-                return [], str(exc)
-
-        if doc is None:
-            rows, error = compute()
-            self._show_comparison(token, rows, error, time.perf_counter() - t0)
+                self._show_comparison(token, [], str(exc), comparison.seconds)
+                return
+            self._show_comparison(token, comparison.rows, "", comparison.seconds)
             return
+        self._compare_slice(worker, comparison, token)
+
+    def _compare_slice(self, worker: SessionWorker, comparison: Comparison, token: int) -> None:
+        """Queue the next slice of ``comparison``; its result is shown on the event loop, which queues the next."""
+        def cancelled() -> bool:
+            return token != self._compare_token
 
         def work():
-            rows, error = compute()
-            if not self._destroyed:
-                try:
-                    doc.add_next_tick_callback(partial(self._show_comparison, token, rows, error,
-                                                       time.perf_counter() - t0))
-                except Exception:
-                    pass
+            comparison.advance(COMPARE_SLICE_S, cancelled=cancelled)
+            rows = tuple(comparison.rows) if comparison.finished else None
+            return comparison.done, comparison.total, rows, comparison.seconds
 
-        threading.Thread(target=work, name="explorer-ratings-compare", daemon=True).start()
-
-    def _show_progress(self, token: int, done: int, total: int) -> None:
-        if token == self._compare_token and not self._destroyed:
+        def then(result, error) -> None:
+            if token != self._compare_token:
+                return  # dropped (new settings, or another comparison started)
+            if error is not None:
+                message = str(error) if isinstance(error, BadInputError) else f"the comparison failed ({error!r})"
+                self._show_comparison(token, [], message, comparison.seconds)
+                return
+            done, total, rows, seconds = result
             self._set_progress(done, total)
+            if rows is not None:
+                self._show_comparison(token, list(rows), "", seconds)
+            else:
+                self._compare_slice(worker, comparison, token)
+
+        worker.submit(work, then, key=self._compare_key)  # refused only when the session is over
 
     def _set_progress(self, done: int, total: int) -> None:
         # one at a time, max first: Progress checks value against the max it has at that moment
@@ -459,7 +475,7 @@ class RatingsView(Viewer):
         self._progress.value = min(done, self._progress.max)
 
     def _show_comparison(self, token: int, rows: list, error: str, seconds: float) -> None:
-        if token != self._compare_token or self._destroyed:
+        if token != self._compare_token:
             return
         self._compare_running = False
         self._compare_button.disabled = False
@@ -483,11 +499,6 @@ class RatingsView(Viewer):
 
     def _show_table(self) -> None:
         self._table.object = comparison_table(self._compare_rows, self.table_kind) if self._compare_rows else None
-
-    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
-
-    def _on_destroyed(self, session_context) -> None:
-        self._destroyed = True
 
     # ------------------------------------------------------------------ callbacks
     def _on_frame(self, event=None) -> None:

@@ -24,23 +24,29 @@ The conditional RBMs model P(x | r) (a pattern-mixture factorisation), not P(r |
 selection model to show. cRBM/E-v learns its r = 0 visible biases from ratings of random items, so it is
 trained on the training users *and* the hold-out users (digest 4.4), and scored on the training users.
 
-A model whose core module cannot be imported is listed in :func:`available_models` as missing and
-refused with a message. Read-outs: the learned selection model against the truth
+A model whose core module is not installed is listed in :func:`available_models` as missing, and a
+model whose module cannot be imported is refused with a message. Read-outs: the learned selection model against the truth
 (:meth:`RatingsModel.selection`, with the moment estimate of digest 2.7), the objective per
 iteration (:meth:`RatingsModel.trace`), the predictive distributions of one user's held-out
 user-selected (r = 1) and unrated (r = 0) items (:meth:`RatingsModel.predictive`, eq. 5.4.24: the
 NMAR prediction depends on r), and the weak-generalisation NMAE of the current fit
-(:meth:`RatingsModel.scores`). :func:`compare_models` fits several models at several K and s,
-repeated over world seeds, for the comparison table. No Panel import here.
+(:meth:`RatingsModel.scores`); :meth:`RatingsModel.snapshot` makes all of them at once, under the model's
+lock, as an immutable :class:`RatingsSnapshot` that a page draws without waiting for the model.
+:meth:`RatingsModel.finish` fits a run to its end at once (runs of the same settings are shared by every
+model of the process). :func:`compare_models` fits several models at several K and s, repeated over world
+seeds, for the comparison table (:class:`Comparison` does it a slice at a time). No Panel import here.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import param
@@ -49,8 +55,8 @@ from explorer.core._validation import BadInputError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
 
-__all__ = ["MODELS", "S_VALUES", "ModelSpec", "RatingsModel", "Run", "World", "available_models", "compare_models",
-           "make_world", "weak_scores"]
+__all__ = ["MODELS", "S_VALUES", "Comparison", "FinishedRun", "ModelSpec", "RatingsModel", "RatingsSnapshot", "Run",
+           "World", "available_models", "compare_models", "make_world", "weak_scores"]
 
 #: The value effects s of the Jester protocol (digest 6.2): mu_v(s) = s (v - 3) + 0.5.
 S_VALUES = (0.0, 0.0625, 0.125, 0.1875, 0.25)
@@ -101,8 +107,20 @@ def _module(spec: ModelSpec):
 
 
 def available_models() -> dict[str, bool]:
-    """``{key: importable}`` for every model of :data:`MODELS`."""
-    return {k: _module(s) is not None for k, s in MODELS.items()}
+    """``{key: installed}`` for every model of :data:`MODELS`: its core module is there.
+
+    Found without importing it (``importlib.util.find_spec``): a page lists the models when it opens, and
+    importing every one would load numba (cRBM, DP/CPT-v) for nobody. A module that is there but fails to
+    import is refused with a message when its model is chosen (:class:`Run`).
+    """
+    return {k: _installed(s) for k, s in MODELS.items()}
+
+
+def _installed(spec: ModelSpec) -> bool:
+    try:
+        return importlib.util.find_spec(spec.module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def true_mu(s: float, n_values: int = V) -> np.ndarray:
@@ -204,6 +222,38 @@ def _objective(state) -> float:
     return float("nan")
 
 
+@dataclass(frozen=True)
+class FinishedRun:
+    """The end of a :class:`Run`: its last state, objective per iteration, Gibbs samples and why it stopped."""
+
+    state: object
+    objectives: tuple
+    samples: tuple
+    stop_reason: str
+
+
+#: Runs fitted to their end by :meth:`RatingsModel.finish`, by settings, shared by every session of the process
+#: (the start screen's fit is the same for everyone): at most this many.
+FINISHED_RUNS_KEPT = 32
+_FINISHED_RUNS: OrderedDict = OrderedDict()
+_FINISHED_RUNS_LOCK = threading.Lock()
+
+
+def _finished_run(key) -> FinishedRun | None:
+    with _FINISHED_RUNS_LOCK:
+        result = _FINISHED_RUNS.get(key)
+        if result is not None:
+            _FINISHED_RUNS.move_to_end(key)
+        return result
+
+
+def _keep_finished_run(key, result: FinishedRun) -> None:
+    with _FINISHED_RUNS_LOCK:
+        _FINISHED_RUNS[key] = result
+        while len(_FINISHED_RUNS) > FINISHED_RUNS_KEPT:
+            _FINISHED_RUNS.popitem(last=False)
+
+
 class Run:
     """One fit of one model to a world's training data, advanced by :meth:`advance` (not thread-safe).
 
@@ -298,6 +348,18 @@ class Run:
             pass
         return self
 
+    def result(self) -> FinishedRun:
+        """What :meth:`restore` needs to put a run of the same settings where this one is (call it once finished)."""
+        return FinishedRun(state=self.state, objectives=tuple(self.objectives), samples=tuple(self.samples),
+                           stop_reason=self.stop_reason)
+
+    def restore(self, result: FinishedRun) -> None:
+        """Jump to the end of a run of the same model, world and settings (its states are shared, never changed:
+        the core modules' steps make new states)."""
+        self.state, self.objectives = result.state, list(result.objectives)
+        self.samples, self.stop_reason = list(result.samples), result.stop_reason
+        self._proba = None
+
     def fitted(self):
         """What ``predict_proba`` takes: the EM state, or the Gibbs samples kept so far (the current state
         before the first one): a list of states (DP/CPT-v) or a ``DPMultinomialSamples`` (DP)."""
@@ -346,6 +408,109 @@ class Run:
         return np.asarray(self.state.mu, dtype=float)
 
 
+class Comparison:
+    """The fits of :func:`compare_models`, done a slice at a time by :meth:`advance` (not thread-safe: one
+    thread advances it).
+
+    A page runs it on its session's worker in slices of a fraction of a second, so that Step and Play are
+    served between two slices of a long comparison; :func:`compare_models` runs it to its end at once.
+    The arguments are those of :func:`compare_models`.
+
+    Attributes
+    ----------
+    done, total : int
+        Fits done (one model at one K on one world) and to do.
+    rows : list of dict
+        The rows of the cells done so far (see :func:`compare_models`).
+    finished : bool
+        Every fit done, or cancelled.
+    seconds : float
+        Time spent computing (in :meth:`advance`).
+    """
+
+    def __init__(self, models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, n_users: int = 300,
+                 n_items: int = 20, n_clusters: int = 3, repeats: int = 3, seed: int = 0, max_iter: int = 100,
+                 tol: float = 1e-4, n_sweeps: int = 100):
+        specs = [MODELS[m] for m in models]
+        self._jobs = [(spec, k) for spec in specs for k in (ks if spec.uses_k else (None,))]
+        self._s_values, self._repeats, self._seed = tuple(s_values), int(repeats), int(seed)
+        self._world_settings = dict(n_users=n_users, n_items=n_items, n_clusters=n_clusters)
+        self._fit_settings = dict(max_iter=max_iter, tol=tol, n_sweeps=n_sweeps)
+        self.total = len(self._jobs) * len(self._s_values) * self._repeats
+        self.done = 0
+        self.rows: list[dict] = []
+        self.finished = False
+        self.seconds = 0.0
+        self._work = self._fits()
+        self._slice_start = 0.0
+
+    def _elapsed(self) -> float:
+        return self.seconds + (time.perf_counter() - self._slice_start)
+
+    def _fits(self):
+        """The fits, pausing (``yield``) after every world drawn, fit started, iteration, fit done and cell done
+        (the row of a cell is in :attr:`rows` as soon as its last fit is counted in :attr:`done`)."""
+        for s in self._s_values:
+            worlds = []
+            for i in range(self._repeats):
+                worlds.append(make_world(s=s, seed=self._seed + i, **self._world_settings))
+                yield
+            for spec, k in self._jobs:
+                scores, t0, error = [], self._elapsed(), ""
+                for i, world in enumerate(worlds):
+                    if not error:
+                        try:
+                            run = Run(spec, world, n_components=k or 1, seed=self._seed + i, **self._fit_settings)
+                            yield
+                            while run.advance():
+                                yield
+                            scores.append(weak_scores(world, run.predict_proba()))
+                        except BadInputError as exc:  # this model cannot be fitted here: said in its row
+                            error = str(exc)
+                    self.done += 1
+                    if i < len(worlds) - 1:
+                        yield
+                r = np.array([[sc["random"], sc["user"]] for sc in scores]) if not error else np.full((1, 2), np.nan)
+                se = r.std(axis=0, ddof=1) / np.sqrt(len(r)) if len(r) > 1 else np.full(2, np.nan)
+                self.rows.append({"model": spec.label, "K": k, "s": float(s), "random": float(r[:, 0].mean()),
+                                  "random_se": float(se[0]), "user": float(r[:, 1].mean()),
+                                  "user_se": float(se[1]), "seconds": self._elapsed() - t0, "error": error})
+                yield
+
+    def advance(self, seconds: float | None = None, *, progress=None, cancelled=None) -> bool:
+        """Compute for about ``seconds`` (at least one piece of work: a world drawn, a fit started, one
+        iteration, a fit scored; None: to the end). Returns False once finished.
+
+        ``progress(done, total)`` is called after every fit; ``cancelled()`` is asked before every piece
+        of work, and True finishes the comparison where it is (the rows done so far stay).
+        Raises :class:`~explorer.core._validation.BadInputError` when a world cannot be drawn.
+        """
+        if self.finished:
+            return False
+        self._slice_start = time.perf_counter()
+        try:
+            while True:
+                if cancelled is not None and cancelled():
+                    self.finished = True
+                    break
+                done = self.done
+                try:
+                    next(self._work)
+                except StopIteration:
+                    self.finished = True
+                    break
+                if progress is not None and self.done != done:
+                    progress(self.done, self.total)
+                if seconds is not None and time.perf_counter() - self._slice_start >= seconds:
+                    break
+        except BaseException:
+            self.finished = True
+            raise
+        finally:
+            self.seconds += time.perf_counter() - self._slice_start
+        return not self.finished
+
+
 def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, n_users: int = 300,
                    n_items: int = 20, n_clusters: int = 3, repeats: int = 3, seed: int = 0, max_iter: int = 100,
                    tol: float = 1e-4, n_sweeps: int = 100, progress=None, cancelled=None) -> list[dict]:
@@ -358,39 +523,76 @@ def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, 
     iterations and 0.48 after 100); Gibbs runs ``n_sweeps`` sweeps, a quarter
     burn-in (DP/CPT-v starts from one cluster and needs about 100 to grow the clusters of the world). ``progress(done, total)`` is called
     after every fit; ``cancelled()`` returning True stops early (the rows done so far are returned).
+    :class:`Comparison` does the same a slice at a time.
 
     Returns one dict per (model, K, s): ``model`` (label), ``K`` (None for DP), ``s``, ``random``,
     ``random_se``, ``user``, ``user_se`` (NMAE), ``seconds`` and ``error`` (why the model could not be
     fitted on one of the worlds, e.g. CPT-v+ when a rating value never occurs among the hold-out users'
     ratings; its NMAE is then NaN).
     """
-    specs = [MODELS[m] for m in models]
-    jobs = [(spec, k) for spec in specs for k in (ks if spec.uses_k else (None,))]
-    total = len(jobs) * len(s_values) * repeats
-    done, rows = 0, []
-    for s in s_values:
-        worlds = [make_world(n_users, n_items, n_clusters, s, seed + i) for i in range(repeats)]
-        for spec, k in jobs:
-            scores, t0, error = [], time.perf_counter(), ""
-            for i, world in enumerate(worlds):
-                if cancelled is not None and cancelled():
-                    return rows
-                if not error:
-                    try:
-                        run = Run(spec, world, n_components=k or 1, seed=seed + i, max_iter=max_iter, tol=tol,
-                                  n_sweeps=n_sweeps).run()
-                        scores.append(weak_scores(world, run.predict_proba()))
-                    except BadInputError as exc:  # this model cannot be fitted here: said in its row
-                        error = str(exc)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-            r = np.array([[sc["random"], sc["user"]] for sc in scores]) if not error else np.full((1, 2), np.nan)
-            se = r.std(axis=0, ddof=1) / np.sqrt(len(r)) if len(r) > 1 else np.full(2, np.nan)
-            rows.append({"model": spec.label, "K": k, "s": float(s), "random": float(r[:, 0].mean()),
-                         "random_se": float(se[0]), "user": float(r[:, 1].mean()), "user_se": float(se[1]),
-                         "seconds": time.perf_counter() - t0, "error": error})
-    return rows
+    comparison = Comparison(models, ks, s_values, n_users=n_users, n_items=n_items, n_clusters=n_clusters,
+                            repeats=repeats, seed=seed, max_iter=max_iter, tol=tol, n_sweeps=n_sweeps)
+    comparison.advance(progress=progress, cancelled=cancelled)
+    return comparison.rows
+
+
+# ============================================================================ what a page draws
+def _frozen(value):
+    """A read-only copy of an array (other values as they are)."""
+    if isinstance(value, np.ndarray):
+        value = np.array(value, copy=True)
+        value.flags.writeable = False
+    return value
+
+
+def _frozen_dict(d: dict | None) -> MappingProxyType | None:
+    return None if d is None else MappingProxyType({k: _frozen(v) for k, v in d.items()})
+
+
+@dataclass(frozen=True)
+class RatingsSnapshot:
+    """The read-outs of a :class:`RatingsModel` at one moment, made under its lock and never changed after.
+
+    A page draws from the last snapshot it was given: drawing never waits for the model (which may be
+    stepping on another thread), and every plot shows the same iteration. Made by
+    :meth:`RatingsModel.snapshot`; arrays are read-only copies.
+
+    ``model`` is the model's key, ``trace`` the objective per iteration (``trace_name``: 'objective', or
+    'clusters' for a sampler without one), ``selection``, ``predictive`` and ``scores`` what
+    :meth:`RatingsModel.selection`, :meth:`~RatingsModel.predictive` and :meth:`~RatingsModel.scores` return,
+    ``world`` a summary of the world (None without one: ``n_users``, ``n_items``, ``s``, ``n_observed``,
+    ``selected_fraction``, ``n_random``, ``n_user``, ``n_holdout_users``) and ``readout_error`` why a
+    read-out could not be made ('' when it could).
+    """
+
+    run_id: int
+    model: str
+    iteration: int
+    stop_reason: str
+    error: str
+    user: int
+    trace: np.ndarray
+    trace_name: str = "objective"
+    selection: MappingProxyType | None = None
+    predictive: MappingProxyType | None = None
+    scores: MappingProxyType | None = None
+    world: MappingProxyType | None = None
+    readout_error: str = ""
+
+    @property
+    def spec(self) -> ModelSpec:
+        return MODELS[self.model]
+
+
+def _world_summary(world: World | None) -> MappingProxyType | None:
+    if world is None:
+        return None
+    data = world.train
+    return MappingProxyType({
+        "n_users": int(data.n_samples), "n_items": int(data.n_features), "s": float(world.s),
+        "n_observed": int(data.available.sum()), "selected_fraction": float(data.response.sum() / data.response.size),
+        "n_random": len(world.targets("random")), "n_user": len(world.targets("user")),
+        "n_holdout_users": len(world.split.holdout_users)})
 
 
 # ============================================================================ the page's model object
@@ -436,6 +638,7 @@ class RatingsModel(LockedStepping, Settings):
         self._lock = threading.RLock()
         self._run: Run | None = None
         self._world_key = None
+        self._snapshot_cache: tuple | None = None  # (what it was made of, RatingsSnapshot)
         self.reset()
 
     # ------------------------------------------------------------------ helpers
@@ -508,6 +711,34 @@ class RatingsModel(LockedStepping, Settings):
         self._publish(iteration=r.iteration, objective=r.objectives[-1], stop_reason=r.stop_reason, error="")
         return True
 
+    def finish(self, run_id: int | None = None) -> bool:
+        """Fit the current run to its end at once (with ``run_id``: only if that run is still the current one).
+
+        A run of the same settings finished before, in any session of this process, is not fitted again: its
+        end is taken from a cache (:data:`FINISHED_RUNS_KEPT` runs), so that the start screen's fit costs the
+        first session only. Returns False when there was nothing to do.
+        """
+        with self._lock:
+            if (run_id is not None and run_id != self.run_id) or self.finished:
+                return False
+            run = self._run
+            key = (tuple(self.world_settings().values()), self.model, self.n_components, self.seed, self.max_iter,
+                   self.n_sweeps)
+            done = _finished_run(key)
+            if done is not None:
+                run.restore(done)
+            else:
+                try:
+                    run.run()
+                except BadInputError as exc:
+                    run.stop_reason = "error"
+                    self._publish(iteration=run.iteration, objective=run.objectives[-1], stop_reason="error",
+                                  error=str(exc))
+                    return True
+                _keep_finished_run(key, run.result())
+            self._publish(iteration=run.iteration, objective=run.objectives[-1], stop_reason=run.stop_reason, error="")
+            return True
+
     # ------------------------------------------------------------------ read-outs
     def trace(self) -> np.ndarray:
         """The objective after every iteration so far (index = iteration)."""
@@ -560,6 +791,31 @@ class RatingsModel(LockedStepping, Settings):
             if self._run is None:
                 return None
             return weak_scores(self.world, self._run.predict_proba())
+
+    def snapshot(self) -> RatingsSnapshot:
+        """Every read-out of the current run at once, for drawing (:class:`RatingsSnapshot`).
+
+        Made under the model's lock (so all of it is of one iteration) and kept until the run, its
+        iteration or the user changes: asking again costs nothing. Call it off the event loop (a page's
+        session worker): it waits while a step holds the lock.
+        """
+        with self._lock:
+            key = (self.run_id, self.iteration, self.user, self.error, self.stop_reason)
+            if self._snapshot_cache is not None and self._snapshot_cache[0] == key:
+                return self._snapshot_cache[1]
+            run = self._run
+            values = dict(run_id=self.run_id, model=self.model, iteration=self.iteration,
+                          stop_reason=self.stop_reason, error=self.error, user=self.user,
+                          trace=_frozen(self.trace()), trace_name=run.trace_name if run is not None else "objective",
+                          world=_world_summary(self.world))
+            try:
+                values.update(selection=_frozen_dict(self.selection()), predictive=_frozen_dict(self.predictive()),
+                              scores=_frozen_dict(self.scores()))
+            except BadInputError as exc:
+                values["readout_error"] = str(exc)
+            snap = RatingsSnapshot(**values)
+            self._snapshot_cache = (key, snap)
+            return snap
 
     def predictive(self, user: int | None = None) -> dict | None:
         """For one user: the predictive over 1..5 of a held-out user-selected item (r = 1) and of an unrated
