@@ -176,6 +176,44 @@ def test_mixture_encoders_and_responsibilities(mixture):
         m.n_terms = 0
 
 
+def _complete_responsibilities(m):
+    """The complete images' responsibilities and the components' majority digits, computed afresh."""
+    from explorer.core import mfa
+
+    train = mfa.responsibilities(m.params, m._data["train"])
+    lab = m._data["train_labels"]
+    names = np.unique(lab)
+    cl = [names[np.argmax([train[lab == c, k].sum() for c in names])] for k in range(m.params.n_components)]
+    return mfa.responsibilities(m.params, m.truth), np.array(cl)
+
+
+def test_complete_responsibilities_are_computed_once_per_fit_and_images():
+    m = FAModel(n_eval=20, classes="3,8", n_components=2, n_factors=6, mask="half", side="left")
+    first = m.responsibilities()
+    m.step()
+    m.mask = "quarter"  # neither the fit nor the images change: the same numbers
+    r = m.responsibilities()
+    assert m._complete_resp[2] is not None and r["complete"] is not m._complete_resp[2]  # a copy is returned
+    np.testing.assert_array_equal(r["complete"], first["complete"])
+    for change in ({"n_factors": 5}, {"n_eval": 30}, {"n_components": 3}, {"classes": "1,7"}):
+        m.param.update(**change)
+        r = m.responsibilities()
+        complete, cl = _complete_responsibilities(m)
+        np.testing.assert_allclose(r["complete"], complete, err_msg=str(change))
+        np.testing.assert_array_equal(r["cluster_label"], cl)
+
+
+def test_a_fit_is_shared_by_models_with_the_same_settings_and_training_rows():
+    a, b = FAModel(n_eval=20, n_factors=7, seed=3), FAModel(n_eval=25, n_factors=7, seed=3)
+    assert a.params is b.params  # the digits leave 1000 training rows either way: one fit for both
+    a.n_factors = 6
+    assert a.params is not b.params and a.params.loadings.shape == (64, 6)
+    # a small set: n_eval changes the training rows, so the fit differs
+    c, d = (FAModel(n_eval=n, classes="3,8", n_factors=6) for n in (20, 60))
+    assert c._data["train"].shape[0] != d._data["train"].shape[0] and c.params is not d.params
+    assert c.params.mean.shape == (64,)
+
+
 def test_responsibilities_need_a_mixture(model):
     with pytest.raises(BadInputError, match="need a mixture"):
         model.responsibilities()

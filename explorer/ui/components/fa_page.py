@@ -74,18 +74,20 @@ class FAPage(Viewer):
         super().__init__(**params)
         self.player = StepPlayer(models=[self.model], labels=["l"], steps_per_tick=1, period=150)
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._info = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self._info = self._make_info()
         self._l_slider = pn.widgets.IntSlider.from_param(self.model.param.n_terms, label="Neumann updates l",
                                                          start=0, end=self.model.max_terms)
         self._max_terms = pn.widgets.IntInput.from_param(self.model.param.max_terms, label="Play up to l =", start=1)
         self.model.param.watch(self._on_max_terms, "max_terms")
         self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
         self._build()
-        self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
+        self._layout = None  # the notebook's layout, made when first shown (a server shows sidebar and main)
         self.model.param.watch(weak_callback(self._on_revision), ["revision"])
         self.refresh()
 
     def __panel__(self):
+        if self._layout is None:
+            self._layout = notebook_layout(self.sidebar, self.main)
         return self._layout
 
     def _on_max_terms(self, event):
@@ -93,6 +95,14 @@ class FAPage(Viewer):
 
     def _on_revision(self, event):
         self.refresh()
+
+    def _make_info(self):
+        """The read-out line a page shows under its alert (``self._info``; its ``object`` is set to inline Markdown).
+
+        A Markdown pane; a page whose read-out changes every frame may return a cheaper
+        :class:`~explorer.ui.plots.textline.TextLine`.
+        """
+        return pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
 
     def _build(self):
         raise NotImplementedError

@@ -7,12 +7,15 @@ pixels, a quarter, a half, a random square, or a mask **painted with the brush**
 exact | NSA(l), with the error on the missing pixels under each panel. l is dragged on a slider or
 stepped / played with :class:`~explorer.ui.components.player.StepPlayer`. For mixtures: every component's
 reconstruction with its exact and NSA-M responsibilities. Grid mode: 16 images at once for one
-encoder. **Draw**: with the paint mode "ink", clicks on the original or the masked panel paint ink
-on a blank canvas of the image size (8x8, 28x28 or 16x16), which replaces the selected test image
-and is masked and inpainted like it ("Clear drawing" starts again).
+encoder. **Draw**: with the paint mode "ink", clicks and drags on the original (clicks on the masked
+panel too) paint ink on a blank canvas of the image size (8x8, 28x28 or 16x16), which replaces the
+selected test image and is masked and inpainted like it ("Clear drawing" starts again).
 
-Every plot is one ``hv.DynamicMap`` on an ``hv.streams.Pipe`` built once (an image per panel, one
-mosaic image for the components and for each grid, one ``hv.Bars`` for the responsibilities).
+Every image is an :class:`~explorer.ui.plots.images.ImagePanel` and the responsibilities a
+:class:`~explorer.ui.plots.bars.BarChart`: Bokeh figures made once per session (the mixture's and the
+grid's when first shown) whose frames only replace their sources' data; clicks and drags arrive as
+Bokeh events, and the model's work (steps, paint, ink) runs on the session's worker thread while the
+page draws on the event loop.
 
 What the three factor-analysis pages share is in :mod:`explorer.ui.components.fa_page` and
 :mod:`explorer.ui.plots.images`.
@@ -20,22 +23,27 @@ What the three factor-analysis pages share is in :mod:`explorer.ui.components.fa
 
 from __future__ import annotations
 
-import holoviews as hv
-import holoviews.plotting.bokeh
+import threading
+
 import numpy as np
-import pandas as pd
 import panel as pn
 import param
 
 from explorer.ui.components.fa_page import URL, FAPage, mask_widgets, model_widgets
-from explorer.ui.weak import weak_callback
-from explorer.ui.plots.images import image_dmap, mosaic
+from explorer.ui.plots.bars import BarChart
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.images import ImagePanel, mosaic
+from explorer.ui.plots.textline import TextLine
+from explorer.ui.session import run_then
 from explorer.ui.state.fa_model import METHOD_LABELS, METHODS
+from explorer.ui.weak import weak_callback
 
 __all__ = ["InpaintingView"]
 
 PANELS = ("original", "masked") + METHODS
 PANEL_TITLES = {"original": "original", "masked": "masked"} | METHOD_LABELS
+#: Colours of the responsibility bars of a mixture, per encoder.
+ENCODER_COLORS = {"exact": "#2f6fb3", "NSA-M(l)": "#e4572e"}
 
 EXPLANATION = """
 ### What am I looking at?
@@ -56,7 +64,8 @@ component's responsibility given the visible pixels (NSA-M, with the signs of th
 The numbers under the panels are the mean squared errors on the missing pixels of this image.
 **Brush**: with the paint mode *mask*, click the *masked* panel to hide or show a block of pixels (the
 brush applies to every test image). **Draw a digit**: with the paint mode *ink*, click the *original*
-(or the *masked*) panel to ink or erase pixels of a blank canvas; your drawing replaces the selected
+(or the *masked*) panel to ink or erase pixels of a blank canvas, drag over the *original* panel to ink a
+stroke; your drawing replaces the selected
 test image, is masked like it and inpainted by every encoder (its errors compare with your drawing).
 The *photo patches* are 16 x 16 grey patches of two photographs: a larger inpainting problem (D = 256).
 """
@@ -79,6 +88,15 @@ class InpaintingView(FAPage):
         Show 16 images for ``grid_method`` too.
     grid_method : str
         One of :data:`~explorer.ui.state.fa_model.METHODS`.
+
+    Attributes
+    ----------
+    panels : dict of ImagePanel
+        The image of every panel of :data:`PANELS` (original, masked, then the encoders).
+    components, resp_bars : ImagePanel, BarChart
+        A mixture's per-component reconstructions and responsibilities (made when a mixture is first drawn).
+    grid_in, grid_out : ImagePanel
+        The grid's masked and imputed mosaics (made when the grid mode is first on).
     """
 
     _URL = URL + ("source",)  # the drawing itself stays in the session
@@ -90,49 +108,30 @@ class InpaintingView(FAPage):
 
     def _build(self):
         m = self.model
-        self.pipes = {p: hv.streams.Pipe(data=np.zeros(m.shape)) for p in PANELS}
-        self.tap = hv.streams.Tap(x=None, y=None, transient=True)
-        self.tap.add_subscriber(weak_callback(self._on_tap))
-        self.ink_tap = hv.streams.Tap(x=None, y=None, transient=True)  # the original panel: the drawing canvas
-        self.ink_tap.add_subscriber(weak_callback(self._on_ink_tap))
-        # drags on the original panel ink every pixel they cross (paint mode "ink")
-        self.drag = hv.streams.Draw(rename={"x": "dx", "y": "dy"}, transient=True)
-        self.drag.add_subscriber(weak_callback(self._on_drag))
+        # Bokeh figures made once per session: a frame only replaces their sources' data (issue 19)
+        # the original panel is the drawing canvas (clicks and drags ink it in paint mode "ink"); a click on
+        # the masked panel paints the mask (or inks)
+        events = {"original": {"on_tap": weak_callback(self._on_ink_tap), "on_drag": weak_callback(self._on_drag)},
+                  "masked": {"on_tap": weak_callback(self._on_tap)}}
+        self.panels = {p: ImagePanel(118, title=PANEL_TITLES[p], **events.get(p, {})) for p in PANELS}
         self._last_drag = None  # (stroke, row, col) of the previous drag event
-        taps = {"masked": [self.tap], "original": [self.ink_tap, self.drag]}
+        self._ink_lock = threading.Lock()
+        self._ink: list = []  # pixels dragged over and not yet inked (one job inks all that came meanwhile)
         # each caption centred under its image (the column is as wide as the image's figure)
-        self._errors = {p: pn.pane.Markdown("", width=150, margin=(0, 0), styles={"font-size": "12px",
-                                                                                   "text-align": "center"})
+        self._errors = {p: TextLine(width=150, margin=(5, 0), styles={"font-size": "12px", "text-align": "center"})
                         for p in PANELS}
-        panels = []
-        for p in PANELS:
-            dmap = image_dmap(self.pipes[p], 118, title=PANEL_TITLES[p],
-                              streams=taps.get(p, ()), tools=["tap"] if p in taps else ())
-            panels.append(pn.Column(pn.pane.HoloViews(dmap, linked_axes=False, margin=(5, 5, 0, 5)), self._errors[p],
-                                    width=150, sizing_mode="fixed"))
-        self.pipes["components"] = hv.streams.Pipe(data=np.zeros(m.shape))
-        self.pipes["resp"] = hv.streams.Pipe(data=_resp_frame(np.ones(1), np.ones(1)))
-        self.pipes["grid_in"] = hv.streams.Pipe(data=np.zeros(m.shape))
-        self.pipes["grid_out"] = hv.streams.Pipe(data=np.zeros(m.shape))
-        comps = image_dmap(self.pipes["components"], 130, width=300, title="Per-component reconstructions")
-        bars = hv.DynamicMap(_resp_bars, streams=[self.pipes["resp"]]).opts(
-            width=330, height=180, toolbar=None, ylim=(0, 1.05), title="Responsibilities (visible pixels)",
-            legend_position="top_right", backend="bokeh")
-        self._comp_caption = pn.pane.Markdown("", margin=(0, 10))
-        self._mixture = pn.Column("#### Mixture components", pn.Row(pn.pane.HoloViews(comps, linked_axes=False),
-                                                                    pn.pane.HoloViews(bars, linked_axes=False)),
-                                  self._comp_caption, sizing_mode="stretch_width")
-        self._grid_title = pn.pane.Markdown("", margin=(0, 10))
-        self._grid = pn.Column(self._grid_title, pn.Row(
-            pn.pane.HoloViews(image_dmap(self.pipes["grid_in"], 260, title="masked"), linked_axes=False),
-            pn.pane.HoloViews(image_dmap(self.pipes["grid_out"], 260, title="imputed"), linked_axes=False)),
-            sizing_mode="stretch_width")
+        panels = [pn.Column(self.panels[p].pane, self._errors[p], width=150, sizing_mode="fixed") for p in PANELS]
+        # the mixture's components and the grid are built when first shown (most sessions never show them)
+        self._comp_caption = TextLine()
+        self._mixture = pn.Column(sizing_mode="stretch_width", visible=False)
+        self._grid_title = TextLine()
+        self._grid = pn.Column(sizing_mode="stretch_width", visible=False)
         random_button = pn.widgets.Button(label="Random image", color="primary")
         random_button.on_click(self._on_random)
         clear = pn.widgets.Button(label="Clear brush", color="light")
-        clear.on_click(lambda event: self.model.clear_brush())
+        clear.on_click(lambda event: self._act(self.model.clear_brush))
         clear_drawing = pn.widgets.Button(label="Clear drawing", color="light")
-        clear_drawing.on_click(lambda event: self.model.clear_drawing())
+        clear_drawing.on_click(lambda event: self._act(self.model.clear_drawing))
         self._rng = np.random.default_rng()
         self.sidebar = pn.Column(
             *self._l_widgets(),  # Step / Play / Reset first: visible without scrolling
@@ -158,7 +157,37 @@ class InpaintingView(FAPage):
                               pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self.param.watch(lambda event: self.refresh(), ["grid", "grid_method"])
 
+    def _build_mixture(self) -> None:
+        """The per-component reconstructions and the responsibilities (built the first time a mixture is drawn)."""
+        self.components = ImagePanel(130, width=300, title="Per-component reconstructions")
+        self.resp_bars = BarChart("Responsibilities (visible pixels)", "responsibility", width=330, height=180,
+                                  legend="top_right", xlabel="component, encoder")
+        self._mixture.objects = ["#### Mixture components", pn.Row(self.components.pane, self.resp_bars.pane),
+                                 self._comp_caption]
+
+    def _build_grid(self) -> None:
+        """The masked and imputed mosaics of 16 images (built the first time the grid mode is on)."""
+        self.grid_in = ImagePanel(260, title="masked")
+        self.grid_out = ImagePanel(260, title="imputed")
+        self._grid.objects = [self._grid_title, pn.Row(self.grid_in.pane, self.grid_out.pane)]
+
+    def _make_info(self) -> TextLine:
+        return TextLine()
+
+    def _figures(self) -> list:
+        """The Bokeh panes of the page built so far (figures and text lines)."""
+        images = [self.panels[p] for p in PANELS] + [getattr(self, k) for k in ("components", "grid_in", "grid_out")
+                                                      if hasattr(self, k)]
+        texts = [self._info, *self._errors.values(), self._comp_caption, self._grid_title]
+        return [i.pane for i in images] + ([self.resp_bars.pane] if hasattr(self, "resp_bars") else []) + [
+            t.pane for t in texts]
+
     # ------------------------------------------------------------------ events
+    def _act(self, action, *args, **kwargs) -> None:
+        """Run a model action (paint, ink, clear) on the session's worker (at once when not served); the
+        model's new outputs are drawn on the event loop."""
+        run_then(lambda: action(*args, **kwargs))
+
     def _on_random(self, event=None):
         self.model.image_index = int(self._rng.integers(0, self.model.n_eval))
 
@@ -176,30 +205,48 @@ class InpaintingView(FAPage):
         if px is None:
             return
         if self.paint_mode == "ink":
-            self.model.draw(*px, size=self.brush_size)
+            self._act(self.model.draw, *px, size=self.brush_size)
         else:
-            self.model.paint(*px, size=self.brush_size)
+            self._act(self.model.paint, *px, size=self.brush_size)
 
     def _on_drag(self, dx=None, dy=None, stroke_count=None):
         """A drag over the original panel inks (never erases) the pixels under it in paint mode "ink",
-        joined by straight lines to the previous position of the same stroke (events are sparse)."""
+        joined by straight lines to the previous position of the same stroke (events are sparse).
+
+        The pixels are collected here (on the event loop) and inked by one job on the worker: the
+        positions that arrive while it waits are inked with it (one new fit of the encoders, not one each).
+        """
         px = self._pixel(dx, dy)
         if px is None or self.paint_mode != "ink":
             return
         last, self._last_drag = self._last_drag, (stroke_count, *px)
         if last is not None and last[0] == stroke_count:
+            if (last[1], last[2]) == px:
+                return  # the same pixel again: already inked
             n = max(abs(px[0] - last[1]), abs(px[1] - last[2])) + 1
             rows = np.rint(np.linspace(last[1], px[0], n)).astype(int)
             cols = np.rint(np.linspace(last[2], px[1], n)).astype(int)
         else:
             rows, cols = [px[0]], [px[1]]
-        self.model.draw(rows, cols, size=self.brush_size, value=True)
+        with self._ink_lock:
+            queued = bool(self._ink)
+            self._ink += [(r, c, self.brush_size) for r, c in zip(rows, cols)]
+        if not queued:
+            self._act(self._ink_dragged)
+
+    def _ink_dragged(self) -> None:
+        """Ink every pixel dragged over since the last time (on the worker)."""
+        with self._ink_lock:
+            pixels, self._ink = self._ink, []
+        for size in dict.fromkeys(s for _, _, s in pixels):  # one brush size per drag, in practice
+            rows, cols = zip(*[(r, c) for r, c, s in pixels if s == size])
+            self.model.draw(list(rows), list(cols), size=size, value=True)
 
     def _on_ink_tap(self, x=None, y=None):
         """A click on the original panel inks (toggles) the drawing in paint mode "ink"."""
         px = self._pixel(x, y)
         if px is not None and self.paint_mode == "ink":
-            self.model.draw(*px, size=self.brush_size)
+            self._act(self.model.draw, *px, size=self.brush_size)
 
     # ------------------------------------------------------------------ drawing
     def _draw(self):
@@ -215,7 +262,7 @@ class InpaintingView(FAPage):
             errs = m.row_errors()
             frames = {"original": X[i], "masked": np.where(miss[i], np.nan, X[i])} | {k: R[k][i] for k in METHODS}
             for p, img in frames.items():
-                self.pipes[p].send(img.reshape(h, w))
+                self.panels[p].update(img.reshape(h, w))
             n_mis = int(miss[i].sum())
             n_ink = int(np.count_nonzero(m.canvas))
             self._errors["original"].object = (f"drawing, {n_ink} inked" if m.source == "draw" else
@@ -231,30 +278,28 @@ class InpaintingView(FAPage):
                 f"{m.rho[i]:.4f}, bound {m.bound[i]:.2e}, residual {m.residual[i]:.2e} at l = {m.iteration}")
             self._mixture.visible = m.is_mixture
             if m.is_mixture:
+                if not hasattr(self, "components"):
+                    self._build_mixture()
                 cv = m.component_view(i)
-                self.pipes["components"].send(mosaic(cv["reconstructions"], (h, w), cv["reconstructions"].shape[0], gap=0.15))
-                self.pipes["resp"].send(_resp_frame(cv["exact"], cv["nsa"]))
+                K = len(cv["exact"])
+                self.components.update(mosaic(cv["reconstructions"], (h, w), K, gap=0.15))
+                comps = [f"{k + 1}" for k in range(K)]
+                encoders = ["exact"] * K + ["NSA-M(l)"] * K
+                self.resp_bars.update(list(zip(comps * 2, encoders)), np.concatenate([cv["exact"], cv["nsa"]]),
+                                      [ENCODER_COLORS[e] for e in encoders], legend=encoders,
+                                      factors=[(c, e) for c in comps for e in ENCODER_COLORS])
                 self._comp_caption.object = " · ".join(
                     f"component {k + 1}: r = {cv['exact'][k]:.3f} (exact), {cv['nsa'][k]:.3f} (NSA-M)"
-                    for k in range(len(cv["exact"])))
+                    for k in range(K))
             self._grid.visible = self.grid
             if self.grid:
+                if not hasattr(self, "grid_in"):
+                    self._build_grid()
                 rows = (i + np.arange(16)) % m.n_eval
-                self.pipes["grid_in"].send(mosaic(np.where(miss[rows], np.nan, X[rows]), (h, w), 4, gap=0.15))
-                self.pipes["grid_out"].send(mosaic(R[self.grid_method][rows], (h, w), 4, gap=0.15))
+                self.grid_in.update(mosaic(np.where(miss[rows], np.nan, X[rows]), (h, w), 4, gap=0.15))
+                self.grid_out.update(mosaic(R[self.grid_method][rows], (h, w), 4, gap=0.15))
                 mse = np.nanmean(errs[self.grid_method][rows]) if np.isfinite(errs[self.grid_method][rows]).any() \
                     else np.nan
                 self._grid_title.object = (f"**Grid**: test images {rows[0]}–{rows[-1]} (wrapping), "
                                            f"{METHOD_LABELS[self.grid_method]}, mean MSE on missing pixels {_fmt(mse)}")
-
-
-def _resp_frame(exact: np.ndarray, nsa: np.ndarray) -> pd.DataFrame:
-    K = len(exact)
-    comp = [f"{k + 1}" for k in range(K)]
-    return pd.DataFrame({"component": comp * 2, "encoder": ["exact"] * K + ["NSA-M(l)"] * K,
-                         "responsibility": np.concatenate([exact, nsa])})
-
-
-def _resp_bars(data: pd.DataFrame) -> hv.Bars:
-    return hv.Bars(data, ["component", "encoder"], "responsibility").opts(
-        color="encoder", cmap={"exact": "#2f6fb3", "NSA-M(l)": "#e4572e"}, show_legend=True)
+        push(*self._figures())

@@ -9,27 +9,39 @@ NSA-M after l Neumann terms (signs corrected); over all test images, a histogram
 after masking of each image's complete-data component (stacked by the true digit), and
 the cluster-assignment accuracy (each component named by the majority digit of its training images).
 
-Every plot is one ``hv.DynamicMap`` on an ``hv.streams.Pipe`` whose element structure never changes.
+Every plot is a Bokeh figure made once per session (:class:`~explorer.ui.plots.images.ImagePanel`,
+:class:`~explorer.ui.plots.bars.BarChart`, :class:`ShiftHistogram`) whose frames only replace its sources' data
+and set a few scalars (the selected image's line, the histogram's top); the frames' numbers are computed by pure
+functions (:func:`selected_frame`, :func:`shift_frame`, :func:`shift_histogram`, :func:`accuracy_frame`). Steps run
+on the session's worker thread, the page draws on the event loop.
 """
 
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d, Span
+from bokeh.palettes import Category10
+from bokeh.plotting import figure
 
-from explorer.ui.state.fa_model import FAModel
-from explorer.ui.components.flow import flow
 from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
-from explorer.ui.plots.images import image_dmap, mosaic
+from explorer.ui.components.flow import flow
+from explorer.ui.plots.bars import BarChart, set_data
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, mosaic
+from explorer.ui.plots.textline import TextLine
+from explorer.ui.state.fa_model import FAModel
 
-__all__ = ["ResponsibilitiesView", "accuracy_frame", "create_model", "shift_frame"]
+__all__ = ["ResponsibilitiesView", "ShiftHistogram", "accuracy_frame", "create_model", "selected_frame", "shift_frame",
+           "shift_histogram"]
 
 CONDITIONS = {"complete": "complete image", "exact": "masked (exact)", "nsa": "masked (NSA-M, l terms)"}
 COMPONENT_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
 CONDITION_COLORS = {"complete image": "#888888", "masked (exact)": "#2f6fb3", "masked (NSA-M, l terms)": "#e4572e"}
+#: Colours of the digits in the histogram (the digits in sorted order).
+DIGIT_COLORS = Category10[10]
 #: The test image the page opens on: ambiguous once masked (see :func:`create_model`).
 DEFAULT_IMAGE = 67
 URL = ("dataset", "classes", "kind", "n_factors", "n_components", "mask", "rate", "quarter", "side", "size",
@@ -70,92 +82,130 @@ def accuracy_frame(resp: dict, labels: np.ndarray) -> pd.DataFrame:
                          "accuracy": [float(np.mean(cl[resp[k].argmax(axis=1)] == labels)) for k in CONDITIONS]})
 
 
-def _selected_frame(resp: dict, row: int) -> pd.DataFrame:
+def selected_frame(resp: dict, row: int) -> dict:
+    """The bars of the selected image: one per (condition, component), coloured by component.
+
+    Returns ``x`` ((condition, component name) pairs, conditions in :data:`CONDITIONS` order), ``values``,
+    ``colors``, ``legend`` (the component names, "1: 3s") and ``factors`` (every pair, in order).
+    """
     K = resp["complete"].shape[1]
     names = [f"{k + 1}: {resp['cluster_label'][k]}s" for k in range(K)]
-    return pd.DataFrame({"component": names * 3, "condition": np.repeat(list(CONDITIONS.values()), K),
-                         "responsibility": np.concatenate([resp[k][row] for k in CONDITIONS])})
-
-
-def _bars(data: pd.DataFrame) -> hv.Bars:
-    return hv.Bars(data, ["condition", "component"], "responsibility").opts(
-        color="component", cmap=COMPONENT_COLORS, ylim=(0, 1.05))
+    x = [(c, n) for c in CONDITIONS.values() for n in names]
+    return {"x": x, "values": np.concatenate([resp[k][row] for k in CONDITIONS]),
+            "colors": [COMPONENT_COLORS[k % len(COMPONENT_COLORS)] for k in range(K)] * len(CONDITIONS),
+            "legend": names * len(CONDITIONS), "factors": x}
 
 
 #: Bins of the histogram of the responsibilities after masking, on [0, 1].
 SHIFT_BINS = 20
 
 
-def _shift(data: dict) -> hv.Overlay:
+def shift_histogram(points: pd.DataFrame) -> tuple[dict, float]:
     """Histogram of the responsibility after masking of each image's complete-image component, stacked by digit.
 
     (A scatter of before against after put every point at before = 1: a complete image is always assigned
-    with certainty, and the points piled up there unseen.) The dashed line at 0.5: below it the image changed
-    cluster; the black line: the selected image. Always the same three elements.
+    with certainty, and the points piled up there unseen.) ``points``: the ``points`` of :func:`shift_frame`.
+
+    Returns the columns of the bars (``left``, ``right``, ``bottom``, ``top``, ``digit``, ``color``: one row per
+    non-empty (bin, digit), digits in sorted order, coloured as Category10 in that order) and the top of the
+    value axis.
     """
-    pts = data["points"]
     edges = np.linspace(0.0, 1.0, SHIFT_BINS + 1)
-    rows, bottom = [], np.zeros(SHIFT_BINS)
-    for digit in sorted(pts.digit.unique()):
-        counts = np.histogram(np.clip(pts.after[pts.digit == digit], 0, 1), edges)[0]
-        rows += [(edges[b], bottom[b], edges[b + 1], bottom[b] + counts[b], digit)
-                 for b in range(SHIFT_BINS) if counts[b] > 0]
-        bottom += counts
-    df = pd.DataFrame(rows, columns=["after", "y0", "after1", "images", "digit"])
-    top = max(float(bottom.max(initial=0)), 1.0) * 1.08
-    bars = hv.Rectangles(df, kdims=[hv.Dimension("after", label="responsibility after masking (exact)"),
-                                    hv.Dimension("y0", label="test images"), "after1", "images"],
-                         vdims=["digit"]).opts(color="digit", cmap="Category10", line_color="black", line_width=0.5,
-                                               show_legend=True, ylim=(0, top), framewise=True)
-    half = hv.VLine(0.5).opts(color="#888888", line_dash="dashed", line_width=1.5)
-    sel = hv.VLine(float(data["selected"].after.iloc[0])).opts(color="black", line_width=2.5)
-    return hv.Overlay([bars, half, sel])
+    after, digits = np.clip(points.after.to_numpy(dtype=float), 0, 1), points.digit.to_numpy(dtype=str)
+    parts, bottom = [], np.zeros(SHIFT_BINS)
+    for i, digit in enumerate(np.unique(digits)):  # sorted
+        counts = np.histogram(after[digits == digit], edges)[0]
+        b = np.flatnonzero(counts)
+        parts.append((edges[b], edges[b + 1], bottom[b], bottom[b] + counts[b], [str(digit)] * len(b),
+                      [DIGIT_COLORS[i % len(DIGIT_COLORS)]] * len(b)))
+        bottom = bottom + counts
+    names = ("left", "right", "bottom", "top", "digit", "color")
+    data = {k: np.concatenate([p[j] for p in parts]) if parts else np.empty(0) for j, k in enumerate(names[:4])}
+    data |= {k: [v for p in parts for v in p[j]] for j, k in enumerate(names[4:], start=4)}
+    return data, max(float(bottom.max(initial=0)), 1.0) * 1.08
 
 
-def _accuracy(data: pd.DataFrame) -> hv.Bars:
-    return hv.Bars(data, "condition", "accuracy").opts(color="condition", cmap=CONDITION_COLORS, ylim=(0, 1.05))
+class ShiftHistogram:
+    """The histogram of :func:`shift_histogram` in a Bokeh figure made once: stacked bars (one ``quad`` source,
+    a legend of the digits above), a dashed line at 0.5 (left of it, the image changed cluster) and a black line
+    at the selected image. A frame replaces the bars' data and sets the lines' and the value axis's ends.
 
+    Attributes
+    ----------
+    figure, source, pane
+    frame : dict or None
+        The last :func:`shift_frame` drawn.
+    """
 
-def _empty_resp(K: int = 2) -> dict:
-    r = np.full((1, K), 1.0 / K)
-    return {"complete": r, "exact": r, "nsa": r, "cluster_label": np.arange(K)}
+    def __init__(self, height: int = 330):
+        self.y_range = Range1d(0.0, 1.0)
+        fig = figure(height=height, sizing_mode="stretch_width", x_range=Range1d(0.0, 1.0), y_range=self.y_range,
+                     title="Each image's own component after masking", toolbar_location=None, tools="",
+                     x_axis_label="responsibility after masking (exact)", y_axis_label="test images",
+                     min_border_left=40)
+        self.source = ColumnDataSource({k: np.empty(0) for k in ("left", "right", "bottom", "top")}
+                                       | {"digit": [], "color": []})
+        fig.title.text_font_size = TITLE_SIZE
+        bars = fig.quad(left="left", right="right", bottom="bottom", top="top", source=self.source,
+                        fill_color="color", line_color="black", line_width=0.5)
+        fig.add_layout(Span(location=0.5, dimension="height", line_color="#888888", line_dash="dashed",
+                            line_width=1.5))
+        self.selected = Span(location=0.0, dimension="height", line_color="black", line_width=2.5)
+        fig.add_layout(self.selected)
+        fig.add_layout(Legend(items=[LegendItem(label={"field": "digit"}, renderers=[bars])], orientation="horizontal",
+                              ncols=4, location="center", label_text_font_size="9pt"), "above")
+        self.figure = fig
+        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.frame: dict | None = None
+        self._inputs = None  # what the frame drawn was made of
+
+    def show(self, resp: dict, labels: np.ndarray, selected: int) -> None:
+        """Draw the :func:`shift_frame` of these responsibilities (nothing to do when they are the ones drawn:
+        a Step changes the NSA-M responsibilities only)."""
+        inputs = (resp["complete"], resp["exact"], labels, selected)
+        if self._inputs is not None and all(np.array_equal(a, b) for a, b in zip(inputs, self._inputs)):
+            return
+        self._inputs = tuple(np.copy(a) for a in inputs)
+        self.update(shift_frame(resp, labels, selected))
+
+    def update(self, frame: dict) -> None:
+        """Draw a :func:`shift_frame`."""
+        self.frame = frame
+        data, top = shift_histogram(frame["points"])
+        set_data(self.source, data)
+        if self.y_range.end != top:
+            self.y_range.update(end=top, reset_end=top)
+        selected = float(frame["selected"].after.iloc[0])
+        if self.selected.location != selected:
+            self.selected.location = selected
 
 
 class ResponsibilitiesView(FAPage):
-    """Responsibilities before / after masking for one image and over the test images."""
+    """Responsibilities before / after masking for one image and over the test images.
+
+    Attributes
+    ----------
+    images : dict of ImagePanel
+        The selected image ("original"), masked ("masked") and the components' means ("means").
+    selected_bars, accuracy_bars : BarChart
+    shift : ShiftHistogram
+    """
 
     _URL = URL
     model = param.ClassSelector(class_=FAModel, doc="A mixture (n_components >= 2)")
 
     def _build(self):
         m = self.model
-        empty = _empty_resp()
-        self.pipes = {"original": hv.streams.Pipe(data=np.zeros(m.shape)),
-                      "masked": hv.streams.Pipe(data=np.zeros(m.shape)),
-                      "means": hv.streams.Pipe(data=np.zeros(m.shape)),
-                      "selected": hv.streams.Pipe(data=_selected_frame(empty, 0)),
-                      "shift": hv.streams.Pipe(data=shift_frame(empty, np.zeros(1, dtype=int), 0)),
-                      "accuracy": hv.streams.Pipe(data=accuracy_frame(empty, np.zeros(1, dtype=int)))}
-        bars = hv.DynamicMap(_bars, streams=[self.pipes["selected"]]).opts(
-            responsive=True, height=250, toolbar=None, title="Responsibilities of the selected image",
-            legend_position="right", backend="bokeh", framewise=True, xlabel="")
-        shift = hv.DynamicMap(_shift, streams=[self.pipes["shift"]]).opts(
-            {"Overlay": {"responsive": True, "height": 330, "title": "Each image's own component after masking",
-                         "xlabel": "responsibility after masking (exact)", "ylabel": "test images",
-                         "legend_position": "top", "legend_cols": 4, "show_grid": True, "toolbar": None,
-                         "xlim": (0, 1)}},
-            backend="bokeh")
-        accuracy = hv.DynamicMap(_accuracy, streams=[self.pipes["accuracy"]]).opts(
-            responsive=True, height=330, toolbar=None, title="Cluster-assignment accuracy", show_legend=False,
-            backend="bokeh", framewise=True, xlabel="")
-        self._caption = pn.pane.Markdown("", margin=(0, 10))
+        # Bokeh figures made once per session: a frame only replaces their sources' data (issue 19)
+        self.images = {"original": ImagePanel(120, title="original"), "masked": ImagePanel(120, title="masked"),
+                       "means": ImagePanel(120, width=260, title="component means")}
+        self.selected_bars = BarChart("Responsibilities of the selected image", "responsibility", height=250,
+                                      legend="right")
+        self.shift = ShiftHistogram(height=330)
+        self.accuracy_bars = BarChart("Cluster-assignment accuracy", "accuracy", height=330)
+        self._caption = TextLine()
         # fixed: stretching (the gallery's default) shared the row's width with the bars and cut the means off
-        images = pn.Row(pn.pane.HoloViews(image_dmap(self.pipes["original"], 120, title="original"), linked_axes=False,
-                                          sizing_mode="fixed"),
-                        pn.pane.HoloViews(image_dmap(self.pipes["masked"], 120, title="masked"), linked_axes=False,
-                                          sizing_mode="fixed"),
-                        pn.pane.HoloViews(image_dmap(self.pipes["means"], 120, width=260, title="component means"),
-                                          linked_axes=False, sizing_mode="fixed"), sizing_mode="fixed")
+        images = pn.Row(*(panel.pane for panel in self.images.values()), sizing_mode="fixed")
         random_button = pn.widgets.Button(label="Random image", color="primary")
         random_button.on_click(self._on_random)
         self._rng = np.random.default_rng()
@@ -169,10 +219,13 @@ class ResponsibilitiesView(FAPage):
             sizing_mode="stretch_width")
         self.main = pn.Column(
             self._alert, self._info,
-            flow(images, bars),
+            flow(images, self.selected_bars.pane),
             self._caption,
-            flow(shift, accuracy),
+            flow(self.shift.pane, self.accuracy_bars.pane),
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+
+    def _make_info(self) -> TextLine:
+        return TextLine()
 
     def _on_random(self, event=None):
         self.model.image_index = int(self._rng.integers(0, self.model.n_eval))
@@ -191,14 +244,16 @@ class ResponsibilitiesView(FAPage):
             h, w = m.shape
             X, miss, labels = m.truth, m.missing, m.labels
             resp = m.responsibilities()
-            self.pipes["original"].send(X[i].reshape(h, w))
-            self.pipes["masked"].send(np.where(miss[i], np.nan, X[i]).reshape(h, w))
+            self.images["original"].update(X[i].reshape(h, w))
+            self.images["masked"].update(np.where(miss[i], np.nan, X[i]).reshape(h, w))
             means = m.params.means
-            self.pipes["means"].send(mosaic(means, (h, w), means.shape[0], gap=0.15))
-            self.pipes["selected"].send(_selected_frame(resp, i))
-            self.pipes["shift"].send(shift_frame(resp, labels, i))
+            self.images["means"].update(mosaic(means, (h, w), means.shape[0], gap=0.15))
+            bars = selected_frame(resp, i)
+            self.selected_bars.update(bars["x"], bars["values"], bars["colors"], legend=bars["legend"],
+                                      factors=bars["factors"])
+            self.shift.show(resp, labels, i)
             acc = accuracy_frame(resp, labels)
-            self.pipes["accuracy"].send(acc)
+            self.accuracy_bars.update(acc.condition, acc.accuracy, [CONDITION_COLORS[c] for c in acc.condition])
             flips = float(np.mean(resp["complete"].argmax(axis=1) != resp["exact"].argmax(axis=1)))
             cl = ", ".join(f"component {k + 1} ≈ digit {d}" for k, d in enumerate(resp["cluster_label"]))
             self._info.object = (f"**{m.fit_info}** · {cl} · masking changes the most responsible component of "
@@ -208,6 +263,8 @@ class ResponsibilitiesView(FAPage):
             self._caption.object = (f"Image {i} (digit {labels[i]}): " + " · ".join(
                 f"component {k + 1}: {resp['complete'][i, k]:.3f} → {resp['exact'][i, k]:.3f} (exact), "
                 f"{resp['nsa'][i, k]:.3f} (NSA-M)" for k in range(resp["complete"].shape[1])))
+        push(*(panel.pane for panel in self.images.values()), self.selected_bars.pane, self.shift.pane,
+             self.accuracy_bars.pane, self._info.pane, self._caption.pane)
 
 
 def create_model(**settings) -> FAModel:

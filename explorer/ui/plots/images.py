@@ -1,31 +1,112 @@
-"""Grey-image plots of the factor-analysis pages: one image per ``Pipe`` (NaN = missing, in red) and mosaics."""
+"""Grey images of the factor-analysis pages: :class:`ImagePanel`, one Bokeh figure drawing a 2-D array (pixels in
+[0, 1], white to black; NaN = a missing pixel, in red), and :func:`mosaic`, which tiles several images into one array.
+
+The figure is made once per session (issue 19): :meth:`ImagePanel.update` only replaces the data of its one
+``image`` glyph (a float32 array, binary on the wire) and, when the image's shape changes, the ranges' ends.
+Clicks and drags on the image come back as Bokeh events (``Tap``, ``PanStart`` / ``Pan`` / ``PanEnd``) in data
+coordinates: x is the column, ``h - y`` the row (row 0 is drawn on top).
+"""
 
 from __future__ import annotations
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
-import numpy as np
+from collections.abc import Callable
 
-__all__ = ["MISSING_COLOR", "image_dmap", "mosaic"]
+import numpy as np
+import panel as pn
+from bokeh.events import Pan, PanEnd, PanStart, Tap
+from bokeh.models import ColumnDataSource, Image, LinearColorMapper, Range1d, Title
+from bokeh.palettes import Greys256
+from bokeh.plotting import figure
+
+__all__ = ["GREYS", "MISSING_COLOR", "TITLE_SIZE", "ImagePanel", "mosaic"]
 
 MISSING_COLOR = "#e4572e"
+#: Size of the figures' titles (as the HoloViews figures of the other pages have them).
+TITLE_SIZE = "12pt"
+#: 0 is white, 1 is black (ink).
+GREYS = tuple(reversed(Greys256))
 
 
-def _image(data, x=None, y=None, dx=None, dy=None, stroke_count=None):
-    """DynamicMap callback: a 2-D array as an ``hv.Image`` covering [0, w] x [0, h] (row 0 on top);
-    ``x``, ``y``: a Tap stream, ``dx``, ``dy``, ``stroke_count``: a Draw stream (handled by their
-    subscribers)."""
-    a = np.asarray(data, dtype=float)
-    return hv.Image(a, bounds=(0, 0, a.shape[1], a.shape[0]), kdims=["col", "row"], vdims=["value"])
+class ImagePanel:
+    """A grey image (NaN in red) in a Bokeh figure made once, without axes or toolbar.
 
+    Parameters
+    ----------
+    height : int
+        Height of the image in pixels of the screen.
+    width : int, optional
+        Width (default: ``height``); the image is stretched to ``width`` x ``height``.
+    title : str
+    on_tap : callable, optional
+        ``on_tap(x, y)`` when the image is clicked (data coordinates: x in [0, w], y in [0, h]).
+    on_drag : callable, optional
+        ``on_drag(x, y, stroke)`` for every position of a drag over the image; ``stroke`` counts the drags
+        (it is the same for all the positions of one drag).
 
-def image_dmap(pipe: hv.streams.Pipe, size: int = 120, *, streams=(), title: str = "", width: int | None = None,
-               tools=()) -> hv.DynamicMap:
-    """A DynamicMap of the 2-D arrays sent to ``pipe``: grey images, NaN (missing) in red, no axes."""
-    return hv.DynamicMap(_image, streams=[pipe, *streams]).opts(
-        cmap="Greys", clim=(0.0, 1.0), clipping_colors={"NaN": MISSING_COLOR}, xaxis=None, yaxis=None,
-        frame_width=width or size, frame_height=size, toolbar=None, tools=list(tools), title=title,
-        framewise=True, default_tools=[], backend="bokeh")
+    Attributes
+    ----------
+    figure : bokeh.plotting.figure
+    source : bokeh.models.ColumnDataSource
+        One row: ``image`` (the array, row 0 at the bottom as Bokeh draws it), ``dw``, ``dh``.
+    pane : panel.pane.Bokeh
+        What a page lays out.
+    image : numpy.ndarray
+        The last array drawn (row 0 on top), float32.
+    """
+
+    def __init__(self, height: int = 120, *, width: int | None = None, title: str = "",
+                 on_tap: Callable[[float, float], None] | None = None,
+                 on_drag: Callable[[float, float, int], None] | None = None):
+        self.x_range, self.y_range = Range1d(0.0, 1.0), Range1d(0.0, 1.0)
+        # no axis type: no axes, tickers or grids are made (with add_glyph, no extra glyphs either: about half the
+        # models of a default figure, half its cost to build and send); fixed, width / height None: the frame's
+        # size is the figure's (a stretching row would widen the frame, and Bokeh's default 600 x 600 would be
+        # its size in the layout)
+        fig = figure(x_range=self.x_range, y_range=self.y_range, frame_width=width or height, frame_height=height,
+                     width=None, height=None, sizing_mode="fixed", title=Title(text=title, text_font_size=TITLE_SIZE),
+                     tools="", toolbar_location=None, x_axis_type=None, y_axis_type=None, min_border=10,
+                     outline_line_color="#e5e5e5")
+        self.image = np.zeros((1, 1), dtype=np.float32)
+        self.source = ColumnDataSource({"image": [self.image], "dw": [1.0], "dh": [1.0]})
+        mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0, nan_color=MISSING_COLOR)
+        fig.add_glyph(self.source, Image(image="image", x=0.0, y=0.0, dw="dw", dh="dh", color_mapper=mapper))
+        if on_tap is not None:
+            fig.on_event(Tap, lambda event: on_tap(event.x, event.y))
+        if on_drag is not None:
+            self._strokes = 0
+
+            def start(event):
+                self._strokes += 1
+                on_drag(event.x, event.y, self._strokes)
+
+            fig.on_event(PanStart, start)
+            fig.on_event(Pan, lambda event: on_drag(event.x, event.y, self._strokes))
+            fig.on_event(PanEnd, lambda event: on_drag(event.x, event.y, self._strokes))
+        self.figure = fig
+        self.pane = pn.pane.Bokeh(fig, sizing_mode="fixed", margin=(5, 5, 0, 5))
+
+    @property
+    def shape(self) -> tuple:
+        """(h, w) of the image drawn."""
+        return self.image.shape
+
+    def update(self, image: np.ndarray) -> bool:
+        """Draw the 2-D array ``image`` (row 0 on top); nothing is sent when it is the image already drawn.
+
+        Returns True when the figure changed.
+        """
+        a = np.asarray(image, dtype=np.float32)
+        if a.ndim != 2:
+            raise ValueError(f"an image is a 2-D array; got shape {a.shape}")
+        if a.shape == self.image.shape and np.array_equal(a, self.image, equal_nan=True):
+            return False
+        h, w = a.shape
+        if a.shape != self.image.shape:
+            self.x_range.update(start=0.0, end=float(w), reset_start=0.0, reset_end=float(w))
+            self.y_range.update(start=0.0, end=float(h), reset_start=0.0, reset_end=float(h))
+        self.image = a.copy()
+        self.source.data = {"image": [np.ascontiguousarray(a[::-1])], "dw": [float(w)], "dh": [float(h)]}
+        return True
 
 
 def mosaic(images: np.ndarray, shape: tuple, ncols: int, gap: float = np.nan) -> np.ndarray:

@@ -6,7 +6,8 @@ convergence, Responsibilities) and publishes what they plot:
 
 * **the fit** -- PPCA (closed form) or factor analysis (EM) for ``n_components = 1``, a mixture of
   PPCA / factor analysers (EM, k-means start) for 2 and more, on ``n_train`` complete training
-  images; cached per model object (per session), keyed by its settings;
+  images; shared by every session of the process (the parameters are read-only), keyed by its
+  settings and training rows (the :data:`_FITS_SIZE` most recently used are kept);
 * **the evaluation set** -- ``n_eval`` test images masked by ``mask`` (random pixels, a quarter, a
   half, a random square, or the brush the user paints, applied to every image). With
   ``source = "draw"`` the selected image is the user's **drawing** instead (:meth:`FAModel.draw`,
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import param
@@ -68,6 +70,10 @@ METHODS = ("mean", "fca", "sca", "exact", "nsa")
 METHOD_LABELS = {"mean": "MI", "fca": "FCA", "sca": "SCA", "exact": "exact", "nsa": "NSA(l)"}
 CHECKPOINT = 20
 STOP_TOL = 1e-12  # relative residual below which the series has converged (stop_reason "tol")
+#: Fits kept for every session (their parameters are read-only): the most recently used last.
+_FITS: OrderedDict = OrderedDict()
+_FITS_SIZE = 32
+_FITS_LOCK = threading.Lock()
 
 
 # ----------------------------------------------------------------------------- the model
@@ -125,12 +131,12 @@ class FAModel(LockedStepping, Settings):
             params["n_factors"] = DEFAULT_FACTORS[params.get("dataset", self.param.dataset.default)]
         super().__init__(**params)
         self._lock = threading.RLock()
-        self._fits: dict = {}
         self._rho_types: dict = {}
         self._quiet = False
         self._busy = False  # refitting: setting changes made by _refit itself are not rebuilt twice
         self._params = self._data = self._state = self._problem = self._missing = self._exact = None
         self._truth = None
+        self._complete_resp = None  # (params, images, their responsibilities, cluster labels) of responsibilities()
         self._base, self._base_errors, self._trace, self._checkpoints = {}, {}, {}, {}
         self.param.watch(self._on_fit, list(self._FIT))
         self.param.watch(self._on_problem, list(self._PROBLEM))
@@ -232,7 +238,23 @@ class FAModel(LockedStepping, Settings):
 
     # ------------------------------------------------------------------ fitting
     def _fit_key(self):
-        return tuple(getattr(self, k) for k in self._FIT if k != "n_eval")
+        """What a fit depends on: the settings of :attr:`_FIT` and the training rows (their number: the split
+        is seeded, and ``n_eval`` leaves fewer than ``n_train`` rows when a data set is small)."""
+        settings = tuple(getattr(self, k) for k in self._FIT if k not in ("n_train", "n_eval"))
+        return settings + (self._data["train"].shape[0],)
+
+    def _cached_fit(self, key):
+        """``(params, description)`` of the fit ``key``: shared by every session (fitted once per process)."""
+        with _FITS_LOCK:
+            if key in _FITS:
+                _FITS.move_to_end(key)
+                return _FITS[key]
+        fit = self._fit(self._data["train"])  # outside the lock: other sessions' fits go on meanwhile
+        with _FITS_LOCK:
+            _FITS[key] = fit
+            while len(_FITS) > _FITS_SIZE:
+                _FITS.popitem(last=False)
+        return fit
 
     def _refit(self):
         with self._lock:
@@ -248,10 +270,7 @@ class FAModel(LockedStepping, Settings):
                 if self.drawing is not None and np.shape(self.drawing) != (h * w,):
                     fix["drawing"] = None
                 self.param.update(**fix)
-                key = self._fit_key()
-                if key not in self._fits:
-                    self._fits[key] = self._fit(self._data["train"])
-                self._params, info = self._fits[key]
+                self._params, info = self._cached_fit(self._fit_key())
                 self._rho_types = {}
                 with param.edit_constant(self):
                     self.fit_info = info
@@ -490,13 +509,17 @@ class FAModel(LockedStepping, Settings):
         ``nsa`` (visible pixels), each (n_eval, K), and ``cluster_label`` (K,): the majority training label."""
         if not self.is_mixture:
             raise BadInputError("Responsibilities need a mixture: set n_components to 2 or more.")
-        P = self._params
-        train_resp = mfa.responsibilities(P, self._data["train"])
-        lab = self._data["train_labels"]
-        names = np.unique(lab)
-        cl = np.array([names[np.argmax([train_resp[lab == c, k].sum() for c in names])] for k in range(P.n_components)])
-        return {"complete": mfa.responsibilities(P, self.truth), "exact": self._exact.resp,
-                "nsa": mfa_neumann.encoding(self._problem, self._state).resp, "cluster_label": cl}
+        P, X = self._params, self.truth
+        cached = self._complete_resp
+        if cached is None or cached[0] is not P or cached[1] is not X:  # a new fit or new images (not a new l)
+            train_resp = mfa.responsibilities(P, self._data["train"])
+            lab = self._data["train_labels"]
+            names = np.unique(lab)
+            cl = np.array([names[np.argmax([train_resp[lab == c, k].sum() for c in names])]
+                           for k in range(P.n_components)])
+            cached = self._complete_resp = (P, X, mfa.responsibilities(P, X), cl)
+        return {"complete": cached[2].copy(), "exact": self._exact.resp,
+                "nsa": mfa_neumann.encoding(self._problem, self._state).resp, "cluster_label": cached[3].copy()}
 
     # ------------------------------------------------------------------ actions
     def paint(self, row: int, col: int, size: int = 1, value: bool | None = None) -> None:
