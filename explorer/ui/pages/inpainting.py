@@ -32,7 +32,7 @@ import param
 from explorer.ui.components.fa_page import URL, FAPage, mask_widgets, model_widgets
 from explorer.ui.plots.bars import BarChart
 from explorer.ui.plots.figures import push
-from explorer.ui.plots.images import ImagePanel, mosaic
+from explorer.ui.plots.images import ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.textline import TextLine
 from explorer.ui.session import run_then
 from explorer.ui.state.fa_model import METHOD_LABELS, METHODS
@@ -113,7 +113,9 @@ class InpaintingView(FAPage):
         # the masked panel paints the mask (or inks)
         events = {"original": {"on_tap": weak_callback(self._on_ink_tap), "on_drag": weak_callback(self._on_drag)},
                   "masked": {"on_tap": weak_callback(self._on_tap)}}
-        self.panels = {p: ImagePanel(118, title=PANEL_TITLES[p], **events.get(p, {})) for p in PANELS}
+        self._greys = grey_mapper()  # one colour map for every image of the page
+        self.panels = {p: ImagePanel(118, title=PANEL_TITLES[p], color_mapper=self._greys, **events.get(p, {}))
+                       for p in PANELS}
         self._last_drag = None  # (stroke, row, col) of the previous drag event
         self._ink_lock = threading.Lock()
         self._ink: list = []  # pixels dragged over and not yet inked (one job inks all that came meanwhile)
@@ -159,7 +161,7 @@ class InpaintingView(FAPage):
 
     def _build_mixture(self) -> None:
         """The per-component reconstructions and the responsibilities (built the first time a mixture is drawn)."""
-        self.components = ImagePanel(130, width=300, title="Per-component reconstructions")
+        self.components = ImagePanel(130, width=300, title="Per-component reconstructions", color_mapper=self._greys)
         self.resp_bars = BarChart("Responsibilities (visible pixels)", "responsibility", width=330, height=180,
                                   legend="top_right", xlabel="component, encoder")
         self._mixture.objects = ["#### Mixture components", pn.Row(self.components.pane, self.resp_bars.pane),
@@ -167,8 +169,8 @@ class InpaintingView(FAPage):
 
     def _build_grid(self) -> None:
         """The masked and imputed mosaics of 16 images (built the first time the grid mode is on)."""
-        self.grid_in = ImagePanel(260, title="masked")
-        self.grid_out = ImagePanel(260, title="imputed")
+        self.grid_in = ImagePanel(260, title="masked", color_mapper=self._greys)
+        self.grid_out = ImagePanel(260, title="imputed", color_mapper=self._greys)
         self._grid.objects = [self._grid_title, pn.Row(self.grid_in.pane, self.grid_out.pane)]
 
     def _make_info(self) -> TextLine:

@@ -30,7 +30,7 @@ from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
 from explorer.ui.plots.bars import BarChart, set_data
 from explorer.ui.plots.figures import push
-from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, mosaic
+from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.textline import TextLine
 from explorer.ui.state.fa_model import FAModel
 
@@ -197,8 +197,10 @@ class ResponsibilitiesView(FAPage):
     def _build(self):
         m = self.model
         # Bokeh figures made once per session: a frame only replaces their sources' data (issue 19)
-        self.images = {"original": ImagePanel(120, title="original"), "masked": ImagePanel(120, title="masked"),
-                       "means": ImagePanel(120, width=260, title="component means")}
+        greys = grey_mapper()  # one colour map for the three images
+        self.images = {"original": ImagePanel(120, title="original", color_mapper=greys),
+                       "masked": ImagePanel(120, title="masked", color_mapper=greys),
+                       "means": ImagePanel(120, width=260, title="component means", color_mapper=greys)}
         self.selected_bars = BarChart("Responsibilities of the selected image", "responsibility", height=250,
                                       legend="right")
         self.shift = ShiftHistogram(height=330)

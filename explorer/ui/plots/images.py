@@ -14,17 +14,26 @@ from collections.abc import Callable
 import numpy as np
 import panel as pn
 from bokeh.events import Pan, PanEnd, PanStart, Tap
-from bokeh.models import ColumnDataSource, Image, LinearColorMapper, Range1d, Title
+from bokeh.models import ColumnDataSource, Image, LinearColorMapper, Range1d
 from bokeh.palettes import Greys256
 from bokeh.plotting import figure
 
-__all__ = ["GREYS", "MISSING_COLOR", "TITLE_SIZE", "ImagePanel", "mosaic"]
+__all__ = ["GREYS", "MISSING_COLOR", "TITLE_SIZE", "ImagePanel", "grey_mapper", "mosaic"]
 
 MISSING_COLOR = "#e4572e"
 #: Size of the figures' titles (as the HoloViews figures of the other pages have them).
 TITLE_SIZE = "12pt"
 #: 0 is white, 1 is black (ink).
 GREYS = tuple(reversed(Greys256))
+
+
+def grey_mapper() -> LinearColorMapper:
+    """The colour map of the images: [0, 1] from white to black, NaN in :data:`MISSING_COLOR`.
+
+    Its 256 colours take a few ms to validate and to send: the images of a page share one
+    (``ImagePanel(color_mapper=...)``; a Bokeh model belongs to one session's document, never share it wider).
+    """
+    return LinearColorMapper(palette=GREYS, low=0.0, high=1.0, nan_color=MISSING_COLOR)
 
 
 class ImagePanel:
@@ -42,6 +51,8 @@ class ImagePanel:
     on_drag : callable, optional
         ``on_drag(x, y, stroke)`` for every position of a drag over the image; ``stroke`` counts the drags
         (it is the same for all the positions of one drag).
+    color_mapper : LinearColorMapper, optional
+        The page's :func:`grey_mapper` (default: one of its own).
 
     Attributes
     ----------
@@ -56,20 +67,22 @@ class ImagePanel:
 
     def __init__(self, height: int = 120, *, width: int | None = None, title: str = "",
                  on_tap: Callable[[float, float], None] | None = None,
-                 on_drag: Callable[[float, float, int], None] | None = None):
+                 on_drag: Callable[[float, float, int], None] | None = None,
+                 color_mapper: LinearColorMapper | None = None):
         self.x_range, self.y_range = Range1d(0.0, 1.0), Range1d(0.0, 1.0)
         # no axis type: no axes, tickers or grids are made (with add_glyph, no extra glyphs either: about half the
         # models of a default figure, half its cost to build and send); fixed, width / height None: the frame's
         # size is the figure's (a stretching row would widen the frame, and Bokeh's default 600 x 600 would be
         # its size in the layout)
         fig = figure(x_range=self.x_range, y_range=self.y_range, frame_width=width or height, frame_height=height,
-                     width=None, height=None, sizing_mode="fixed", title=Title(text=title, text_font_size=TITLE_SIZE),
+                     width=None, height=None, sizing_mode="fixed", title=title,
                      tools="", toolbar_location=None, x_axis_type=None, y_axis_type=None, min_border=10,
                      outline_line_color="#e5e5e5")
+        fig.title.text_font_size = TITLE_SIZE
         self.image = np.zeros((1, 1), dtype=np.float32)
         self.source = ColumnDataSource({"image": [self.image], "dw": [1.0], "dh": [1.0]})
-        mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0, nan_color=MISSING_COLOR)
-        fig.add_glyph(self.source, Image(image="image", x=0.0, y=0.0, dw="dw", dh="dh", color_mapper=mapper))
+        fig.add_glyph(self.source, Image(image="image", x=0.0, y=0.0, dw="dw", dh="dh",
+                                         color_mapper=color_mapper or grey_mapper()))
         if on_tap is not None:
             fig.on_event(Tap, lambda event: on_tap(event.x, event.y))
         if on_drag is not None:
