@@ -61,7 +61,7 @@ PLOT_HEIGHT = 300
 CURVES = (("rated", "selected item (r = 1)", "solid"), ("unrated", "unselected item (r = 0)", "solid"),
           ("if_selected", "same item had r = 1", "dashed"))
 #: Seconds of comparison the session's worker computes before it serves a Step or a Play tick that waits.
-COMPARE_SLICE_S = 0.1
+COMPARE_SLICE_S = 0.05
 
 EXPLANATION = """
 ### What am I looking at?
