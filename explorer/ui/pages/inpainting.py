@@ -162,9 +162,9 @@ class InpaintingView(FAPage):
     def _build_mixture(self) -> None:
         """The per-component reconstructions and the responsibilities (built the first time a mixture is drawn)."""
         self.components = ImagePanel(130, width=300, title="Per-component reconstructions", color_mapper=self._greys)
-        self.resp_bars = BarChart("Responsibilities (visible pixels)", "responsibility", width=330, height=180,
+        self.resp_bars = BarChart("Responsibilities (visible pixels)", "responsibility", width=420, height=180,
                                   legend="top_right", xlabel="component, encoder")
-        self._mixture.objects = ["#### Mixture components", pn.Row(self.components.pane, self.resp_bars.pane),
+        self._mixture.objects = ["#### Mixture components", pn.FlexBox(self.components.pane, self.resp_bars.pane),
                                  self._comp_caption]
 
     def _build_grid(self) -> None:
