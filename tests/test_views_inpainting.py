@@ -10,9 +10,9 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from explorer.ui.state.fa_model import METHODS, FAModel
 from explorer.ui.pages.inpainting import PANELS, InpaintingView
 from explorer.ui.plots.images import mosaic
+from explorer.ui.state.fa_model import METHODS, FAModel
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
