@@ -216,7 +216,7 @@ class InpaintingView(FAPage):
         joined by straight lines to the previous position of the same stroke (events are sparse).
 
         The pixels are collected here (on the event loop) and inked by one job on the worker: the
-        positions that arrive while it waits are inked with it (one new fit of the encoders, not one each).
+        positions that arrive while it waits are inked with it (the images are encoded again once, not once each).
         """
         px = self._pixel(dx, dy)
         if px is None or self.paint_mode != "ink":
