@@ -8,6 +8,34 @@ from tests.browser._helpers import select_option, wait_for_value
 
 APP = "apps/variational.py"
 
+# The ellipses of each scatter panel as the browser traces them from the centres and axes it was sent: for every
+# row, the path's length, whether it is finite, and its mean (60 points, the last one closing the path on the first)
+# against the row's centre.
+ELLIPSES_TRACED_JS = """() => {
+  const out = [];
+  for (const m of Bokeh.documents[0].all_models) {
+    if (m.type !== 'Figure' || (m.title && m.title.text)) continue;
+    for (const r of m.renderers) {
+      if (!r.glyph || r.glyph.type !== 'MultiLine') continue;
+      const src = r.data_source;
+      const xs = r.glyph.xs.expr.v_compute(src), ys = r.glyph.ys.expr.v_compute(src);
+      const cx = Array.from(src.get_column('cx')), cy = Array.from(src.get_column('cy'));
+      const mean = (a) => Array.from(a).slice(0, -1).reduce((s, v) => s + v, 0) / (a.length - 1);
+      out.push(cx.map((c, i) => ({n: xs[i].length, finite: [...xs[i], ...ys[i]].every(Number.isFinite),
+                                  dx: Math.abs(mean(xs[i]) - c), dy: Math.abs(mean(ys[i]) - cy[i])})));
+    }
+  }
+  return out;
+}"""
+
+
+def _assert_ellipses_traced(page) -> None:
+    panels = page.evaluate(ELLIPSES_TRACED_JS)
+    assert len(panels) == 2 and all(panels), panels  # both panels draw ellipses
+    for rows in panels:
+        assert all(r["n"] == 60 and r["finite"] and r["dx"] < 1e-9 and r["dy"] < 1e-9 for r in rows), rows
+
+
 def _iteration(page, run: str = "A") -> int:
     text = page.get_by_text(re.compile(rf"^{run}: \w+ update · iteration \d+")).first.inner_text()
     return int(re.search(r"iteration (\d+)", text).group(1))
@@ -41,6 +69,7 @@ def test_step_play_pause_update_and_dataset(
     wait_for_bokeh(page)
     page.wait_for_timeout(300)
     screenshot(page, "variational")
+    _assert_ellipses_traced(page)  # the browser traces the ellipses from their centres and axes
 
     # model A switches to the thesis update: both runs restart, B takes the principled one
     select_option(page, "augmented", "corrected")  # the responsibilities select is there

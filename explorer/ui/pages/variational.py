@@ -8,44 +8,43 @@ statistics vs the thesis's fill-with-previous-means), stepped in lock-step by on
 :class:`~explorer.ui.components.player.StepPlayer`. Both panels show the data on a pair of columns
 (points coloured by their most responsible component; rows with a missing coordinate drawn at
 their plug-in imputation as hollow triangles) and the 1/2-sd ellipses of the components whose
-expected weight :math:`E_q[\\pi_k]` is above a threshold. Below: the stick weights of both runs
-(``hv.Rectangles``), the ELBO / plug-in log-likelihood traces and the effective number of
-components (``hv.streams.Buffer``). Every plot is a ``hv.DynamicMap`` on a stream built once.
+expected weight :math:`E_q[\\pi_k]` is above a threshold. Below: the stick weights of both runs,
+the ELBO / plug-in log-likelihood traces and the effective number of components.
+
+Every plot is a Bokeh figure made once per session (:class:`~explorer.ui.plots.figures.ScatterPanel`,
+:class:`~explorer.ui.plots.vb_frames.StickWeightsPlot`, :class:`~explorer.ui.plots.figures.TracePlot`):
+the components shown, however many, are rows of one source, a frame only replaces the sources' data
+and sets scalar properties, and the traces stream the new iterations. The frames are computed by the
+pure functions of :mod:`explorer.ui.plots.vb_frames`. Steps run on the session's worker thread
+(through the player); the page draws on the session's event loop.
 """
 
 from __future__ import annotations
 
-import functools
-import operator
 import threading
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # registers the Bokeh plotting options used in .opts
 import numpy as np
-import pandas as pd
 import panel as pn
 import param
 
 from explorer.core import vb_dpgmm
-from explorer.ui.state.data_model import UPLOADED, DataModel
-from explorer.ui.state.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
-from explorer.ui.text import md
+from explorer.ui.components.data_controls import DataControls
+from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage
+from explorer.ui.plots.figures import ScatterPanel, TracePlot, push
 from explorer.ui.plots.vb_frames import (
     UPDATE_COLORS,
+    StickWeightsPlot,
     axis_limits,
     empty_mixture_frame,
     mixture_frame,
-    mixture_overlay,
-    trace_buffer,
-    trace_curve,
+    plugin_imputation,
     weights_frame,
-    weights_overlay,
 )
-from explorer.ui.components.data_controls import DataControls
-from explorer.ui.plots.mixture2d import fit_axes
-from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D
-from explorer.ui.components.player import StepPlayer
+from explorer.ui.session import Redraw
+from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
+from explorer.ui.state.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
+from explorer.ui.text import md
 
 __all__ = ["DATASETS", "VariationalPlayground", "other_update"]
 
@@ -86,10 +85,6 @@ data sets are shown on the pair of columns chosen in the sidebar.
 def other_update(update: str) -> str:
     """The Normal-Wishart update the comparison run uses."""
     return "thesis" if update == "principled" else "principled"
-
-
-def _overlay_all(items):
-    return functools.reduce(operator.mul, items)
 
 
 class _RewindSlider(pn.widgets.IntSlider):
@@ -164,13 +159,12 @@ class VariationalPlayground(ModelPage):
         self.vb_other = VBModel(data_model=self.data_model, update=other_update(update), name="B", **settings)
         self.models = [self.vb, self.vb_other]
         self._lock = threading.RLock()
-        self._sent: dict = {}  # update -> (model index, run_id, last iteration sent) of its traces
-        self._pipes = [hv.streams.Pipe(data=empty_mixture_frame()) for _ in self.models]
-        self._weights = hv.streams.Pipe(data=weights_frame(None, None, "principled update", "thesis update", 0.01))
-        self._traces = {u: {"elbo": trace_buffer("elbo"), "ll": trace_buffer("ll"), "neff": trace_buffer("neff")}
-                        for u in UPDATE_COLORS}
+        self._redraw = Redraw(self._draw)  # Bokeh models are changed on the session's event loop only
+        self._traced_run: dict = {}  # update -> (model index, run_id) its traces show
+        self._neff_threshold: dict = {}  # update -> the threshold its effective-components trace was counted with
+        self._imputed: dict = {}  # panel -> (state, data, pair, imputation) of its last frame
         self._sync_state = threading.local()  # see _syncing
-        self._last_limits = ((0.0, 1.0), (0.0, 1.0))  # axis limits of the last frames sent
+        self._last_limits = ((0.0, 1.0), (0.0, 1.0))  # axis limits of the last frames drawn
         self.player = StepPlayer(models=self.models, labels=["A", "B"], steps_per_tick=1)
         self._update_columns()
         self._build()
@@ -185,33 +179,21 @@ class VariationalPlayground(ModelPage):
     # ------------------------------------------------------------------ layout (built once)
     def _build(self):
         vb = self.vb
-        self._titles = [pn.pane.Markdown("", margin=(0, 10)) for _ in self.models]
-        # the axes follow the data through the fit_axes hook (framewise would undo a zoom on every step)
-        opts = dict(responsive=True, height=380, active_tools=["wheel_zoom"], hooks=[fit_axes], show_legend=False,
-                    toolbar="above", backend="bokeh")
-        dmaps = [hv.DynamicMap(mixture_overlay, streams=[p]).opts(**opts) for p in self._pipes]
-        panels = [pn.Column(t, pn.pane.HoloViews(d, sizing_mode="stretch_width", linked_axes=False),
-                            sizing_mode="stretch_width") for t, d in zip(self._titles, dmaps)]
+        # the titles change every frame: HTML panes (a Markdown pane also parses its text, at every frame)
+        self._titles = [pn.pane.HTML("", margin=(0, 10), sizing_mode="stretch_width") for _ in self.models]
+        # Bokeh figures made once: a frame only replaces their sources' data (explorer.ui.plots.figures)
+        self._panels = [ScatterPanel(height=380, marks=False, truth=False, ellipses="axes") for _ in self.models]
+        panels = [pn.Column(t, sp.pane, sizing_mode="stretch_width") for t, sp in zip(self._titles, self._panels)]
+        self._weights = StickWeightsPlot(height=280)
         # legends above the frames: inside, they covered the start of the ELBO curve
-        small = dict(responsive=True, height=280, framewise=True, axiswise=True, show_grid=True, toolbar=None,
-                     legend_position="top", legend_cols=2, legend_opts={"label_text_font_size": "8pt"},
-                     backend="bokeh")
-        weights = hv.DynamicMap(weights_overlay, streams=[self._weights]).opts(
-            {"Rectangles": dict(responsive=True, height=280, toolbar=None, title="Stick weights E[π_k]"),
-             "Overlay": dict(responsive=True, height=280)})
-        curves = []
-        for u, c in UPDATE_COLORS.items():
-            b = self._traces[u]
-            if u == "principled":
-                curves.append(hv.DynamicMap(trace_curve, streams=[b["elbo"]]).relabel("ELBO (principled)").opts(
-                    color=c, line_width=2.5))
-            curves.append(hv.DynamicMap(trace_curve, streams=[b["ll"]]).relabel(f"plug-in log-lik. ({u})").opts(
-                color=c, line_width=1.5, line_dash="dashed"))
-        objective = _overlay_all(curves).opts(title="ELBO and plug-in log-likelihood", ylabel="nats",
-                                              **small)
-        neff = _overlay_all([hv.DynamicMap(trace_curve, streams=[self._traces[u]["neff"]]).relabel(u).opts(
-            color=c, line_width=2, interpolation="steps-post") for u, c in UPDATE_COLORS.items()]).opts(
-            title="Effective components", ylabel="E[π_k] > threshold", **small)
+        blue, red = UPDATE_COLORS["principled"], UPDATE_COLORS["thesis"]
+        dashed = {"line_width": 1.5, "line_dash": "dashed"}
+        self._objective = TracePlot(
+            "ELBO and plug-in log-likelihood", "nats",
+            [("ELBO (principled)", blue, {"line_width": 2.5}), ("plug-in log-lik. (principled)", blue, dashed),
+             ("plug-in log-lik. (thesis)", red, dashed)], height=280, legend_columns=2)
+        self._neff = TracePlot("Effective components", "E[π_k] > threshold",
+                               [(u, c) for u, c in UPDATE_COLORS.items()], height=280, steps=True)
         self._data_controls = DataControls(model=self.data_model, datasets=DATASETS, mechanisms=MECHANISMS_2D,
                                            show_error=False)
         self._rewind = _RewindSlider(label="Rewind to iteration", start=0, end=1, value=0,
@@ -240,7 +222,7 @@ class VariationalPlayground(ModelPage):
             "### Data", self._data_controls,
             sizing_mode="stretch_width", min_width=300,
         )
-        self._arrange(sidebar, panels, [weights, objective, neff], EXPLANATION)
+        self._arrange(sidebar, panels, [self._weights.pane, self._objective.pane, self._neff.pane], EXPLANATION)
 
     # ------------------------------------------------------------------ callbacks
     def _propagate(self, *events):
@@ -323,7 +305,11 @@ class VariationalPlayground(ModelPage):
         return i, j
 
     def refresh(self) -> None:
-        """Redraw the two panels, the weights, the traces, the read-outs and the messages."""
+        """Redraw the two panels, the weights, the traces, the read-outs and the messages (on the session's event
+        loop: from another thread, the drawing is scheduled there)."""
+        self._redraw()
+
+    def _draw(self) -> None:
         with self._lock, pn.io.hold():
             data = self.data_model.data
             if data is not None:  # same ranges in both panels: those of the (true) data on the shown pair
@@ -331,8 +317,8 @@ class VariationalPlayground(ModelPage):
                 limits = axis_limits(data.truth if data.truth is not None else data.values, pair)
             else:
                 limits = self._last_limits
-            # every frame carries the limits (also an empty one: no jump to 0..1); the fit_axes hook
-            # moves the axes only when they change, so a zoom survives the steps of the same data
+            # every frame carries the limits (also an empty one: no jump to 0..1); the panels move their axes
+            # only when they change, so a zoom survives the steps of the same data
             self._last_limits = xlim, ylim = limits
             for idx, m in enumerate(self.models):
                 # a reset on another thread may land between these reads: check that the pair fits together
@@ -341,24 +327,38 @@ class VariationalPlayground(ModelPage):
                         or state.resp.shape[0] != em_data.X.shape[0] or state.means.shape[1] != em_data.X.shape[1]):
                     frame = empty_mixture_frame(xlim, ylim)
                 else:
-                    imputed = vb_dpgmm.conditional(state, em_data).mean()
+                    imputed = self._imputation(idx, state, em_data, pair)
                     frame = mixture_frame(state, em_data.X, em_data.missing, imputed, pair, xlim, ylim,
                                           self.threshold)
                 if data is not None:
                     frame["xlabel"], frame["ylabel"] = data.columns[pair[0]], data.columns[pair[1]]
-                self._pipes[idx].send(frame)
+                self._panels[idx].update(frame)
                 self._send_traces(idx, m)
                 self._titles[idx].object = self._title(idx, m)
             a, b = self.vb, self.vb_other
-            self._weights.send(weights_frame(None if a.state is None else a.state.weights,
-                                             None if b.state is None else b.state.weights,
-                                             f"{a.update} update", f"{b.update} update", self.threshold))
+            self._weights.update(weights_frame(None if a.state is None else a.state.weights,
+                                               None if b.state is None else b.state.weights,
+                                               f"{a.update} update", f"{b.update} update", self.threshold))
             self._sync_rewind()
             self._update_messages()
+        push(*(p.pane for p in self._panels), self._weights.pane, self._objective.pane, self._neff.pane)
+
+    def _imputation(self, idx: int, state, em_data, pair) -> np.ndarray:
+        """The data with the rows drawn at their imputation (a coordinate of ``pair`` missing) imputed under
+        ``state``; computed once per state and pair (a redraw for another threshold, or a rewind, reuses it)."""
+        last = self._imputed.get(idx)
+        if last is not None and last[0] is state and last[1] is em_data and last[2] == pair:
+            return last[3]
+        imputed = np.array(em_data.X, dtype=float)
+        rows = np.flatnonzero(em_data.missing[:, list(pair)].any(axis=1))
+        imputed[rows] = plugin_imputation(state, em_data.X, em_data.missing, rows)
+        self._imputed[idx] = (state, em_data, pair, imputed)
+        return imputed
 
     def _title(self, idx: int, m: VBModel) -> str:
+        """The line above panel ``idx`` (HTML): the run's update in its colour, iteration, ELBO, log-likelihood."""
         color = UPDATE_COLORS[m.update]
-        head = f"**{'AB'[idx]}: <span style='color:{color}'>{m.update} update</span>** · iteration {m.iteration}"
+        head = f"<b>{'AB'[idx]}: <span style='color:{color}'>{m.update} update</span></b> · iteration {m.iteration}"
         if m.state is None:
             return head
         elbo = "undefined" if m.elbo is None else f"{m.elbo:.1f}"
@@ -367,23 +367,37 @@ class VariationalPlayground(ModelPage):
         return (f"{head} · ELBO {elbo} · log-lik. {m.log_likelihood:.1f} · {neff} effective"
                 + reason.get(m.stop_reason, ""))
 
+    def _trace_series(self, update: str) -> tuple[int, int | None, int]:
+        """Series of ``update`` in the traces: (log-likelihood, ELBO or None, effective components)."""
+        neff = list(UPDATE_COLORS).index(update)
+        return (1, 0, neff) if update == "principled" else (2, None, neff)
+
     def _send_traces(self, idx: int, m: VBModel) -> None:
-        """Append the new iterations of model ``idx`` to the traces of its update (cleared on a new run)."""
-        key, buffers = m.update, self._traces[m.update]
-        owner, run_id, last = self._sent.get(key, (-1, -1, -1))
-        if owner != idx or run_id != m.run_id or (m.states and m.states[-1].iteration < last):
-            for b in buffers.values():
-                b.clear()
-            last = -1
-        new = [s for s in m.states if s.iteration > last]
+        """Stream the new iterations of model ``idx`` to the traces of its update (all of them after a new run, a
+        rewind, or, for the effective components, a new threshold)."""
+        ll, elbo, neff = self._trace_series(m.update)
+        states = m.states
+        run = (idx, m.run_id)
+        rewound = bool(states) and states[-1].iteration < self._objective.last_iteration(ll)
+        if self._traced_run.get(m.update) != run or rewound:
+            for series in (ll, elbo):
+                if series is not None:
+                    self._objective.clear(series)
+            self._neff.clear(neff)
+            self._traced_run[m.update] = run
+        if self._neff_threshold.get(m.update) != self.threshold:
+            self._neff.clear(neff)
+            self._neff_threshold[m.update] = self.threshold
+        new = [s for s in states if s.iteration > self._objective.last_iteration(ll)]
         if new:
-            its = np.array([s.iteration for s in new])
-            buffers["elbo"].send(pd.DataFrame({"iteration": its, "elbo": [s.elbo for s in new]}))
-            buffers["ll"].send(pd.DataFrame({"iteration": its, "ll": [s.log_likelihood for s in new]}))
-            neff = [int(np.sum(np.asarray(s.weights) > self.threshold)) for s in new]
-            buffers["neff"].send(pd.DataFrame({"iteration": its, "neff": neff}))
-            last = int(its[-1])
-        self._sent[key] = (idx, m.run_id, last)
+            its = [s.iteration for s in new]
+            self._objective.append(ll, its, [s.log_likelihood for s in new])
+            if elbo is not None:
+                self._objective.append(elbo, its, [s.elbo for s in new])
+        new = [s for s in states if s.iteration > self._neff.last_iteration(neff)]
+        if new:
+            self._neff.append(neff, [s.iteration for s in new],
+                              [int(np.sum(np.asarray(s.weights) > self.threshold)) for s in new])
 
     def _sync_rewind(self) -> None:
         top = max(m.iteration for m in self.models)

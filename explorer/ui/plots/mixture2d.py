@@ -1,25 +1,21 @@
 """Frame builders and plot helpers of 2-D mixture scatter panels (EM and variational playgrounds).
 
 Pure functions turn a fitted state and the data into plain arrays (:func:`panel_frame`,
-:func:`ellipse_paths`), and the plot helpers draw them (:func:`fit_axes`, :func:`trace_curve`).
-Shared by the EM playground, the variational playground, the decision-surface and regression pages.
+:func:`ellipse_paths`); :class:`~explorer.ui.plots.figures.ScatterPanel` draws them. The HoloViews
+helpers :func:`panel_overlay` and :func:`fit_axes` draw a frame as a HoloViews overlay (HoloViews is
+imported when they are first used, not with this module).
 """
 
 from __future__ import annotations
 
-import functools
-import operator
-
-import holoviews as hv
 import numpy as np
-import pandas as pd
 from bokeh.palettes import Category10_10
 
 from explorer.core import em_gmm
 from explorer.core.conditional import ConditionalMixture
 
-__all__ = ["COLORS", "TRACE_MIN_ITERATIONS", "axis_ranges", "ellipse_paths", "empty_frame", "fit_axes", "overlay_all", "panel_frame",
-           "panel_overlay", "trace_buffer", "trace_curve"]
+__all__ = ["COLORS", "TRACE_MIN_ITERATIONS", "axis_ranges", "ellipse_paths", "empty_frame", "fit_axes", "panel_frame",
+           "panel_overlay"]
 
 COLORS = {str(k + 1): Category10_10[k % 10] for k in range(30)} | {"mean": "black", "none": "#444444"}
 _RUG = 0.05  # rug band: this fraction of the axis range, below / left of the data
@@ -172,11 +168,14 @@ def panel_frame(state, data: em_gmm.EMData, covariance_type: str, variant: str, 
     return frame
 
 
-def panel_overlay(data: dict, x=None, y=None) -> hv.Overlay:
-    """DynamicMap callback: the overlay of one panel (4 elements whatever the data).
+def panel_overlay(data: dict, x=None, y=None):
+    """DynamicMap callback: the overlay of one panel (4 elements whatever the data), an ``hv.Overlay``.
 
     ``x`` and ``y`` come from the panel's Tap stream; clicks are handled by its subscriber.
     """
+    import holoviews as hv
+    import holoviews.plotting.bokeh  # registers the Bokeh plotting options used in .opts
+
     f = data
     xd, yd = hv.Dimension("x", range=f["xlim"]), hv.Dimension("y", range=f["ylim"])
     truth = hv.Path(f["truth"], kdims=[xd, yd]).opts(color="#555555", line_dash="dashed", line_width=1.5)
@@ -221,30 +220,5 @@ def fit_axes(plot, element) -> None:
         rng.update(**values)
 
 
-def overlay_all(items):
-    return functools.reduce(operator.mul, items)
-
-
 #: The iteration axis of a trace spans at least 0 to this (at iteration 0 it would be an empty -1 to 1).
 TRACE_MIN_ITERATIONS = 10
-
-
-def trace_curve(data) -> hv.Curve:
-    """DynamicMap callback of a trace (a :func:`trace_buffer`): its iteration axis spans at least 0-10.
-
-    With a single value (iteration 0) the value axis spans 1 % of it either side (at least 0.5), not a
-    zero-width range labelled with that one value.
-    """
-    value = next((c for c in data.columns if c != "iteration"), "value")
-    vdim = hv.Dimension(value)
-    finite = np.asarray(data[value], dtype=float) if value in data else np.empty(0)
-    finite = finite[np.isfinite(finite)]
-    if finite.size and np.ptp(finite) == 0:
-        pad = max(0.01 * abs(float(finite[0])), 0.5)
-        vdim = hv.Dimension(value, soft_range=(float(finite[0]) - pad, float(finite[0]) + pad))
-    return hv.Curve(data, hv.Dimension("iteration", soft_range=(0, TRACE_MIN_ITERATIONS)), vdim)
-
-
-def trace_buffer(column: str) -> hv.streams.Buffer:
-    return hv.streams.Buffer(pd.DataFrame({"iteration": np.empty(0, dtype=int), column: np.empty(0)}),
-                             length=5000, index=False)
