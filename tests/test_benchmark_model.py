@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -10,9 +11,9 @@ import pandas as pd
 import pytest
 
 from explorer import benchmark as bm
+from explorer.reference import SEED000_RATES
 from explorer.ui.state import benchmark_model as bmm
 from explorer.ui.state.benchmark_model import SUMMARY_COLUMNS, BenchmarkModel
-from explorer.reference import SEED000_RATES
 
 CHEAP = dict(methods=["mean", "knn"], rates=[0.1, 0.3], quick=True)
 
@@ -178,3 +179,92 @@ def test_loading_the_committed_run_makes_the_settings_match_it():
     assert sorted(m.rates) == sorted({float(r) for r in shown["rate"]})
     assert m.repetitions == int(summary["n"].max()) and m.quick is False
     assert m.source == "summary.csv" and m.status == "done"  # the loaded table stays
+
+
+class SessionThread:
+    """A served session's compute thread, driven by the test: ``submit`` queues a job; :meth:`run_next` runs its
+    ``work`` on another thread, then its ``then`` on the test's thread (the session's event loop)."""
+
+    def __init__(self, accept: int | None = None):
+        self.queue: list = []
+        self.jobs = 0
+        self.accept = accept  # jobs taken before the thread "stops" (None: all)
+
+    def submit(self, work, then) -> bool:
+        if self.accept is not None and self.jobs + len(self.queue) >= self.accept:
+            return False
+        self.queue.append((work, then))
+        return True
+
+    def run_next(self) -> None:
+        work, then = self.queue.pop(0)
+        out = {}
+        t = threading.Thread(target=lambda: out.setdefault("result", work()))
+        t.start()
+        t.join(60)
+        assert not t.is_alive()
+        self.jobs += 1
+        then(out["result"], None)
+
+
+def test_a_served_run_is_one_job_per_cell_on_the_sessions_thread():
+    session = SessionThread()
+    m = BenchmarkModel(**CHEAP, repetitions=2)  # 2 rates x 2 methods: 4 cells of 2 jobs
+    seen_threads, dones = set(), []
+    m.param.watch(lambda *e: seen_threads.add(threading.get_ident()), ["done", "summary", "status"])
+    m.param.watch(lambda e: dones.append(e.new), "done")
+    assert m.start(submit=session.submit)
+    assert m.status == "running" and len(session.queue) == 1  # one cell at a time: the next after this one
+    while session.queue:
+        session.run_next()
+        assert len(session.queue) <= 1
+    assert session.jobs == 4 and not m.running
+    assert m.status == "done" and (m.done, m.total) == (8, 8) and m.error == ""
+    assert seen_threads == {threading.get_ident()}  # parameters change on the session's loop only
+    assert dones == sorted(dones) and dones[-1] == 8
+    direct = bm.run_benchmark("boston", ["mcar"], [0.1, 0.3], ["mean", "knn"], 2, seed=0, quick=True)
+    pd.testing.assert_frame_equal(m.summary.drop(columns="seconds"), bm.summarise(direct).drop(columns="seconds"))
+
+
+def test_a_served_run_cancels_between_cells_and_ends_with_its_session():
+    session = SessionThread()
+    m = BenchmarkModel(**CHEAP)
+    assert m.start(submit=session.submit)
+    session.run_next()
+    assert m.done == 1 and m.running and len(session.queue) == 1
+    assert m.cancel()
+    session.run_next()  # the next cell sees the cancel: nothing computed, the run ends
+    assert not session.queue and not m.running
+    assert m.status == "cancelled" and m.done == 1 and "cancelled after 1 of 4 jobs" in m.last_job
+    # the session's thread stops: the next cell is refused, the run ends as cancelled
+    stopped = SessionThread(accept=1)
+    m = BenchmarkModel(**CHEAP)
+    assert m.start(submit=stopped.submit)
+    stopped.run_next()
+    assert not stopped.queue and not m.running and m.status == "cancelled" and m.done == 1
+    # the session ends between two cells: close() ends the run at once; the queued cell computes nothing
+    session = SessionThread()
+    m = BenchmarkModel(**CHEAP)
+    assert m.start(submit=session.submit)
+    session.run_next()
+    assert m.close() and not m.running
+    assert m.wait(timeout=1) == "cancelled" and m.done == 1
+    session.run_next()
+    assert m.done == 1 and m.status == "cancelled"
+    assert m.start(submit=session.submit)  # the model can run again
+    while session.queue:
+        session.run_next()
+    assert m.status == "done" and m.done == 4
+
+
+def test_result_files_are_parsed_once_and_shared(tmp_path):
+    df = bm.run_benchmark("boston", ["mcar"], [0.1], ["mean"], 1, seed=1, quick=True)
+    bm.summarise(df).to_csv(tmp_path / "summary.csv", index=False)
+    a, b = BenchmarkModel(), BenchmarkModel()
+    assert a.load_results(tmp_path / "summary.csv") and b.load_results(tmp_path / "summary.csv")
+    assert a.summary is b.summary  # one parse per process, read-only
+    bm.summarise(df.assign(value=df["value"] * 2)).to_csv(tmp_path / "summary.csv", index=False)
+    later = (tmp_path / "summary.csv").stat().st_mtime_ns + 10**9
+    os.utime(tmp_path / "summary.csv", ns=(later, later))  # whatever the file system's clock resolution
+    assert a.load_results(tmp_path / "summary.csv")  # a changed file is read again
+    assert a.summary is not b.summary and np.allclose(a.summary["mean"], 2 * b.summary["mean"], equal_nan=True)

@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import panel as pn
+import param
 import pytest
 from bokeh.document import Document
 
-from explorer.ui.state import benchmark_model as bmm
-from explorer.ui.state.benchmark_model import BenchmarkModel
 from explorer.reference import reference_cells
 from explorer.ui.pages.benchmark import METRIC_ROWS, BenchmarkPage, bar_frame
+from explorer.ui.state import benchmark_model as bmm
+from explorer.ui.state.benchmark_model import BenchmarkModel
 
 
 def summary_rows(*rows) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def test_layout_builds_and_defaults():
     assert view._run.disabled is False and view._cancel.disabled is True
     assert view._status.object == "Not run yet."
     # without results the reference alone is drawn: the whole thesis figure (MICE at 0.9 is NaN there)
-    f = view._pipes[(0, "nrmse")].data
+    f = view._panels[(0, "nrmse")].frame
     assert len(f["bars"]["x0"]) == 0 and len(f["ref"]["x0"]) == 4 * 5 - 1
 
 
@@ -56,7 +57,7 @@ def test_plot_data_after_a_run(finished_page):
     view = finished_page
     s = view.model.summary
     assert view._progress.value == view._progress.max == 6
-    f = view._pipes[(0, "nrmse")].data
+    f = view._panels[(0, "nrmse")].frame
     assert sorted(np.unique(f["bars"]["method"])) == ["knn", "mean", "poigmm"]
     got = {(m, round(r, 6)): v for m, r, v in zip(f["bars"]["method"], f["bars"]["rate"], f["bars"]["y1"])}
     for rec in s[(s.metric == "nrmse")].to_dict("records"):
@@ -71,7 +72,7 @@ def test_plot_data_after_a_run(finished_page):
         assert (lefts[0] + rights[-1]) / 2 == pytest.approx(r)
         assert list(f["bars"]["method"][group == r][sel]) == ["mean", "poigmm", "knn"]
     # kNN gives no NLL: no bar, and not marked failed
-    nll = view._pipes[(0, "nll")].data
+    nll = view._panels[(0, "nll")].frame
     assert "knn" not in set(nll["bars"]["method"]) and len(nll["failed"]["x"]) == 0
     # ... but keeps its slot: the bars of a method line up across the rows of the figure
     pos = {(m, r): x for m, r, x in zip(f["bars"]["method"], f["bars"]["rate"], f["bars"]["x0"])}
@@ -84,14 +85,14 @@ def test_plot_data_after_a_run(finished_page):
 def test_reference_overlay_toggles(finished_page):
     view = finished_page
     view.show_reference = True
-    f = view._pipes[(0, "nrmse")].data
+    f = view._panels[(0, "nrmse")].frame
     ref = reference_cells("mcar", "nrmse", datasets=["boston"], methods=["mean", "poigmm"])
     ref = ref[ref.rate.isin([0.1, 0.3])]
     assert len(f["ref"]["x0"]) == len(ref) == 4  # knn has no reference
     np.testing.assert_allclose(np.sort(f["ref"]["y0"]), np.sort(ref["mean"]))
     assert "thesis notebook" in view._legend.object
     view.show_reference = False
-    assert len(view._pipes[(0, "nrmse")].data["ref"]["x0"]) == 0
+    assert len(view._panels[(0, "nrmse")].frame["ref"]["x0"]) == 0
     assert "thesis notebook" not in view._legend.object
     view.show_reference = True
 
@@ -132,14 +133,16 @@ def test_reference_only_frame_and_other_mechanisms():
 
 def test_mechanism_switch_redraws_in_place(finished_page):
     view = finished_page
-    pipe = view._pipes[(0, "nrmse")]
+    panel = view._panels[(0, "nrmse")]
+    source = panel.sources["bars"]
     view.model.mechanism = "mar_rows"
-    f = pipe.data
+    f = panel.frame
     assert len(f["bars"]["x0"]) == 0 and len(f["ref"]["x0"]) == 12  # no run for mar_rows: reference only
+    assert len(source.data["x0"]) == 0 and len(panel.sources["ref"].data["x0"]) == 12
     assert "MAR_rows" in view._heads[0].object
     view.model.mechanism = "mcar"
-    assert len(pipe.data["bars"]["x0"]) > 0
-    assert view._pipes[(0, "nrmse")] is pipe  # same stream: updated, not rebuilt
+    assert len(panel.frame["bars"]["x0"]) > 0 and len(source.data["x0"]) == len(panel.frame["bars"]["x0"])
+    assert view._panels[(0, "nrmse")] is panel and panel.sources["bars"] is source  # updated, not rebuilt
 
 
 def test_load_button_state_and_loading(tmp_path, monkeypatch):
@@ -156,7 +159,8 @@ def test_load_button_state_and_loading(tmp_path, monkeypatch):
     assert view.model.source == "summary.csv" and "Loaded" in view._status.object
     # both data sets of the file get a column, whatever the model's data set choice
     assert view._columns[1].visible and "ionosphere" in view._heads[1].object
-    assert view._pipes[(1, "nrmse")].data["bars"]["y1"][0] == pytest.approx(0.9)
+    assert view._panels[(1, "nrmse")].frame["bars"]["y1"][0] == pytest.approx(0.9)
+    assert view._panels[(1, "nrmse")].sources["bars"].data["y1"][0] == pytest.approx(0.9)
 
 
 def test_bad_settings_show_an_alert():
@@ -174,9 +178,14 @@ def test_rates_widget_and_model_stay_in_sync():
     assert view.model.rates == [0.1] and view._rates.value == [0.1]
 
 
-def test_every_metric_row_has_a_pipe_per_slot():
+def test_every_metric_row_has_a_panel_per_slot_the_second_made_when_shown():
     view = BenchmarkPage()
-    assert set(view._pipes) == {(s, m) for s in range(2) for m, _, _ in METRIC_ROWS}
+    assert set(view._panels) == {(0, m) for m, _, _ in METRIC_ROWS}
+    assert not view._columns[1].visible
+    view.model.datasets = ["boston", "ionosphere"]
+    assert set(view._panels) == {(s, m) for s in range(2) for m, _, _ in METRIC_ROWS}
+    assert view._columns[1].visible and "ionosphere" in view._heads[1].object
+    assert len(view._columns[1].objects) == 1 + len(METRIC_ROWS)  # the heading and one figure per metric
 
 
 def test_run_and_cancel_buttons():
@@ -228,3 +237,48 @@ def test_a_closed_session_cancels_the_run_and_ends_its_workers():
         for p in workers:
             with contextlib.suppress(psutil.Error):
                 p.kill()
+
+
+def test_a_frame_only_changes_data_never_the_documents_models():
+    """Issue 19: the panels are built once; progress, new results, display settings and another mechanism only
+    assign source data (and axis ranges), and every panel shows its last frame."""
+    view = BenchmarkPage(model=BenchmarkModel(datasets=["boston", "ionosphere"], methods=["mean", "poigmm"]))
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    before = {m.id for m in doc.models}
+    figures = [p.figure for p in view._panels.values()]
+    in_figures = {m.id for f in figures for m in f.references()}
+    sources = {k: dict(p.sources) for k, p in view._panels.items()}
+    both = lambda s: pd.concat([s, s.assign(dataset="ionosphere", mean=s["mean"] * 1.1)], ignore_index=True)
+    partial = both(summary_rows((0.1, "mean", "nrmse", 0.7, 0.01), (0.1, "mean", "nll", 800.0, 40.0)))
+    full = both(summary_rows((0.1, "mean", "nrmse", 0.7, 0.01), (0.1, "poigmm", "nrmse", 0.4, 0.02),
+                             (0.3, "mean", "nrmse", 0.75, np.nan), (0.3, "poigmm", "nrmse", np.nan, np.nan, 1),
+                             (0.1, "mean", "nll", 800.0, 40.0), (0.1, "poigmm", "nll", math.inf, np.nan),
+                             (0.3, "poigmm", "nll", 1e300, np.nan), (0.1, "mean", "coverage95", 0.9, 0.0)))
+    model = view.model
+    with param.edit_constant(model):
+        model.param.update(status="running", total=8, done=1, summary=partial, source="run")
+        model.param.update(done=8, status="done", summary=full)
+    view.show_reference = False
+    view.nll_metric = view.param.nll_metric.objects[-1]
+    view.show_reference = True
+    model.mechanism = "mar_rows"
+    model.mechanism = "mcar"
+    assert {m.id for m in doc.models} == before
+    assert {m.id for f in figures for m in f.references()} == in_figures
+    assert {k: dict(p.sources) for k, p in view._panels.items()} == sources
+    # the figures show the last frame's numbers
+    for (slot, metric), panel in view._panels.items():
+        frame = panel.frame
+        name = view.nll_metric if metric == "nll" else metric
+        expected = bar_frame(full, dataset=["boston", "ionosphere"][slot], mechanism="mcar", metric=name,
+                             log=metric == "nll", show_reference=True)
+        for part in ("bars", "inf_bars", "errors", "failed", "labels", "ref"):
+            for col, values in expected[part].items():
+                np.testing.assert_array_equal(panel.sources[part].data[col], values, err_msg=f"{slot} {metric} {part}")
+                np.testing.assert_array_equal(frame[part][col], values)
+        assert (panel.y_range.start, panel.y_range.end) == pytest.approx(expected["ylim"])
+        assert (panel.x_range.start, panel.x_range.end) == pytest.approx(expected["xlim"])
+    nrmse = view._panels[(1, "nrmse")].sources["bars"].data
+    assert sorted(nrmse["y1"]) == pytest.approx(sorted([0.77, 0.44, 0.825]))  # ionosphere: its own numbers
+    assert len(view._table.value) == (full["mechanism"] == "mcar").sum()

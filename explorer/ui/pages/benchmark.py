@@ -2,14 +2,17 @@
 
 One :class:`~explorer.ui.state.benchmark_model.BenchmarkModel` per page. The results grid has one
 row per metric (NRMSE, NLL, PFC, 95 % coverage) and one column per data set (two slots); each
-panel is ONE ``hv.DynamicMap`` fed by its own ``hv.streams.Pipe`` and returning an overlay of fixed
-structure (finite bars, infinite bars, ±2 sd error bars, failed-cell markers, text labels, the
-reference marks), so a progress tick only patches column data. Bars are ``hv.Rectangles`` at
-numeric positions (rate + method offset), never categorical ``hv.Bars`` (docs/NOTES.md: shrinking
-factors break BokehJS). The frame data come from the pure function :func:`bar_frame`.
+panel is a Bokeh figure made once per session (:class:`~explorer.ui.plots.metric_bars.MetricBars`:
+finite bars, infinite bars, ±2 sd error bars, failed-cell markers, text labels, the reference marks,
+each one source), so new results only replace column data. The second slot's figures are made when
+a second data set is first shown. Bars sit at numeric positions (rate + method offset), never on a
+categorical axis (docs/NOTES.md: shrinking factors break BokehJS). The frame data come from the pure
+function :func:`bar_frame`. The page draws on its session's event loop (:class:`~explorer.ui.session.Redraw`).
 
-The worker thread of the model never touches widgets: while a run is going, a periodic callback of
-the session calls :meth:`BenchmarkModel.poll`, which applies the progress in one batch. When the
+When served, the run's cells (data set x rate x method) are jobs of the session's one compute thread
+(:class:`~explorer.ui.session.SessionWorker`), one after the other; outside a server (Jupyter,
+scripts, tests) the model runs them on a background thread of its own. A periodic callback of the
+session calls :meth:`BenchmarkModel.poll`, which applies the progress in one batch. When the
 browser session ends, :meth:`BenchmarkPage._on_session_destroyed` stops polling and closes the
 model (:meth:`BenchmarkModel.close`: the run is cancelled and its worker processes terminated).
 """
@@ -20,7 +23,6 @@ import asyncio
 import functools
 import math
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -28,12 +30,18 @@ import param
 from bokeh.palettes import Category10_10
 from panel.viewable import Viewer
 
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 from explorer import benchmark as bm
-from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.reference import SEED000_FIGURES, SEED000_RATES, reference_cells
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.metric_bars import BAR_COLUMNS, MetricBars
+from explorer.ui.session import Redraw, SessionWorker, served_doc
+from explorer.ui.state.benchmark_model import (
+    COMMITTED_SUMMARY,
+    SUMMARY_COLUMNS,
+    BenchmarkModel,
+)
 from explorer.ui.text import md
 
 __all__ = ["BenchmarkPage", "bar_frame", "METRIC_ROWS", "METHOD_COLORS"]
@@ -46,9 +54,9 @@ METHOD_COLORS = {m: Category10_10[i % 10] for i, m in enumerate(bm.METHODS)}
 N_SLOTS = 2
 RATE_CHOICES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 _POLL_MS = 300
+_EMPTY_SUMMARY = pd.DataFrame(columns=list(SUMMARY_COLUMNS))
 #: Log panels span at most this factor above their smallest value; larger values are clipped and labelled.
 _LOG_SPAN = 1e8
-_BAR_COLS = ("x0", "y0", "x1", "y1", "method", "rate", "mean", "std", "n", "n_inf", "n_failed")
 
 EXPLANATION = """
 ### What am I looking at?
@@ -180,64 +188,11 @@ def bar_frame(summary: pd.DataFrame | None, *, dataset: str, mechanism: str, met
             refs.append({"x0": x - width / 2, "x1": x + width / 2, "y0": y, "y1": y, "method": m, "rate": r, "mean": v})
     pad = 0.6 * spacing
     xlim = (rates[0] - pad, rates[-1] + pad) if rates else (0.0, 1.0)
-    return {"bars": _records(bars, _BAR_COLS), "inf_bars": _records(inf_bars, _BAR_COLS),
+    return {"bars": _records(bars, BAR_COLUMNS), "inf_bars": _records(inf_bars, BAR_COLUMNS),
             "errors": _records(errors, ("x0", "y0", "x1", "y1")), "failed": _records(failed, ("x", "y")),
             "labels": _records(labels, ("x", "y", "text")),
             "ref": _records(refs, ("x0", "y0", "x1", "y1", "method", "rate", "mean")),
             "xlim": xlim, "ylim": (floor, top), "empty": not (bars or inf_bars or failed or refs)}
-
-
-def _same(a, b) -> bool:
-    """True when two frames of :func:`bar_frame` hold the same data."""
-    if a.keys() != b.keys():
-        return False
-    for k, v in a.items():
-        w = b[k]
-        if isinstance(v, dict):
-            if v.keys() != w.keys() or not all(len(v[c]) == len(w[c]) and
-                                               (v[c].dtype == object and list(v[c]) == list(w[c])
-                                                or v[c].dtype != object and np.array_equal(v[c], w[c], equal_nan=True))
-                                               for c in v):
-                return False
-        elif v != w:
-            return False
-    return True
-
-
-def _panel_overlay(data: dict, metric: str = "value") -> hv.Overlay:
-    """DynamicMap callback: the overlay of one panel (6 elements whatever the data).
-
-    The x dimension is ``rate`` and the y dimension is named after the panel's metric, so that the
-    panels of the grid do not share (link) their y axes.
-    """
-    xd = hv.Dimension("rate", label="requested missing rate", range=data["xlim"])
-    yd = hv.Dimension(metric, label=metric, range=data["ylim"])
-    kd = [xd, yd, "x1", "y1"]
-    vd = ["method", "group", "mean", "std", "n", "n_inf", "n_failed"]
-
-    def table(frame, cols, names=None):
-        names = names or cols
-        return pd.DataFrame({n: frame[c] for c, n in zip(cols, names)})
-
-    bar_names = ["rate", metric, "x1", "y1", "method", "group", "mean", "std", "n", "n_inf", "n_failed"]
-    bars = hv.Rectangles(table(data["bars"], _BAR_COLS, bar_names), kdims=kd, vdims=vd).opts(
-        color="method", cmap=METHOD_COLORS, line_color="white", tools=["hover"])
-    inf_bars = hv.Rectangles(table(data["inf_bars"], _BAR_COLS, bar_names), kdims=kd, vdims=vd).opts(
-        color="method", cmap=METHOD_COLORS, line_color="black", line_dash="dashed", line_width=1.5,
-        fill_alpha=0.3, tools=["hover"])
-    seg = ["x0", "y0", "x1", "y1"]
-    errors = hv.Segments(table(data["errors"], seg, ["rate", metric, "x1", "y1"]), kdims=kd).opts(
-        color="black", line_width=1.5)
-    failed = hv.Scatter(table(data["failed"], ["x", "y"], ["rate", metric]), kdims=[xd], vdims=[yd]).opts(
-        marker="x", size=14, color="#d62728", line_width=3)
-    labels = hv.Labels(table(data["labels"], ["x", "y", "text"], ["rate", metric, "text"]), kdims=[xd, yd],
-                       vdims=["text"]).opts(text_font_size="10pt", text_color="#333333", text_baseline="bottom")
-    ref = hv.Segments(table(data["ref"], [*seg, "method", "rate", "mean"], ["rate", metric, "x1", "y1", "method",
-                                                                             "group", "reference"]),
-                      kdims=kd, vdims=["method", "group", "reference"]).opts(color="black", line_width=3,
-                                                                             tools=["hover"])
-    # framewise on every element: on the overlay alone the ranges stay those of the first frame
-    return hv.Overlay([e.opts(framewise=True) for e in (bars, inf_bars, errors, failed, labels, ref)])
 
 
 class BenchmarkPage(Viewer):
@@ -259,8 +214,10 @@ class BenchmarkPage(Viewer):
         super().__init__(**params)
         self._cb = None
         self._destroyed = False
-        self._pipes = {(s, m): hv.streams.Pipe(data=bar_frame(None, dataset="", mechanism="mcar", metric=m, log=log))
-                       for s in range(N_SLOTS) for m, _, log in METRIC_ROWS}
+        self._doc = served_doc()  # the served session (None in Jupyter, scripts and tests)
+        self._redraw = Redraw(self._draw, self._doc)  # Bokeh models are changed on the session's event loop only
+        self._plots_stale = True  # the results changed since the panels were drawn
+        self._panels: dict[tuple[int, str], MetricBars] = {}  # (slot, metric) -> panel; a slot made when shown
         self._build()
         self.model.param.watch(self._on_progress, ["status", "done", "total", "eta", "last_job", "error",
                                                    "elapsed"])
@@ -305,22 +262,12 @@ class BenchmarkPage(Viewer):
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._legend = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self._heads = [pn.pane.Markdown("", margin=(0, 10)) for _ in range(N_SLOTS)]
-        opts = dict(responsive=True, height=210, framewise=True, show_legend=False, toolbar="right",
-                    default_tools=["save", "reset", "pan", "wheel_zoom"], backend="bokeh", xlabel="requested missing rate",
-                    show_grid=True, gridstyle={"xgrid_line_alpha": 0})
-        self._dmaps, columns = {}, []
-        for s in range(N_SLOTS):
-            panes = [self._heads[s]]
-            for metric, title, log in METRIC_ROWS:
-                dmap = hv.DynamicMap(functools.partial(_panel_overlay, metric=metric), streams=[self._pipes[(s, metric)]])
-                if metric == "coverage95":
-                    dmap = dmap * hv.HLine(0.95).opts(color="#555555", line_dash="dashed", line_width=1)
-                dmap = dmap.opts(logy=log, title=title, ylabel="", **opts)
-                self._dmaps[(s, metric)] = dmap
-                panes.append(pn.pane.HoloViews(dmap, linked_axes=False, sizing_mode="stretch_width"))
-            columns.append(pn.Column(*panes, sizing_mode="stretch_width"))
-        self._columns = columns
-        self._table = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, pagination="local",
+        # one column per slot; its panels are made when the slot is first shown (the second one often never is)
+        self._columns = [pn.Column(self._heads[s], sizing_mode="stretch_width", visible=s == 0)
+                         for s in range(N_SLOTS)]
+        self._make_slot(0)
+        # the summary's columns from the start: new results then change the table's data, never its column models
+        self._table = pn.widgets.Tabulator(_EMPTY_SUMMARY, disabled=True, show_index=False, pagination="local",
                                            page_size=12, sizing_mode="stretch_width", layout="fit_data_table")
         self.sidebar = pn.Column(
             "### Run", pn.Row(self._run, self._cancel, sizing_mode="stretch_width"), self._load,
@@ -331,12 +278,23 @@ class BenchmarkPage(Viewer):
         )
         self.main = pn.Column(
             self._alert, self._progress, self._status, self._legend,
-            pn.Row(*columns, sizing_mode="stretch_width"),
+            pn.Row(*self._columns, sizing_mode="stretch_width"),
             "### Summary table", self._table,
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
         self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
+
+    def _make_slot(self, slot: int) -> None:
+        """Make the panels of a slot's column (once): one per metric row."""
+        if (slot, METRIC_ROWS[0][0]) in self._panels:
+            return
+        panels = []
+        for metric, title, log in METRIC_ROWS:
+            panel = MetricBars(title, METHOD_COLORS, log=log, target=0.95 if metric == "coverage95" else None)
+            self._panels[(slot, metric)] = panel
+            panels.append(panel.pane)
+        self._columns[slot].extend(panels)
 
     def __panel__(self):
         return self._layout
@@ -351,10 +309,9 @@ class BenchmarkPage(Viewer):
         return sync_with_url(*self.url_bindings())
 
     def _register_cleanup(self):
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None:
+        if self._doc is None:
             return  # Jupyter / scripts / tests: no session to outlive
-        pn.state.on_session_destroyed(self._on_session_destroyed)
+        self._doc.on_session_destroyed(self._on_session_destroyed)
 
     def _on_session_destroyed(self, session_context) -> None:
         """The browser session ended: stop polling, cancel the run, terminate its worker processes.
@@ -389,7 +346,7 @@ class BenchmarkPage(Viewer):
             self._rates.param.update(options={f"{r:g}": r for r in RATE_CHOICES} | extra, value=values)
 
     def _on_progress(self, *events):
-        self._update_status()
+        self._redraw()
         if self._cb is not None and self.model.status != "running" and not self.model.running:
             self._stop_polling()
 
@@ -402,14 +359,17 @@ class BenchmarkPage(Viewer):
 
     # ------------------------------------------------------------------ actions
     def run(self) -> bool:
-        """Start the model's run and, when served, poll its progress every 300 ms.
+        """Start the model's run and poll its progress every 300 ms (served, or in Jupyter).
 
-        False when the run cannot start (the model's error is shown) or the session has ended.
+        When served, the run's cells are jobs of the session's compute thread. False when the run
+        cannot start (the model's error is shown) or the session has ended.
         """
         if self._destroyed:
             return False
-        started = self.model.start()
-        self._update_status()
+        worker = SessionWorker.of(self._doc)
+        started = self.model.start(submit=None if worker is None else functools.partial(worker.submit,
+                                                                                         key="benchmark"))
+        self._redraw()
         if started:
             self._start_polling()
         return started
@@ -427,8 +387,7 @@ class BenchmarkPage(Viewer):
         """Poll from a periodic callback: in a served session, or in Jupyter (a running event loop)."""
         if self._cb is not None:
             return
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None:
+        if self._doc is None:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:  # a script or a test: call poll() / model.wait() by hand
@@ -452,55 +411,67 @@ class BenchmarkPage(Viewer):
         return chosen[:N_SLOTS]
 
     def refresh_plots(self) -> None:
-        """Send every panel its frame (one Pipe per panel; the plots are never rebuilt)."""
+        """Redraw every panel, the legend and the table (on the session's event loop)."""
+        self._plots_stale = True
+        self._redraw()
+
+    def refresh(self) -> None:
+        """Redraw the read-outs and every panel (on the session's event loop)."""
+        self.refresh_plots()
+
+    def _draw(self) -> None:
+        with pn.io.hold():
+            self._update_status()
+            plots, self._plots_stale = self._plots_stale, False
+            if plots:
+                self._draw_plots()
+        if plots:
+            push(*(p.pane for p in self._panels.values()))
+
+    def _draw_plots(self) -> None:
+        """Send every panel its frame: source data and ranges only (the second slot is made when first shown)."""
         model, slots = self.model, self._slots()
         summary = model.summary
-        with pn.io.hold():
-            for s in range(N_SLOTS):
-                dataset = slots[s] if s < len(slots) else ""
-                self._columns[s].visible = bool(dataset) or s == 0
-                title = dataset or "(no data set)"
-                for metric, _, log in METRIC_ROWS:
-                    name = self.nll_metric if metric == "nll" else metric
-                    frame = bar_frame(summary, dataset=dataset, mechanism=model.mechanism, metric=name, log=log,
-                                      show_reference=self.show_reference)
-                    if not _same(frame, self._pipes[(s, metric)].data):  # skip the unchanged panels
-                        self._pipes[(s, metric)].send(frame)
-                fig, thesis = SEED000_FIGURES[model.mechanism]
-                self._heads[s].object = f"**{title}** · {thesis} (thesis Fig. {fig})"
-            here = None if summary is None else summary[summary["mechanism"] == model.mechanism]
-            if here is not None and len(here):
-                shown = set(here["method"])
-            else:  # nothing run for this mechanism: the reference alone is drawn
-                shown = {"poigmm", "missforest", "mice", "mean"} if self.show_reference else set()
-            items = "".join(
-                f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;width:12px;'
-                f'height:12px;background:{METHOD_COLORS.get(m, "#999")};margin-right:4px"></span>{m}</span>'
-                for m in bm.METHODS if m in shown)
-            if self.show_reference:
-                items += ('<span style="display:inline-block"><span style="display:inline-block;width:16px;'
-                          'height:3px;background:black;vertical-align:middle;margin-right:4px"></span>'
-                          'thesis notebook (reference)</span>')
-            self._legend.object = items
-            self._table.value = (pd.DataFrame() if summary is None else
-                                 summary[summary["mechanism"] == model.mechanism].reset_index(drop=True))
+        for s in range(N_SLOTS):
+            dataset = slots[s] if s < len(slots) else ""
+            shown = bool(dataset) or s == 0
+            if shown:
+                self._make_slot(s)
+            self._columns[s].visible = shown
+            if (s, METRIC_ROWS[0][0]) not in self._panels:
+                continue
+            for metric, _, log in METRIC_ROWS:
+                name = self.nll_metric if metric == "nll" else metric
+                self._panels[(s, metric)].update(bar_frame(summary, dataset=dataset, mechanism=model.mechanism,
+                                                           metric=name, log=log, show_reference=self.show_reference))
+            fig, thesis = SEED000_FIGURES[model.mechanism]
+            self._heads[s].object = f"**{dataset or '(no data set)'}** · {thesis} (thesis Fig. {fig})"
+        here = None if summary is None else summary[summary["mechanism"] == model.mechanism]
+        if here is not None and len(here):
+            shown_methods = set(here["method"])
+        else:  # nothing run for this mechanism: the reference alone is drawn
+            shown_methods = {"poigmm", "missforest", "mice", "mean"} if self.show_reference else set()
+        items = "".join(
+            f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;width:12px;'
+            f'height:12px;background:{METHOD_COLORS.get(m, "#999")};margin-right:4px"></span>{m}</span>'
+            for m in bm.METHODS if m in shown_methods)
+        if self.show_reference:
+            items += ('<span style="display:inline-block"><span style="display:inline-block;width:16px;'
+                      'height:3px;background:black;vertical-align:middle;margin-right:4px"></span>'
+                      'thesis notebook (reference)</span>')
+        self._legend.object = items
+        self._table.value = _EMPTY_SUMMARY if here is None else here.reset_index(drop=True)
 
     def _update_status(self) -> None:
         m = self.model
-        with pn.io.hold():
-            self._progress.max = max(m.total, 1)
-            self._progress.value = min(m.done, max(m.total, 1)) if m.total else 0
-            self._progress.bar_color = {"failed": "danger", "cancelled": "warning", "done": "success"}.get(
-                m.status, "primary")
-            self._status.object = m.progress_text()
-            self._alert.object = md(m.error)
-            self._alert.visible = bool(m.error)
-            busy = m.status == "running"
-            self._run.disabled = busy
-            self._cancel.disabled = not busy
-            self._load.disabled = busy or not COMMITTED_SUMMARY.is_file()
-
-    def refresh(self) -> None:
-        """Redraw the read-outs and every panel."""
-        self._update_status()
-        self.refresh_plots()
+        self._progress.max = max(m.total, 1)
+        self._progress.value = min(m.done, max(m.total, 1)) if m.total else 0
+        self._progress.bar_color = {"failed": "danger", "cancelled": "warning", "done": "success"}.get(
+            m.status, "primary")
+        self._status.object = m.progress_text()
+        self._alert.object = md(m.error)
+        self._alert.visible = bool(m.error)
+        busy = m.status == "running"
+        self._run.disabled = busy
+        self._cancel.disabled = not busy
+        self._load.disabled = busy or not COMMITTED_SUMMARY.is_file()

@@ -2,17 +2,21 @@
 
 One :class:`~explorer.ui.state.performance_model.PerformanceModel` per page.
 
-* **Measure** runs :meth:`PerformanceModel.sweep` on the session's own compute thread (as
-  :class:`~explorer.ui.components.player.StepPlayer` does): the progress and the partial table are pushed back to the
-  event loop with ``add_next_tick_callback`` and shown there (progress bar, plots, table), so the page stays
+* **Measure** runs :meth:`PerformanceModel.sweep` as one job of the session's compute thread
+  (:class:`~explorer.ui.session.SessionWorker`, :func:`~explorer.ui.session.run_then`): its progress (throttled)
+  and the partial table are drawn on the session's event loop (progress bar, plots, table), so the page stays
   responsive and no document is changed from a thread. Outside a server (Jupyter, scripts, tests) the sweep runs
-  directly. The end of the session cancels the sweep and stops the thread.
+  directly. The end of the session cancels the sweep (the session's thread stops by itself).
 * The timing plot (seconds per call, log y, one colour per strategy: solid = one component's E-step kernel,
-  dashed = a full EM step) and the theoretical-cost plot are ``hv.DynamicMap`` s on ``hv.streams.Pipe`` s with a
-  fixed structure (one Curve and one Scatter per series, empty and hidden when not measured).
-* The tree plot (``hv.DynamicMap`` on a Pipe plus a ``Tap`` stream): nodes are the distinct patterns (size =
-  rows, colour = depth or from scratch / updated), edges the MST with their Hamming weight n_d; a tap selects the
-  nearest node, whose chain of updates from its root is drawn in red and listed beside the plot.
+  dashed = a full EM step) and the theoretical-cost plot are Bokeh figures made once per session
+  (:class:`~explorer.ui.plots.series_plot.SeriesPlot`: a line and markers per series, hidden with their legend
+  entry when not measured).
+* The tree plot (:class:`~explorer.ui.plots.tree_graph.TreeGraph`, also made once): nodes are the distinct patterns
+  (size = rows, colour = depth or from scratch / updated), edges the MST with their Hamming weight n_d; a tap
+  selects the nearest node, whose chain of updates from its root is drawn in red and listed beside the plot.
+
+Frames only replace the figures' source data and ranges, on the session's event loop
+(:class:`~explorer.ui.session.Redraw`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -31,17 +32,26 @@ import param
 from bokeh.palettes import Viridis256
 from panel.viewable import Viewer
 
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 from explorer.core._validation import BadInputError
-from explorer.ui.state.performance_model import EM_STRATEGIES, KERNELS, MASKS, X_AXES, PerformanceModel, em_strategies
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.series_plot import SeriesPlot
+from explorer.ui.plots.tree_graph import TreeGraph
+from explorer.ui.session import Redraw, run_then, served_doc
+from explorer.ui.state.performance_model import (
+    EM_STRATEGIES,
+    KERNELS,
+    MASKS,
+    X_AXES,
+    PerformanceModel,
+    em_strategies,
+)
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
-from explorer.ui.session import served_doc
 
-__all__ = ["PerformanceView", "SERIES", "timing_overlay", "theory_overlay", "tree_overlay", "path_markdown"]
+__all__ = ["PerformanceView", "SERIES", "timing_frame", "tree_frame", "path_markdown"]
 
 STRATEGY_COLORS = {"precision": "#2f6fb3", "numpy": "#2f6fb3", "compiled": "#17becf", "tree": "#e4572e",
                    "naive": "#76b041"}
@@ -78,7 +88,7 @@ what the measurements show. **Below**, the tree of a small case: tap a node to s
 """
 
 
-# ----------------------------------------------------------------------------- plot callbacks
+# ----------------------------------------------------------------------------- frames
 def _empty_points() -> pd.DataFrame:
     return pd.DataFrame({c: np.empty(0, dtype=object if c == "series" else float) for c in _POINT_COLS})
 
@@ -112,33 +122,6 @@ def timing_frame(table: pd.DataFrame | None, x_label: str, value: str = "seconds
     return {"series": frames, "ylim": ylim, "xlim": xlim, "x_label": x_label, "value": value}
 
 
-def _overlay(data: dict, ylabel: str) -> hv.Overlay:
-    xd = hv.Dimension("x", label=data["x_label"], range=data["xlim"])
-    yd = hv.Dimension("ms", label=ylabel, range=data["ylim"])
-    vdims = [yd, "series", "patterns", "D", "rate", "rows"]
-    layers = []
-    for key, (label, colour, kind) in SERIES.items():
-        frame = data["series"][key]
-        shown = len(frame) > 0
-        dash = "solid" if kind == "kernel" else "dashed"
-        marker = "circle" if kind == "kernel" else "triangle"
-        layers.append(hv.Curve(frame, xd, vdims, label=label).opts(color=colour, line_dash=dash, line_width=2,
-                                                                   visible=shown, framewise=True))
-        layers.append(hv.Scatter(frame, xd, vdims, label=label).opts(color=colour, marker=marker, size=8,
-                                                                     tools=["hover"], visible=shown, framewise=True))
-    return hv.Overlay(layers)
-
-
-def timing_overlay(data: dict) -> hv.Overlay:
-    """DynamicMap callback of the timing plot (14 layers whatever the data)."""
-    return _overlay(data, "milliseconds per call (log)")
-
-
-def theory_overlay(data: dict) -> hv.Overlay:
-    """DynamicMap callback of the theoretical-cost plot (same layers; only the kernels have counts)."""
-    return _overlay(data, "flops, leading terms (log)")
-
-
 def _node_colours(nodes: pd.DataFrame, colour_by: str) -> list[str]:
     if colour_by == "from scratch":
         return [SCRATCH_COLORS[s] for s in nodes["scratch"]]
@@ -147,7 +130,8 @@ def _node_colours(nodes: pd.DataFrame, colour_by: str) -> list[str]:
 
 
 def tree_frame(model: PerformanceModel) -> dict:
-    """What the tree plot draws (see :func:`tree_overlay`), from the model's case, colours and selected node."""
+    """What the tree plot draws (see :meth:`TreeGraph.update <explorer.ui.plots.tree_graph.TreeGraph.update>`), from
+    the model's case, colours and selected node."""
     case = model.tree_case()
     nodes = case["nodes"].copy()
     nodes["colour"] = _node_colours(nodes, model.colour_by)
@@ -176,31 +160,6 @@ def tree_frame(model: PerformanceModel) -> dict:
     return {"nodes": nodes, "edges": case["edges"], "path": path_edges, "selected": selected, "pixels": pixels,
             "xlim": xlim, "ylim": ylim, "xlabel": xlabel, "ylabel": ylabel, "summary": case["summary"],
             "layout": case["layout"]}
-
-
-def tree_overlay(data: dict, x=None, y=None) -> hv.Overlay:
-    """DynamicMap callback of the tree plot (6 layers whatever the data); ``x``/``y`` come from its Tap stream."""
-    xd = hv.Dimension("x", label=data["xlabel"], range=data["xlim"])
-    yd = hv.Dimension("y", label=data["ylabel"], range=data["ylim"])
-    seg = [xd, yd, "x1", "y1"]
-    pixels = hv.Rectangles(data["pixels"].rename(columns={"x0": "x", "y0": "y"}), kdims=seg).opts(
-        color="#f4b6a6", line_color="#f4b6a6", alpha=0.45, framewise=True)
-    edges = hv.Segments(data["edges"].rename(columns={"x0": "x", "y0": "y"}), kdims=seg, vdims=["n_d"]).opts(
-        color="#9a9a9a", line_width=2, framewise=True)
-    path = hv.Segments(data["path"].rename(columns={"x0": "x", "y0": "y"}), kdims=seg).opts(
-        color="#d62728", line_width=5, alpha=0.85, framewise=True)
-    labels = hv.Labels(data["edges"].rename(columns={"xm": "x", "ym": "y"})[["x", "y", "label"]], kdims=[xd, yd],
-                       vdims=["label"]).opts(text_font_size="8pt", text_color="#444444", framewise=True)
-    vd = ["node", "rows", "depth", "scratch", "n_missing", "n_observed", "parent", "n_d", "size", "colour"]
-    nodes = hv.Points(data["nodes"], kdims=[xd, yd], vdims=vd).opts(
-        color="colour", size="size", line_color="white", line_width=1, tools=["hover", "tap"],
-        hover_tooltips=[("node", "@node"), ("rows", "@rows"), ("depth", "@depth"), ("missing", "@n_missing"),
-                        ("observed", "@n_observed"), ("parent", "@parent"), ("n_d to parent", "@n_d"),
-                        ("factor", "@scratch")],
-        nonselection_alpha=1.0, framewise=True)
-    selected = hv.Points(data["selected"], kdims=[xd, yd], vdims=vd).opts(
-        color="#d62728", fill_alpha=0.0, line_width=3, size=34, framewise=True)
-    return hv.Overlay([pixels, edges, path, labels, nodes, selected])
 
 
 def _flops(v: float) -> str:
@@ -257,6 +216,17 @@ def summary_markdown(summary: dict, refresh_every: int) -> str:
 
 
 # ----------------------------------------------------------------------------- the page
+#: The timing and cost plots' series: key -> (label, colour, line dash, marker).
+_PLOT_SERIES = {key: (label, colour, "solid" if kind == "kernel" else "dashed",
+                      "circle" if kind == "kernel" else "triangle") for key, (label, colour, kind) in SERIES.items()}
+
+
+def _series_plot(title: str, ylabel: str) -> SeriesPlot:
+    tooltips = [("series", "@series"), ("x", "@x"), (ylabel, "@ms"), ("patterns", "@patterns"), ("D", "@D"),
+                ("rate", "@rate"), ("rows", "@rows")]
+    return SeriesPlot(title, ylabel, _PLOT_SERIES, columns=_POINT_COLS, x="x", y="ms", tooltips=tooltips)
+
+
 class PerformanceView(Viewer):
     """Measure button, sweep and tree settings, timing / cost plots, table, the pattern tree and a node's path.
 
@@ -275,11 +245,15 @@ class PerformanceView(Viewer):
         self.results: pd.DataFrame | None = None
         self._busy = False
         self._destroyed = False
-        self._destroy_registered = False
         self._cancel = threading.Event()
-        self._executor: ThreadPoolExecutor | None = None
         self._started = 0.0
         self._run = 0
+        self._doc = served_doc()  # the served session (None in Jupyter, scripts and tests)
+        self._redraw = Redraw(self._draw, self._doc)  # Bokeh models are changed on the session's event loop only
+        self._lock = threading.Lock()  # guards the measurement's progress handed from the compute thread
+        self._progress_shown: tuple | None = None  # (run, x label, done, total, table or None) not drawn yet
+        self._results_stale: tuple | None = None  # (table, x label): the plots and table to draw
+        self._tree_stale = True
         self._build()
         self.model.param.watch(weak_callback(self._on_tree_settings),
                                ["tree_mask", "tree_side", "tree_square", "tree_features", "tree_rate", "tree_rows",
@@ -287,6 +261,8 @@ class PerformanceView(Viewer):
         self.model.param.watch(weak_callback(self._on_sweep_settings),
                                ["x_axis", "mask", "n_patterns", "n_features", "missing_rate", "rows_per_pattern",
                                 "n_points", "repeats", "kernels", "em_step", "seed"])
+        if self._doc is not None:
+            self._doc.on_session_destroyed(self._on_session_destroyed)
         self.refresh_tree()
 
     def __panel__(self):
@@ -340,23 +316,11 @@ class PerformanceView(Viewer):
             "### Tree", *self._tree_widgets.values(),
             sizing_mode="stretch_width", min_width=300,
         )
-        x_label = X_AXES[m.x_axis]
-        self._pipes = {"timing": hv.streams.Pipe(data=timing_frame(None, x_label)),
-                       "theory": hv.streams.Pipe(data=timing_frame(None, x_label, "flops"))}
-        common = dict(responsive=True, height=440, logy=True, show_grid=True, toolbar="above", legend_position="bottom",
-                      legend_cols=2, legend_opts={"label_text_font_size": "8pt"})
-        logy = {"Curve": {"logy": True}, "Scatter": {"logy": True}}
-        timing = hv.DynamicMap(timing_overlay, streams=[self._pipes["timing"]]).opts(
-            {**logy, "Overlay": dict(title="Measured: time per call", **common)}, backend="bokeh")
-        theory = hv.DynamicMap(theory_overlay, streams=[self._pipes["theory"]]).opts(
-            {**logy, "Overlay": dict(title="Theory: flops of the factorisations", **common)}, backend="bokeh")
-        self._tree_pipe = hv.streams.Pipe(data=tree_frame(m))
-        tap = hv.streams.Tap(x=None, y=None, transient=True)
-        tap.add_subscriber(weak_callback(self._on_tap))
-        self._tap = tap
-        tree = hv.DynamicMap(tree_overlay, streams=[self._tree_pipe, tap]).opts(
-            {"Overlay": dict(title="Pattern MST (tap a node)", responsive=True, height=500, invert_yaxis=True,
-                             show_legend=False, toolbar="above", show_grid=False)}, backend="bokeh")
+        # Bokeh figures made once: a frame only replaces their sources' data
+        self._timing = _series_plot("Measured: time per call", "milliseconds per call (log)")
+        self._theory = _series_plot("Theory: flops of the factorisations", "flops, leading terms (log)")
+        self._draw_results(None, X_AXES[m.x_axis])
+        self._tree = TreeGraph("Pattern MST (tap a node)", height=500, on_tap=weak_callback(self._on_tap))
         self._tree_legend = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
         self._path = pn.pane.Markdown(path_markdown(m), sizing_mode="stretch_width",
                                       stylesheets=[":host table {font-size: 12px;} :host td {vertical-align: top;}"])
@@ -366,15 +330,13 @@ class PerformanceView(Viewer):
         self._info = pn.pane.Markdown(self._mode_text(), sizing_mode="stretch_width", margin=(0, 10))
         self._table = pn.pane.DataFrame(None, sizing_mode="stretch_width", index=False, escape=True,
                                         stylesheets=[":host table {font-size: 12px;}"])
-        self._timing_pane = pn.pane.HoloViews(timing, sizing_mode="stretch_width", linked_axes=False)
-        self._tree_pane = pn.pane.HoloViews(tree, sizing_mode="stretch_width", linked_axes=False)
         self.main = pn.Column(
             self._alert, self._info,
-            flow(self._timing_pane, pn.pane.HoloViews(theory, sizing_mode="stretch_width", linked_axes=False)),
+            flow(self._timing.pane, self._theory.pane),
             self._table,
             pn.pane.Markdown("### The pattern spanning tree of a small case", sizing_mode="stretch_width"),
             self._tree_alert, self._summary,
-            flow(pn.Column(self._tree_legend, self._tree_pane, sizing_mode="stretch_width"), self._path),
+            flow(pn.Column(self._tree_legend, self._tree.pane, sizing_mode="stretch_width"), self._path),
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
@@ -404,25 +366,14 @@ class PerformanceView(Viewer):
         """Keep the settings in the page URL (when served). Returns True if synced."""
         return sync_with_url(*self.url_bindings())
 
-    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
-
-    def _register_destroy(self):
-        if self._destroy_registered:
-            return
-        self._destroy_registered = True
-        pn.state.on_session_destroyed(self._on_session_destroyed)
-
     def _on_session_destroyed(self, session_context) -> None:
-        """Cancel the sweep and stop the compute thread (idempotent: Bokeh may call it twice)."""
+        """Cancel the sweep (idempotent: Bokeh may call it twice); the session's compute thread stops by itself."""
         self._destroyed = True
         self._cancel.set()
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ measuring
     def measure(self) -> bool:
-        """Start the sweep (on the session's compute thread when served). False when it cannot start."""
+        """Start the sweep (a job of the session's compute thread when served). False when it cannot start."""
         if self._busy or self._destroyed:
             return False
         try:
@@ -442,28 +393,9 @@ class PerformanceView(Viewer):
             self._progress.param.update(max=max(total, 1), value=0, bar_color="primary")
             self._status.object = f"Measuring 0 / {total} …"
         x_label = X_AXES[self.model.x_axis] + " (realised)"
-        doc = self._served_doc()
-        if doc is None:  # Jupyter, scripts, tests: directly
-            try:
-                table = self.model.sweep(progress=partial(self._show_progress, run, x_label), cancel=cancel)
-                self._finish(run, x_label, table, None)
-            except Exception as exc:
-                self._finish(run, x_label, None, exc)
-            return True
-        self._register_destroy()
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-performance")
-
-        def later(fn, *args):
-            if not self._destroyed:
-                try:
-                    doc.add_next_tick_callback(partial(fn, *args))
-                except Exception:  # the document went away meanwhile
-                    pass
-
         last = {"bar": 0.0, "plots": time.monotonic()}
 
-        def progress(done, total, table):
+        def progress(done, total, table):  # on the compute thread: hand the numbers to the event loop
             now = time.monotonic()
             if now - last["bar"] < _PROGRESS_EVERY_S:
                 return  # throttled: the final table comes with _finish
@@ -471,18 +403,21 @@ class PerformanceView(Viewer):
             plots = now - last["plots"] >= _PLOTS_EVERY_S
             if plots:
                 last["plots"] = now
-            later(self._show_progress, run, x_label, done, total, table if plots else None)
+            with self._lock:
+                self._progress_shown = (run, x_label, done, total, table if plots else None)
+            self._redraw()
 
         def work():
             try:
-                table, error = self.model.sweep(progress=progress, cancel=cancel), None
-            except Exception as exc:  # shown on the page
-                table, error = None, exc
-            later(self._finish, run, x_label, table, error)
+                return self.model.sweep(progress=progress, cancel=cancel), None
+            except Exception as exc:  # noqa: BLE001 - shown on the page, never raised into the server
+                return None, exc
 
-        try:
-            self._executor.submit(work)
-        except RuntimeError:  # shut down by the end of the session
+        def then(outcome, error):
+            table, failure = outcome if error is None else (None, error)
+            self._finish(run, x_label, table, failure)
+
+        if not run_then(work, then, key="measure", doc=self._doc):  # the session's thread has stopped
             self._busy = False
             return False
         return True
@@ -491,19 +426,13 @@ class PerformanceView(Viewer):
         """Stop the sweep before its next measurement (what is measured so far stays)."""
         self._cancel.set()
 
-    def _show_progress(self, run, x_label, done, total, table) -> None:
-        if run != self._run or self._destroyed:
-            return
-        with pn.io.hold():
-            self._progress.param.update(max=max(total, 1), value=done)
-            self._status.object = f"Measuring {done} / {total} …"
-            if table is not None:
-                self._show_results(table, x_label)
-
     def _finish(self, run, x_label, table, error) -> None:
+        """The sweep's end, on the session's event loop (or at once outside a server)."""
         if run != self._run or self._destroyed:
             return
         self._busy = False
+        with self._lock:
+            self._progress_shown = None
         with pn.io.hold():
             self._measure.disabled, self._stop.disabled = False, True
             if error is not None:
@@ -524,12 +453,28 @@ class PerformanceView(Viewer):
             wall = time.monotonic() - self._started
             self._status.object = (f"{'Cancelled after' if cancelled else 'Done:'} {n} measurements in {wall:.1f} s "
                                    "(each the best of the repeats).")
-            self._show_results(table, x_label)
+        self._results_stale = (table, x_label)
+        self._redraw()
 
-    def _show_results(self, table: pd.DataFrame, x_label: str) -> None:
-        self._pipes["timing"].send(timing_frame(table, x_label))
-        self._pipes["theory"].send(timing_frame(table, x_label, "flops"))
-        self._table.object = self._pivot(table)
+    def _draw_progress(self) -> None:
+        with self._lock:
+            shown, self._progress_shown = self._progress_shown, None
+        if shown is None:
+            return
+        run, x_label, done, total, table = shown
+        if run != self._run or self._destroyed:
+            return
+        self._progress.param.update(max=max(total, 1), value=done)
+        self._status.object = f"Measuring {done} / {total} …"
+        if table is not None:
+            self._draw_results(table, x_label)
+
+    def _draw_results(self, table: pd.DataFrame | None, x_label: str) -> None:
+        for plot, value in ((self._timing, "seconds"), (self._theory, "flops")):
+            frame = timing_frame(table, x_label, value)
+            plot.update(frame["series"], frame["xlim"], frame["ylim"], x_label, frame=frame)
+        if table is not None:
+            self._table.object = self._pivot(table)
 
     @staticmethod
     def _pivot(table: pd.DataFrame) -> pd.DataFrame | None:
@@ -555,7 +500,7 @@ class PerformanceView(Viewer):
             self._status.object = "Settings changed: press **Measure** to time the new sweep."
 
     # ------------------------------------------------------------------ the tree
-    def _on_tap(self, x=None, y=None, **kwargs) -> None:
+    def _on_tap(self, x=None, y=None) -> None:
         if x is None or y is None:
             return
         try:
@@ -578,30 +523,45 @@ class PerformanceView(Viewer):
         self.refresh_tree()
 
     def refresh_tree(self) -> None:
-        """Redraw the tree, its summary and the selected node's path."""
-        m = self.model
+        """Redraw the tree, its summary and the selected node's path (on the session's event loop)."""
+        self._tree_stale = True
+        self._redraw()
+
+    # ------------------------------------------------------------------ drawing
+    def _draw(self) -> None:
         with pn.io.hold():
-            try:
-                frame = tree_frame(m)
-                path = path_markdown(m)
-            except BadInputError as exc:
-                self._tree_alert.param.update(object=md(str(exc)), visible=True)
-                return
-            self._tree_alert.visible = False
-            self._tree_pipe.send(frame)
-            self._summary.object = summary_markdown(frame["summary"], m.refresh_every)
-            self._path.object = path
-            if m.colour_by == "from scratch":
-                items = [(c, k) for k, c in SCRATCH_COLORS.items()]
-            else:
-                top = int(frame["nodes"]["depth"].max()) if len(frame["nodes"]) else 0
-                items = [(Viridis256[int(round(220 * d / max(top, 1)))], f"depth {d}")
-                         for d in sorted({0, top // 2, top})]
-            self._tree_legend.object = "".join(
-                f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;width:12px;'
-                f'height:12px;border-radius:6px;background:{c};margin-right:4px"></span>{label}</span>'
-                for c, label in items) + ('<span style="color:#555">· size = rows · edge label = n<sub>d</sub> · '
-                                          'red = path of the selected node</span>')
+            self._draw_progress()
+            results, self._results_stale = self._results_stale, None
+            if results is not None:
+                self._draw_results(*results)
+            if self._tree_stale:
+                self._tree_stale = False
+                self._draw_tree()
+        push(self._timing.pane, self._theory.pane, self._tree.pane)
+
+    def _draw_tree(self) -> None:
+        m = self.model
+        try:
+            frame = tree_frame(m)
+            path = path_markdown(m)
+        except BadInputError as exc:
+            self._tree_alert.param.update(object=md(str(exc)), visible=True)
+            return
+        self._tree_alert.visible = False
+        self._tree.update(frame)
+        self._summary.object = summary_markdown(frame["summary"], m.refresh_every)
+        self._path.object = path
+        if m.colour_by == "from scratch":
+            items = [(c, k) for k, c in SCRATCH_COLORS.items()]
+        else:
+            top = int(frame["nodes"]["depth"].max()) if len(frame["nodes"]) else 0
+            items = [(Viridis256[int(round(220 * d / max(top, 1)))], f"depth {d}")
+                     for d in sorted({0, top // 2, top})]
+        self._tree_legend.object = "".join(
+            f'<span style="display:inline-block;margin-right:14px"><span style="display:inline-block;width:12px;'
+            f'height:12px;border-radius:6px;background:{c};margin-right:4px"></span>{label}</span>'
+            for c, label in items) + ('<span style="color:#555">· size = rows · edge label = n<sub>d</sub> · '
+                                      'red = path of the selected node</span>')
 
 
 def create_model(**settings) -> PerformanceModel:

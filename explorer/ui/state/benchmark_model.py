@@ -1,32 +1,46 @@
-"""A seed000 imputation benchmark run in a background thread, with progress and partial results.
+"""A seed000 imputation benchmark run cell by cell off the caller's thread, with progress and partial results.
 
 :class:`BenchmarkModel` holds the settings of a run (data sets, mechanism, rates, methods,
 repetitions, seed, quick settings, worker processes) and runs :func:`explorer.benchmark.run_benchmark`
 off the caller's thread. It imports param, never Panel.
 
-Threading contract. The worker thread never touches the model's parameters: it appends its
-updates (progress, partial tidy table, its :func:`~explorer.benchmark.summarise` output, the final
-status) to a pending buffer under a lock. :meth:`BenchmarkModel.poll` applies what is pending in one
-``param.update`` batch, **on the caller's thread**: a Panel view calls it from a periodic callback of
-its session, a script or a test calls :meth:`BenchmarkModel.wait`. So parameter watchers (and the
-widgets and plots they update) never run on the worker thread.
-
 The run is split into cells (data set x rate x method, with all repetitions); every cell is one
 ``run_benchmark`` call, so masks and method seeds are exactly those of a single full call (they
-depend on the names of the cell, never on the order of the jobs). After each cell the partial
-table is published; :meth:`BenchmarkModel.cancel` stops before the next cell (and before the next
-job when ``run_benchmark`` accepts a ``cancel`` event). With ``n_jobs > 1`` the cells run in a
-process pool (spawned workers: forking a threaded server is unsafe) from :func:`explorer._workers.worker_pool`:
-the workers exit by themselves when the server process dies, even by ``kill -9``, and they are
-terminated at a normal interpreter exit. :meth:`BenchmarkModel.close` (a page whose browser
-session ended) cancels the run and terminates its workers at once.
+depend on the names of the cell, never on the order of the jobs). A *step* of the run computes
+one cell (with ``n_jobs > 1``: takes the next cell finished by a process pool) and publishes the
+partial table; :meth:`BenchmarkModel.cancel` stops before the next cell (and before the next job
+of a cell: ``run_benchmark`` checks a ``cancel`` event).
+
+Who runs the steps. A served page passes its session's compute thread to
+:meth:`BenchmarkModel.start` (``submit``, e.g. :meth:`~explorer.ui.session.SessionWorker.submit`):
+each step is one job there, and the next one is submitted when the previous one has been shown,
+so a long run never holds the session's thread for more than a cell. Without ``submit`` (Jupyter,
+scripts, tests) the model runs the steps one after the other on a background thread of its own.
+
+Threading contract. A step never touches the model's parameters: it appends its updates
+(progress, partial tidy table, its :func:`~explorer.benchmark.summarise` output, the final status)
+to a pending buffer under a lock. :meth:`BenchmarkModel.poll` applies what is pending in one
+``param.update`` batch, **on the caller's thread**: a Panel view calls it from a periodic callback
+of its session (and after every step), a script or a test calls :meth:`BenchmarkModel.wait`. So
+parameter watchers (and the widgets and plots they update) never run on the computing thread.
+
+With ``n_jobs > 1`` the cells run in a process pool (spawned workers: forking a threaded server is
+unsafe) from :func:`explorer._workers.worker_pool`: the workers exit by themselves when the server
+process dies, even by ``kill -9``, and they are terminated at a normal interpreter exit.
+:meth:`BenchmarkModel.close` (a page whose browser session ended) cancels the run and terminates
+its workers at once.
+
+Loaded result files (:meth:`BenchmarkModel.load_results`) are parsed once per process and shared
+by every session, read-only.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,11 +51,11 @@ import param
 from explorer import benchmark as bm
 from explorer._workers import as_done, stop_pool, worker_pool
 from explorer.core._validation import BadInputError
-from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.reference import SEED000_RATES
+from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["BenchmarkModel", "BENCHMARK_DATASETS", "DEFAULT_METHODS", "COMMITTED_SUMMARY", "SUMMARY_COLUMNS",
-           "STATUSES"]
+           "STATUSES", "read_results"]
 
 #: Complete built-in data sets the benchmark can amputate (the thesis used the first two).
 BENCHMARK_DATASETS = ("boston", "ionosphere", "wine", "iris")
@@ -61,6 +75,55 @@ def _hms(seconds) -> str:
         return "-"
     s = int(float(seconds) + 0.5)
     return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:d}:{s % 60:02d}"
+
+
+#: Parsed result files: (path, modification time, size) -> (tidy results or None, summary). Read-only, shared.
+_TABLES: dict[tuple, tuple[pd.DataFrame | None, pd.DataFrame]] = {}
+_TABLES_LOCK = threading.Lock()
+_TABLES_KEPT = 4
+
+
+def read_results(path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+    """The tidy results (None for a summary file) and the summary of a result file, parsed once per process.
+
+    A file is parsed again when its modification time or size changed. The tables are shared by every
+    session: never modify them.
+
+    Raises
+    ------
+    BadInputError
+        The file does not exist or is not a benchmark summary (or tidy results table).
+    OSError, ValueError, pandas.errors.ParserError
+        The file cannot be read or parsed.
+    """
+    if not path.is_file():
+        raise BadInputError(f"{path} does not exist. Write a full run with "
+                            "`python benchmarks/run_imputation.py --out results/seed000_benchmark`.")
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _TABLES_LOCK:
+        cached = _TABLES.get(key)
+    if cached is not None:
+        return cached
+    df = pd.read_csv(path)
+    results = None
+    if "value" in df.columns:
+        missing = sorted(set(bm.RESULT_COLUMNS) - set(df.columns))
+        if missing:
+            raise BadInputError(f"{path.name} looks like a tidy results table but lacks {missing}.")
+        df["error"] = df["error"].astype(object).fillna("").astype(str)
+        results, df = df, bm.summarise(df)
+    missing = sorted(set(SUMMARY_COLUMNS) - set(df.columns))
+    if missing:
+        raise BadInputError(f"{path.name} is not a benchmark summary: columns {missing} are missing "
+                            f"(expected {list(SUMMARY_COLUMNS)}).")
+    if df.empty:
+        raise BadInputError(f"{path.name} has no rows.")
+    with _TABLES_LOCK:
+        while len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = (results, df)
+    return results, df
 
 
 def _run_cell(dataset, mechanism, rate, method, repetitions, seed, variant, quick) -> pd.DataFrame:
@@ -91,10 +154,33 @@ class _Plan:
         return len(self.cells) * self.repetitions
 
 
-class BenchmarkModel(Settings):
-    """Settings, background run and (partial) results of the seed000 imputation benchmark.
+class _Run:
+    """The state of one run, shared by its steps (one at a time) and :meth:`BenchmarkModel.close`."""
 
-    Outputs are constant parameters updated by :meth:`poll` (never by the worker thread).
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+        self.t0 = time.perf_counter()
+        self.cancel = threading.Event()
+        self.abandon = threading.Event()  # set by close(): end the run's worker processes now
+        self.frames: list[pd.DataFrame] = []  # the finished cells' tidy tables
+        self.done = 0  # finished jobs
+        self.last_job = ""
+        self.next_cell = 0  # n_jobs == 1: the next cell to compute
+        self.pool = None  # n_jobs > 1: the process pool (guarded by the model's lock) ...
+        self.pool_context = None  # ... its worker_pool context, left when the run ends
+        self.futures: dict = {}  # future -> (dataset, rate, method)
+        self.finished_cells = None  # as_done(futures)
+        self.remaining = 0  # cells not yet taken from finished_cells
+        self.lock = threading.Lock()  # guards working / ending
+        self.working = False  # a step is computing
+        self.ending = False  # _end has begun
+        self.finished = threading.Event()  # the final status is pending (or applied)
+
+
+class BenchmarkModel(Settings):
+    """Settings, run (off the caller's thread) and (partial) results of the seed000 imputation benchmark.
+
+    Outputs are constant parameters updated by :meth:`poll` (never by the computing thread).
 
     Examples
     --------
@@ -118,7 +204,7 @@ class BenchmarkModel(Settings):
     repetitions = param.Integer(default=1, bounds=(1, 100), doc="Independent masks per cell")
     seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the masks and of the methods")
     quick = param.Boolean(default=True, doc="Cheap method settings (a smoke run, not the thesis settings)")
-    n_jobs = param.Integer(default=1, bounds=(1, 64), doc="Worker processes (1 = in the background thread)")
+    n_jobs = param.Integer(default=1, bounds=(1, 64), doc="Worker processes (1 = in the computing thread)")
     variant = param.Selector(default="code", objects=["code", "thesis"],
                              doc="Mechanism variant: the author's code or the thesis text")
 
@@ -138,13 +224,10 @@ class BenchmarkModel(Settings):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._lock = threading.Lock()  # guards _pending / _thread / _token
+        self._lock = threading.Lock()  # guards _pending / _run / _token and the run's pool
         self._poll_lock = threading.Lock()
         self._pending: dict = {}
-        self._thread: threading.Thread | None = None
-        self._cancel = threading.Event()
-        self._abandon = threading.Event()  # set by close(): end the run's worker processes now
-        self._pool = None  # the running process pool (n_jobs > 1), guarded by _lock
+        self._run: _Run | None = None  # the current (or last) run
         self._token = 0
 
     # ------------------------------------------------------------------ helpers
@@ -160,9 +243,9 @@ class BenchmarkModel(Settings):
 
     @property
     def running(self) -> bool:
-        """True while the worker thread is alive (also while it finishes after :meth:`cancel`)."""
-        t = self._thread
-        return t is not None and t.is_alive()
+        """True from :meth:`start` until the run has ended (also while it finishes after :meth:`cancel`)."""
+        run = self._run
+        return run is not None and not run.finished.is_set()
 
     @param.depends("mechanism", watch=True)
     def _rates_for_mechanism(self):
@@ -197,20 +280,30 @@ class BenchmarkModel(Settings):
                      int(self.repetitions), int(self.seed), self.variant, bool(self.quick), int(self.n_jobs))
 
     # ------------------------------------------------------------------ actions
-    def start(self) -> bool:
-        """Start a run in a background thread; False (with :attr:`error` set) if it cannot start.
+    def start(self, submit: Callable | None = None) -> bool:
+        """Start a run; False (with :attr:`error` set) if it cannot start.
+
+        Parameters
+        ----------
+        submit : callable, optional
+            ``submit(work, then) -> bool`` runs ``work()`` off the caller's thread, then ``then(result, error)``
+            on the thread that owns the model (a served page passes its session's
+            :meth:`~explorer.ui.session.SessionWorker.submit`); False when it refused the job. Each job is
+            one cell of the run, and ``then`` submits the next one. Default: the cells run one after the
+            other on a background thread of the model (Jupyter, scripts, tests).
 
         The outputs are reset at once; progress arrives through :meth:`poll`.
         """
         with self._lock:
-            if self.running:
-                busy = "is being cancelled" if self._cancel.is_set() else "is running"
-                self._publish(error=f"A benchmark {busy}; wait for it to stop (or cancel it) first.")
-                return False
-            self._token += 1
-            self._pending = {}
-            self._cancel = threading.Event()
-            self._abandon = threading.Event()
+            run = self._run
+            busy = run is not None and not run.finished.is_set()
+            if not busy:
+                self._token += 1
+                self._pending = {}
+        if busy:
+            what = "is being cancelled" if run.cancel.is_set() else "is running"
+            self._publish(error=f"A benchmark {what}; wait for it to stop (or cancel it) first.")
+            return False
         try:
             plan = self._plan()
         except (BadInputError, ValueError, OSError) as exc:
@@ -218,22 +311,25 @@ class BenchmarkModel(Settings):
             return False
         self._publish(status="running", error="", done=0, total=plan.total, eta=None, elapsed=0.0, results=None,
                       summary=None, last_job="", source="run", run_id=self.run_id + 1)
-        thread = threading.Thread(target=self._work, args=(plan, self._cancel, self._abandon), daemon=True,
-                                  name=f"benchmark-{plan.token}")
+        run = _Run(plan)
         with self._lock:
-            self._thread = thread
-        thread.start()
+            self._run = run
+        if submit is None:
+            threading.Thread(target=self._run_steps, args=(run,), daemon=True, name=f"benchmark-{plan.token}").start()
+        elif not self._submit_step(run, submit):
+            self._stop_early(run)
         return True
 
     def cancel(self) -> bool:
         """Ask the running benchmark to stop before its next cell (or job); True if one was running.
 
-        The partial results stay; :attr:`status` becomes "cancelled" once the worker has stopped.
+        The partial results stay; :attr:`status` becomes "cancelled" once the run has stopped.
         """
-        if not self.running:
+        run = self._run
+        if run is None or run.finished.is_set():
             return False
-        self._cancel.set()
-        self._push(self._token, last_job="cancelling after the current job ...")
+        run.cancel.set()
+        self._push(run.plan.token, last_job="cancelling after the current job ...")
         return True
 
     def close(self) -> bool:
@@ -241,20 +337,28 @@ class BenchmarkModel(Settings):
 
         For a page whose browser session has ended: nobody will read the results, so the running
         jobs of a process pool (``n_jobs > 1``) are abandoned instead of finished, and their
-        memory is freed at once. With ``n_jobs == 1`` the job running in the background thread
-        still finishes (a thread cannot be killed), then the run stops. Idempotent; the model
-        can :meth:`start` again afterwards.
+        memory is freed at once. With ``n_jobs == 1`` the cell being computed still finishes (a
+        thread cannot be killed), then the run stops; a run between two cells (its next cell
+        waiting for, or dropped with, the session's thread) ends here. Idempotent; the model can
+        :meth:`start` again afterwards.
         """
         was_running = self.cancel()
+        run = self._run
+        if run is None:
+            return was_running
         with self._lock:
-            abandon, pool = self._abandon, self._pool
-            abandon.set()  # under the lock: _work_pool either sees it or has published its pool
+            run.abandon.set()  # under the lock: the pool step either sees it or has published its pool
+            pool = run.pool
         if pool is not None:
             stop_pool(pool)
+        with run.lock:
+            between_cells = not run.working
+        if between_cells:
+            self._end(run)
         return was_running
 
     def poll(self) -> bool:
-        """Apply the worker's pending updates on the calling thread; True if anything changed.
+        """Apply the run's pending updates on the calling thread; True if anything changed.
 
         Call it from the thread that owns the UI (a Panel periodic callback of the session).
         Concurrent calls do not queue: a call made while another is applying returns False.
@@ -271,10 +375,10 @@ class BenchmarkModel(Settings):
             self._poll_lock.release()
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the worker stops (or ``timeout`` seconds), apply its updates, return :attr:`status`."""
-        t = self._thread
-        if t is not None:
-            t.join(timeout)
+        """Block until the run has ended (or ``timeout`` seconds), apply its updates, return :attr:`status`."""
+        run = self._run
+        if run is not None:
+            run.finished.wait(timeout)
         self.poll()
         return self.status
 
@@ -297,23 +401,7 @@ class BenchmarkModel(Settings):
             self._publish(error="A benchmark is running: cancel it before loading results.")
             return False
         try:
-            if not path.is_file():
-                raise BadInputError(f"{path} does not exist. Write a full run with "
-                                    "`python benchmarks/run_imputation.py --out results/seed000_benchmark`.")
-            df = pd.read_csv(path)
-            results = None
-            if "value" in df.columns:
-                missing = sorted(set(bm.RESULT_COLUMNS) - set(df.columns))
-                if missing:
-                    raise BadInputError(f"{path.name} looks like a tidy results table but lacks {missing}.")
-                df["error"] = df["error"].astype(object).fillna("").astype(str)
-                results, df = df, bm.summarise(df)
-            missing = sorted(set(SUMMARY_COLUMNS) - set(df.columns))
-            if missing:
-                raise BadInputError(f"{path.name} is not a benchmark summary: columns {missing} are missing "
-                                    f"(expected {list(SUMMARY_COLUMNS)}).")
-            if df.empty:
-                raise BadInputError(f"{path.name} has no rows.")
+            results, df = read_results(path)
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             self._publish(error=f"Could not load {path.name}: {exc}" if not isinstance(exc, BadInputError)
                           else str(exc))
@@ -349,94 +437,156 @@ class BenchmarkModel(Settings):
         settings["quick"] = False  # a full run is what a loaded table holds
         self.param.update(**settings)
 
-    # ------------------------------------------------------------------ worker thread
-    def _work(self, plan: _Plan, cancel: threading.Event, abandon: threading.Event) -> None:
-        t0 = time.perf_counter()
-        frames: list[pd.DataFrame] = []
-        finished = 0
+
+    # ------------------------------------------------------------------ the run, one cell per step
+    def _submit_step(self, run: _Run, submit: Callable) -> bool:
+        return submit(functools.partial(self._step, run), functools.partial(self._stepped, run, submit))
+
+    def _stepped(self, run: _Run, submit: Callable, more: bool, error: BaseException | None) -> None:
+        """After a step, on the thread that owns the model: queue the next cell, apply the progress."""
+        if error is not None:  # _step reports its errors itself; a refused or broken job ends the run
+            self._end(run, error)
+        elif more and not self._submit_step(run, submit):
+            self._stop_early(run)
+        self.poll()
+
+    def _run_steps(self, run: _Run) -> None:
+        """The model's own background thread (no ``submit``): every step, one after the other."""
+        while self._step(run):
+            pass
+
+    def _stop_early(self, run: _Run) -> None:
+        """The next cell cannot be run (the session's thread has stopped): the run ends as cancelled."""
+        run.cancel.set()
+        self._end(run)
+
+    def _step(self, run: _Run) -> bool:
+        """Compute the next cell of ``run`` (off the model's thread); True while cells remain.
+
+        Never raises: an error ends the run with status "failed". The last step ends the run.
+        """
+        with run.lock:
+            if run.finished.is_set() or run.ending:
+                return False
+            run.working = True
         try:
-            if plan.n_jobs > 1:
-                self._work_pool(plan, cancel, frames, t0, abandon)
-            else:
-                self._work_thread(plan, cancel, frames, t0)
-            finished = sum(len(f.drop_duplicates(["dataset", "rate", "method", "repetition"])) for f in frames)
-            status = "cancelled" if cancel.is_set() and finished < plan.total else "done"
-            final = dict(status=status, eta=0.0 if status == "done" else None, elapsed=time.perf_counter() - t0)
-            if status == "cancelled":
-                final["last_job"] = f"cancelled after {finished} of {plan.total} jobs"
-            self._push(plan.token, **final)
+            more = self._pool_step(run) if run.plan.n_jobs > 1 else self._cell_step(run)
         except Exception as exc:  # noqa: BLE001 - reported in the UI, never raised into a server thread
-            self._push(plan.token, status="failed", error=f"The benchmark stopped: {type(exc).__name__}: {exc}",
-                       eta=None, elapsed=time.perf_counter() - t0)
+            with run.lock:
+                run.working = False
+            self._end(run, exc)
+            return False
+        with run.lock:
+            run.working = False
+        if not more:
+            self._end(run)
+        return more
 
-    def _publish_tables(self, plan: _Plan, frames: list[pd.DataFrame], done: int, t0: float, last: str) -> None:
-        table = pd.concat(frames, ignore_index=True).sort_values(_SORT, kind="stable").reset_index(drop=True)
-        elapsed = time.perf_counter() - t0
-        self._push(plan.token, results=table, summary=bm.summarise(table), done=done, elapsed=elapsed,
-                   eta=elapsed / max(done, 1) * (plan.total - done), last_job=last)
-
-    def _work_thread(self, plan: _Plan, cancel: threading.Event, frames: list, t0: float) -> None:
-        base = 0
-        for dataset, rate, method in plan.cells:
-            if cancel.is_set():
+    def _end(self, run: _Run, error: BaseException | None = None) -> None:
+        """Close the run's pool and publish its final status (once, whoever gets here first)."""
+        with run.lock:
+            if run.ending:
                 return
+            run.ending = True
+        plan = run.plan
+        try:
+            self._close_pool(run, stop=error is not None or run.abandon.is_set())
+        finally:
+            elapsed = time.perf_counter() - run.t0
+            if error is not None:
+                self._push(plan.token, status="failed", error=f"The benchmark stopped: {type(error).__name__}: "
+                                                              f"{error}", eta=None, elapsed=elapsed)
+            else:
+                finished = sum(len(f.drop_duplicates(["dataset", "rate", "method", "repetition"])) for f in run.frames)
+                status = "cancelled" if run.cancel.is_set() and finished < plan.total else "done"
+                final = dict(status=status, eta=0.0 if status == "done" else None, elapsed=elapsed)
+                if status == "cancelled":
+                    final["last_job"] = f"cancelled after {finished} of {plan.total} jobs"
+                self._push(plan.token, **final)
+            run.finished.set()
 
-            def progress(info, base=base):
-                done = base + int(info["done"])
-                elapsed = time.perf_counter() - t0
-                err = f" FAILED: {info['error'][:160]}" if info.get("error") else ""
-                self._push(plan.token, done=done, elapsed=elapsed, eta=elapsed / done * (plan.total - done),
-                           last_job=f"{info['dataset']} · {info['mechanism']} r={info['rate']:g} · "
-                                    f"rep {info['repetition']} · {info['method']}: {info['seconds']:.1f} s{err}")
+    def _publish_tables(self, run: _Run, last: str) -> None:
+        plan = run.plan
+        table = pd.concat(run.frames, ignore_index=True).sort_values(_SORT, kind="stable").reset_index(drop=True)
+        elapsed = time.perf_counter() - run.t0
+        self._push(plan.token, results=table, summary=bm.summarise(table), done=run.done, elapsed=elapsed,
+                   eta=elapsed / max(run.done, 1) * (plan.total - run.done), last_job=last)
 
-            df = bm.run_benchmark([dataset], [plan.mechanism], [rate], [method], plan.repetitions, seed=plan.seed,
-                                  variant=plan.variant, quick=plan.quick, progress=progress, n_jobs=1, cancel=cancel)
-            if len(df):  # a cell cancelled before its first job is empty
-                frames.append(df)
-                base += len(df.drop_duplicates(["dataset", "rate", "method", "repetition"]))
+    def _cell_step(self, run: _Run) -> bool:
+        """One cell in this process (``n_jobs == 1``), a progress update after each of its jobs."""
+        plan = run.plan
+        if run.cancel.is_set() or run.next_cell >= len(plan.cells):
+            return False
+        dataset, rate, method = plan.cells[run.next_cell]
+        run.next_cell += 1
+        base = run.done
+
+        def progress(info):
+            done = base + int(info["done"])
+            elapsed = time.perf_counter() - run.t0
+            err = f" FAILED: {info['error'][:160]}" if info.get("error") else ""
+            run.last_job = (f"{info['dataset']} · {info['mechanism']} r={info['rate']:g} · rep {info['repetition']} · "
+                            f"{info['method']}: {info['seconds']:.1f} s{err}")
+            self._push(plan.token, done=done, elapsed=elapsed, eta=elapsed / done * (plan.total - done),
+                       last_job=run.last_job)
+
+        df = bm.run_benchmark([dataset], [plan.mechanism], [rate], [method], plan.repetitions, seed=plan.seed,
+                              variant=plan.variant, quick=plan.quick, progress=progress, n_jobs=1, cancel=run.cancel)
+        if len(df):  # a cell cancelled before its first job is empty
+            run.frames.append(df)
+            run.done += len(df.drop_duplicates(["dataset", "rate", "method", "repetition"]))
+            self._publish_tables(run, run.last_job)
+        return run.next_cell < len(plan.cells) and not run.cancel.is_set()
+
+    def _pool_step(self, run: _Run) -> bool:
+        """``n_jobs > 1``: the first step starts the pool with every cell; each step takes the next finished cell."""
+        plan = run.plan
+        try:
+            if run.finished_cells is None:
+                pool_context = worker_pool(plan.n_jobs, mp_context=multiprocessing.get_context("spawn"))
+                pool = pool_context.__enter__()  # left in _close_pool, by the step that ends the run
                 with self._lock:
-                    last = self._pending.get("last_job", "")
-                self._publish_tables(plan, frames, base, t0, last)
+                    run.pool, run.pool_context = pool, pool_context
+                    abandoned = run.abandon.is_set()  # close() came before the pool existed
+                if abandoned:
+                    return False
+                run.futures = {pool.submit(_run_cell, d, plan.mechanism, r, m, plan.repetitions, plan.seed,
+                                           plan.variant, plan.quick): (d, r, m) for d, r, m in plan.cells}
+                run.remaining = len(run.futures)
+                run.finished_cells = as_done(run.futures)
+            for fut in run.finished_cells:
+                run.remaining -= 1
+                if run.cancel.is_set():
+                    for f in run.futures:
+                        f.cancel()  # not started: skipped; running cells finish and are kept
+                if fut.cancelled():
+                    continue
+                df = fut.result()
+                run.frames.append(df)
+                run.done += plan.repetitions
+                d, r, m = run.futures[fut]
+                secs = df.drop_duplicates("repetition")["seconds"].sum()
+                err = "; ".join(sorted({e for e in df["error"] if e}))[:160]
+                self._publish_tables(run, f"{d} · {plan.mechanism} r={r:g} · {plan.repetitions} rep · {m}: "
+                                          f"{secs:.1f} s" + (f" FAILED: {err}" if err else ""))
+                return run.remaining > 0
+            return False
+        except RuntimeError:  # BrokenProcessPool, or submit() after shutdown
+            if not run.abandon.is_set():
+                raise
+            return False  # close() terminated the workers: nothing more will come
 
-    def _work_pool(self, plan: _Plan, cancel: threading.Event, frames: list, t0: float,
-                   abandon: threading.Event) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        with worker_pool(plan.n_jobs, mp_context=ctx) as pool:
-            with self._lock:
-                self._pool = pool
-                abandoned = abandon.is_set()  # close() came before the pool existed
-            try:
-                if not abandoned:
-                    self._collect(pool, plan, cancel, frames, t0)
-            except RuntimeError:  # BrokenProcessPool, or submit() after shutdown
-                if not abandon.is_set():
-                    raise
-                # close() terminated the workers: nothing more will come
-            finally:
-                with self._lock:
-                    self._pool = None
-                if abandon.is_set():
-                    stop_pool(pool)  # do not wait for running cells on the way out of the with block
-
-    def _collect(self, pool, plan: _Plan, cancel: threading.Event, frames: list, t0: float) -> None:
-        done = 0
-        futures = {pool.submit(_run_cell, d, plan.mechanism, r, m, plan.repetitions, plan.seed, plan.variant,
-                               plan.quick): (d, r, m) for d, r, m in plan.cells}
-        for fut in as_done(futures):
-            if cancel.is_set():
-                for f in futures:
-                    f.cancel()  # not started: skipped; running cells finish and are kept
-            if fut.cancelled():
-                continue
-            df = fut.result()
-            frames.append(df)
-            done += plan.repetitions
-            d, r, m = futures[fut]
-            secs = df.drop_duplicates("repetition")["seconds"].sum()
-            err = "; ".join(sorted({e for e in df["error"] if e}))[:160]
-            self._publish_tables(plan, frames, done, t0,
-                                 f"{d} · {plan.mechanism} r={r:g} · {plan.repetitions} rep · {m}: {secs:.1f} s"
-                                 + (f" FAILED: {err}" if err else ""))
+    def _close_pool(self, run: _Run, stop: bool) -> None:
+        """Leave the run's pool: shut down normally after its cells, or stopped at once (abandoned, failed)."""
+        with self._lock:
+            pool_context, run.pool_context = run.pool_context, None
+            run.pool = None
+        if pool_context is None:
+            return
+        if stop:  # as an exception leaving ``with worker_pool(...)``: pending jobs cancelled, workers terminated
+            pool_context.__exit__(RuntimeError, RuntimeError("the benchmark run was stopped"), None)
+        else:
+            pool_context.__exit__(None, None, None)
 
     # ------------------------------------------------------------------ read-outs
     def progress_text(self) -> str:
