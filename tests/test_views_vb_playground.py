@@ -173,6 +173,22 @@ def test_settings_propagate_and_the_other_run_takes_the_other_update(view):
     assert [r.glyph.fill_color for r in view._weights.bars] == ["#d62728", "#1f77b4"]
 
 
+def test_the_prior_card_makes_its_widgets_when_first_opened(view):
+    """Folded at first and empty (built on request); opened, its widgets set both runs' priors."""
+    card = view._priors
+    assert card.collapsed and len(card.objects) == 0
+    card.collapsed = False
+    widgets = {w.name: w for w in card.objects}
+    assert list(widgets) == ["Mean prior m0", "β0 (mean precision)", "ν0 (0 = D)", "Wishart scale W0", "Initialisation"]
+    widgets["β0 (mean precision)"].value = 2.5
+    widgets["Wishart scale W0"].value = "observed_variance"
+    assert view.vb.beta0 == view.vb_other.beta0 == 2.5
+    assert view.vb.covariance_prior == view.vb_other.covariance_prior == "observed_variance"
+    card.collapsed = True
+    card.collapsed = False
+    assert [w.name for w in card.objects] == list(widgets)  # made once
+
+
 def test_rewind_slider_rewinds_both_runs_and_the_traces(view):
     a, b = view.models
     for _ in range(5):

@@ -96,6 +96,10 @@ def test_step_play_pause_update_and_dataset(
     select_option(page, "iris", "wine")  # review item 3: wine was entirely off-screen
     page.get_by_text("Shown: alcohol vs malic_acid", exact=False).wait_for()
     panels_showing_their_data(page, 2, previous=after)
+    # the folded prior card makes its widgets when opened
+    assert page.get_by_text("Wishart scale W0").count() == 0
+    page.get_by_text("Prior and initialisation", exact=True).click()
+    page.get_by_text("Wishart scale W0").wait_for()
     wait_for_bokeh(page)
     page_errors.assert_none()
 

@@ -199,6 +199,9 @@ class VariationalPlayground(ModelPage):
         self._rewind = _RewindSlider(label="Rewind to iteration", start=0, end=1, value=0,
                                      sizing_mode="stretch_width")
         self._rewind.param.watch(self._on_rewind, "value_throttled")
+        # folded at first: its widgets are made when it is first opened (most sessions never open it)
+        self._priors = pn.Card(title="Prior and initialisation", collapsed=True, sizing_mode="stretch_width")
+        self._priors.param.watch(self._on_priors_opened, "collapsed")
         self._x = pn.widgets.Select.from_param(self.param.x_feature, label="x axis")
         self._y = pn.widgets.Select.from_param(self.param.y_feature, label="y axis")
         sidebar = pn.Column(
@@ -208,13 +211,7 @@ class VariationalPlayground(ModelPage):
             pn.widgets.FloatInput.from_param(vb.param.alpha, label="Concentration α (0 = 1/K)", step=0.1, start=0),
             pn.widgets.Select.from_param(vb.param["update"], label="Update of model A (B uses the other)"),
             pn.widgets.Select.from_param(vb.param.responsibilities, label="Responsibilities"),
-            pn.Card(pn.widgets.Select.from_param(vb.param.mean_prior, options=list(MEAN_PRIORS), label="Mean prior m0"),
-                    pn.widgets.FloatInput.from_param(vb.param.beta0, label="β0 (mean precision)", step=0.1),
-                    pn.widgets.FloatInput.from_param(vb.param.nu0, label="ν0 (0 = D)", step=1.0, start=0),
-                    pn.widgets.Select.from_param(vb.param.covariance_prior, options=list(COVARIANCE_PRIORS),
-                                                 label="Wishart scale W0"),
-                    pn.widgets.Select.from_param(vb.param.init, label="Initialisation"),
-                    title="Prior and initialisation", collapsed=True, sizing_mode="stretch_width"),
+            self._priors,
             pn.widgets.IntInput.from_param(vb.param.seed, label="Seed (initialisation)"),
             pn.widgets.FloatSlider.from_param(self.param.threshold, label="Weight threshold", start=0.0, end=0.2,
                                               step=0.005),
@@ -223,6 +220,20 @@ class VariationalPlayground(ModelPage):
             sizing_mode="stretch_width", min_width=300,
         )
         self._arrange(sidebar, panels, [self._weights.pane, self._objective.pane, self._neff.pane], EXPLANATION)
+
+    def _on_priors_opened(self, event) -> None:
+        """The first time the "Prior and initialisation" card opens: make its widgets."""
+        if event.new or self._priors.objects:
+            return
+        vb = self.vb
+        self._priors.objects = [
+            pn.widgets.Select.from_param(vb.param.mean_prior, options=list(MEAN_PRIORS), label="Mean prior m0"),
+            pn.widgets.FloatInput.from_param(vb.param.beta0, label="β0 (mean precision)", step=0.1),
+            pn.widgets.FloatInput.from_param(vb.param.nu0, label="ν0 (0 = D)", step=1.0, start=0),
+            pn.widgets.Select.from_param(vb.param.covariance_prior, options=list(COVARIANCE_PRIORS),
+                                         label="Wishart scale W0"),
+            pn.widgets.Select.from_param(vb.param.init, label="Initialisation"),
+        ]
 
     # ------------------------------------------------------------------ callbacks
     def _propagate(self, *events):
