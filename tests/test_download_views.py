@@ -97,7 +97,7 @@ def data_view():
 def conditional_view():
     view = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="wine", mechanism="mcar", rate=0.2),
                                             n_components=2))
-    view.fit(wait=True)
+    view.fit()
     return view
 
 
@@ -281,7 +281,6 @@ def test_conditional_page_draws_follow_the_seed_and_the_density(conditional_view
     np.testing.assert_array_equal(a, expected)
     view.model_kind = "vb"
     try:
-        view.wait()
         view.density = "student_t"
         imp = view.imputations(2)
         cm = view.vb_model.predictive_conditional()
@@ -294,7 +293,6 @@ def test_conditional_page_draws_follow_the_seed_and_the_density(conditional_view
         assert view.downloads.multiple_button.filename.startswith("wine_mcar_vb_K10_")
     finally:
         view.param.update(model_kind="em", density="plugin")
-        view.wait()
 
 
 def test_conditional_page_without_a_model_says_so(conditional_view, monkeypatch):

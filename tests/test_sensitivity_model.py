@@ -97,3 +97,40 @@ def test_uploaded_columns_are_adopted_and_settings_round_trip():
     other = SensitivityModel(data_model=dm)
     other.apply_settings(s)
     assert other.settings() == s
+
+
+def test_the_draw_cache_keeps_the_latest_results_within_its_bytes():
+    from explorer.ui.state.sensitivity_model import DrawCache, DrawResult
+
+    cache = DrawCache(max_bytes=3 * 800)
+    results = {k: DrawResult(np.zeros((10, 10))) for k in "abcd"}  # 800 bytes each
+    for k in "abc":
+        cache.put(k, results[k])
+    assert cache.get("a") is results["a"]  # "a" is now the most recently used
+    cache.put("d", results["d"])  # over the budget: "b", the least recently used, goes
+    assert cache.get("b") is None and cache.get("c") is results["c"] and cache.get("d") is results["d"]
+    cache.put("big", DrawResult(np.zeros((100, 100))))  # larger than the whole budget: not kept
+    assert cache.get("big") is None and cache.get("a") is results["a"]
+
+
+def test_cached_draws_depend_on_the_data_and_settings_only(monkeypatch):
+    from explorer.ui.state import sensitivity_model as sm
+
+    monkeypatch.setattr(sm, "DRAW_CACHE", sm.DrawCache(max_bytes=2**24))
+    calls = []
+    monkeypatch.setattr(sm, "run_job", lambda job, progress=None: calls.append(job) or sm.DrawResult(
+        np.ones((2, *job.values.shape))))
+    a = SensitivityModel(data_model=DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.1), n_imputations=3)
+    b = SensitivityModel(data_model=DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.1), n_imputations=3)
+    first, second = sm.cached_run_job(a.job()), sm.cached_run_job(b.job())  # another session, the same screen
+    assert len(calls) == 1 and second is first and not first.imputations.flags.writeable
+    b.seed = 1
+    sm.cached_run_job(b.job())
+    assert len(calls) == 2
+    # a selection model that ran out of time is tried again next time
+    monkeypatch.setattr(sm, "run_job", lambda job, progress=None: calls.append(job) or sm.DrawResult(
+        np.ones((2, *job.values.shape)), note="no selection model: its fit took more than 20 s", timed_out=True))
+    b.seed = 2
+    sm.cached_run_job(b.job())
+    sm.cached_run_job(b.job())
+    assert len(calls) == 4

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 
-import holoviews as hv
 import numpy as np
 import panel as pn
 import pytest
@@ -15,7 +14,9 @@ from explorer.core._validation import BadInputError
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.state.vb_model import VBModel
-from explorer.ui.plots.conditional_frames import _slice1d_element, _weights_element
+from explorer.ui.pages import conditional as conditional_page
+from explorer.ui.plots.density_slices import WeightBars
+from explorer.ui.session import SessionWorker
 from explorer.ui.pages.conditional import (
     NONE,
     ConditionalView,
@@ -41,16 +42,16 @@ def _arrays(obj):
 
 
 def assert_no_nan(view):
-    for name, pipe in view.pipes.items():
-        for arr in _arrays(pipe.data):
-            assert np.isfinite(arr.astype(float)).all(), f"non-finite value piped to {name}"
+    for name, frame in view.frames.items():
+        for arr in _arrays(frame):
+            assert np.isfinite(arr.astype(float)).all(), f"non-finite value drawn in {name}"
 
 
 @pytest.fixture
 def view():
     em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
     v = ConditionalView(em_model=em)
-    v.fit(wait=True)
+    v.fit()
     return v
 
 
@@ -95,6 +96,46 @@ def test_view_renders_fits_and_reports(view):
     assert_no_nan(view)
 
 
+def test_a_frame_only_changes_data_never_the_documents_models(view):
+    """Issue 19: the figures are built once; a new row, fit, K, data or a failed model assign source data only."""
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    before = {m.id for m in doc.models}
+    figures = [view._slice1d.figure, view._weights.figure]
+    in_figures = {m.id for f in figures for m in f.references()}
+    sources = [view._slice1d.curve, view._slice1d.components, view._weights.prior, view._weights.posterior]
+    view.row_position = 7
+    view.em_model.n_components = 2  # refitted: two bars instead of three
+    view.em_model.data_model.mask_seed = 3
+    view.param.update(source="custom row", custom_text="6.8, 3.0, ?, 1.8")
+    assert {m.id for m in doc.models} == before
+    view.em_model.covariance_type = "diag"
+    assert {m.id for f in figures for m in f.references()} == in_figures
+    assert [view._slice1d.curve, view._slice1d.components, view._weights.prior, view._weights.posterior] == sources
+    # the figures show the last frame
+    frame = view.frames["slice1d"]
+    s = frame["slice"]
+    np.testing.assert_array_equal(view._slice1d.curve.data["y"], s["density"])
+    np.testing.assert_array_equal(view._slice1d.curve.data["x"], s["grid"])
+    assert len(view._slice1d.components.data["ys"]) == len(s["components"]) == 2
+    np.testing.assert_array_equal(view._slice1d.rug.data["x0"], s["samples"])
+    assert (view._slice1d.band.left, view._slice1d.band.right) == (s["lower"], s["upper"])
+    assert view._slice1d.mean.location == s["mean"] and view._slice1d.figure.title.text == frame["title"]
+    np.testing.assert_array_equal(view._weights.posterior.data["top"], view.frames["weights"]["posterior"])
+    np.testing.assert_array_equal(view._weights.prior.data["top"], view.em_model.state.weights)
+    # the 2-D figure is made once, when a second feature is first picked; later 2-D frames change its data only
+    view.param.update(custom_text="6.8, 3.0, ?, ?", feature2="petal_width")
+    second = {m.id for m in view._slice2d.figure.references()}
+    view.custom_text = "5.0, 3.5, ?, ?"
+    view.feature2 = NONE
+    view.feature2 = "petal_length" if view.feature == "petal_width" else "petal_width"
+    assert {m.id for m in view._slice2d.figure.references()} == second
+    s2 = view.frames["slice2d"]["slice"]
+    np.testing.assert_array_equal(view._slice2d.image.data["image"][0], s2["density"].astype(np.float32))
+    assert len(view._slice2d.contours.data["xs"]) >= len(s2["levels"])
+    assert list(view._slice2d.mean.data["x"]) == [s2["mean"][0]]
+
+
 def test_density_curve_is_the_conditional_marginal_of_the_chosen_row(view):
     data = view.em_model.data_model.data
     incomplete = np.flatnonzero(data.missing.any(axis=1))
@@ -102,7 +143,7 @@ def test_density_curve_is_the_conditional_marginal_of_the_chosen_row(view):
     r = int(incomplete[5])
     f = COLUMNS.index(view.feature)
     assert data.missing[r, f]
-    s = view.pipes["slice1d"].data["slice"]
+    s = view.frames["slice1d"]["slice"]
     cm = view.em_model.conditional()  # all data rows
     density, components = cm.marginal_pdf(r, f, s["grid"])
     np.testing.assert_allclose(s["density"], density, rtol=1e-10, atol=1e-14)
@@ -113,7 +154,7 @@ def test_density_curve_is_the_conditional_marginal_of_the_chosen_row(view):
     assert (s["lower"], s["upper"]) == (pytest.approx(lower[r, f]), pytest.approx(upper[r, f]))
     assert s["lower"] < s["mean"] < s["upper"]
     assert s["truth"] == data.truth[r, f]
-    np.testing.assert_allclose(view.pipes["weights"].data["posterior"], cm.weights[r])
+    np.testing.assert_allclose(view.frames["weights"]["posterior"], cm.weights[r])
     assert s["samples"].shape == (view.n_draws,) and np.isfinite(s["samples"]).all()
     # the density integrates to ~1 on the grid (it spans +-4 sd of every component)
     assert np.trapezoid(s["density"], s["grid"]) == pytest.approx(1.0, abs=1e-3)
@@ -126,7 +167,7 @@ def test_two_features_give_the_joint_slice(view):
     view.param.update(source="custom row", custom_text="6.8, 3.0, ?, ?")
     assert view._feature.options == ["petal_length", "petal_width"]
     view.feature2 = "petal_width"
-    sent = view.pipes["slice2d"].data
+    sent = view.frames["slice2d"]
     s = sent["slice"]
     cm = view.em_model.conditional(np.array([[6.8, 3.0, np.nan, np.nan]]))
     np.testing.assert_allclose(s["density"], cm.marginal_pdf_2d(0, 2, 3, s["gx"], s["gy"])[0], rtol=1e-10)
@@ -148,16 +189,15 @@ def test_custom_row_errors_are_shown_and_recovered(view):
     view.custom_text = "6.8, 3.0, ?, 1.8"
     assert not view._custom_error.visible
     assert view.feature == "petal_length" and view._feature2.options == [NONE]
-    assert view.pipes["slice1d"].data["title"].startswith("custom row")
-    assert view.pipes["slice1d"].data["slice"]["truth"] is None
+    assert view.frames["slice1d"]["title"].startswith("custom row")
+    assert view.frames["slice1d"]["slice"]["truth"] is None
 
 
 def test_changing_k_refits_in_the_background(view):
     view.em_model.n_components = 2
-    view.wait(timeout=30)
     em = view.em_model
     assert em.n_components == 2 and em.stop_reason in ("tol", "max_iter")
-    assert len(view.pipes["weights"].data["posterior"]) == 2
+    assert len(view.frames["weights"]["posterior"]) == 2
     assert em.state.weights.shape == (2,) and "iterations" in view._status.object
 
 
@@ -166,30 +206,27 @@ def test_fit_button_without_auto_refit(view):
     view.em_model.covariance_type = "diag"
     assert view.em_model.iteration == 0 and "press Fit" in view._status.object
     view._fit_button.clicks += 1
-    view.wait(timeout=30)
     assert view.em_model.iteration > 0 and "Converged" in view._status.object
     # Fit on a converged model starts again from the initialisation and converges again
     run = view.em_model.run_id
     view._fit_button.clicks += 1
-    view.wait(timeout=30)
     assert view.em_model.run_id == run + 1 and view.em_model.stop_reason == "tol"
 
 
 def test_data_change_updates_the_rows(view):
     view.em_model.data_model.rate = 0.1
-    view.wait(timeout=30)
     data = view.em_model.data_model.data
     np.testing.assert_array_equal(view._rows, np.flatnonzero(data.missing.any(axis=1)))
     assert view._row.end == len(view._rows) - 1
     view._random.clicks += 1
     assert 0 <= view.row_position < len(view._rows) and view.source == "data row"
-    assert view.pipes["slice1d"].data["title"].startswith(f"row {view._rows[view.row_position]}")
+    assert view.frames["slice1d"]["title"].startswith(f"row {view._rows[view.row_position]}")
 
 
 def test_no_incomplete_row_is_explained():
     em = EMModel(data_model=DataModel(dataset="iris", mechanism="none"), n_components=2)
     v = ConditionalView(em_model=em)
-    v.fit(wait=True)
+    v.fit()
     assert v._row.disabled and "No row has a missing value" in v._row_info.object
     assert_no_nan(v)
 
@@ -197,15 +234,18 @@ def test_no_incomplete_row_is_explained():
 def test_default_view_builds_its_models():
     v = ConditionalView()
     assert v.em_model.data_model.dataset == "iris" and v.em_model.data_model.data.n_features == 4
-    assert v.fit(wait=True) is not None and v.em_model.stop_reason
+    assert v.fit() and v.em_model.stop_reason
 
 
-def test_a_new_run_stops_a_running_fit_when_auto_refit_is_off():
+def test_a_new_run_stops_a_running_fit_when_auto_refit_is_off(served):
     em = EMModel(data_model=DataModel(dataset="wine", mechanism="mcar", rate=0.3), n_components=3, max_iter=300)
     v = ConditionalView(em_model=em, auto_fit=False)
-    worker = v.fit()
-    v.em_model.n_components = 2  # a new run while fitting: the old worker must not fit the new run
-    worker.join(timeout=60)
+    served.run_callbacks()
+    worker = SessionWorker.of(served)
+    assert v.fit() and worker.busy()  # queued on the session's worker
+    v.em_model.n_components = 2  # a new run while fitting: the old fit must not fit the new run
+    _wait_for_jobs(worker, 1)
+    served.run_callbacks()
     assert em.iteration == 0 and em.stop_reason == ""
     assert "press Fit" in v._status.object and not v._fit_button.disabled and not v._progress.visible
 
@@ -214,9 +254,8 @@ def test_a_new_run_stops_a_running_fit_when_auto_refit_is_off():
 def _vb_view(density="plugin"):
     em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
     v = ConditionalView(em_model=em, auto_fit=True)
-    v.fit(wait=True)
+    v.fit()
     v.param.update(model_kind="vb", density=density)
-    v.wait(timeout=60)
     return v
 
 
@@ -230,26 +269,26 @@ def test_variational_model_is_fitted_when_chosen_and_its_slice_is_shown():
     data = em.data_model.data
     r = int(np.flatnonzero(data.missing.any(axis=1))[0])
     f = COLUMNS.index(v.feature)
-    s = v.pipes["slice1d"].data["slice"]
+    s = v.frames["slice1d"]["slice"]
     cm = vb.conditional()  # plug-in Gaussians N(m_k, Psi_k / nu_k), weights E[pi_k]
     np.testing.assert_allclose(s["density"], cm.marginal_pdf(r, f, s["grid"])[0], rtol=1e-10, atol=1e-14)
     assert s["mean"] == pytest.approx(cm.mean()[r, f])
-    np.testing.assert_allclose(v.pipes["weights"].data["prior"], vb.state.weights)
-    np.testing.assert_allclose(v.pipes["weights"].data["posterior"], cm.weights[r])
+    np.testing.assert_allclose(v.frames["weights"]["prior"], vb.state.weights)
+    np.testing.assert_allclose(v.frames["weights"]["posterior"], cm.weights[r])
     assert "plug-in Gaussians" in v._row_info.object
     assert_no_nan(v)
     # back to EM: its converged fit is shown again, not refitted
     it = em.iteration
     v.model_kind = "em"
     assert em.iteration == it and v._em_box.visible and "effective" not in v._status.object
-    np.testing.assert_allclose(v.pipes["weights"].data["prior"], em.state.weights)
+    np.testing.assert_allclose(v.frames["weights"]["prior"], em.state.weights)
 
 
 def test_student_t_density_is_the_posterior_predictive_and_is_wider():
     v = _vb_view("student_t")
     vb = v.vb_model
     v.param.update(source="custom row", custom_text="6.8, 3.0, ?, 1.8")
-    s = v.pipes["slice1d"].data["slice"]
+    s = v.frames["slice1d"]["slice"]
     row = np.array([[6.8, 3.0, np.nan, 1.8]])
     t = vb.predictive_conditional(row)
     g = vb.conditional(row)
@@ -262,10 +301,10 @@ def test_student_t_density_is_the_posterior_predictive_and_is_wider():
     assert "Student-t predictive" in v._row_info.object
     # the plug-in density of the same row, then the joint 2-D t slice
     v.density = "plugin"
-    np.testing.assert_allclose(v.pipes["slice1d"].data["slice"]["density"],
-                               g.marginal_pdf(0, 2, v.pipes["slice1d"].data["slice"]["grid"])[0], rtol=1e-10)
+    np.testing.assert_allclose(v.frames["slice1d"]["slice"]["density"],
+                               g.marginal_pdf(0, 2, v.frames["slice1d"]["slice"]["grid"])[0], rtol=1e-10)
     v.param.update(density="student_t", custom_text="6.8, 3.0, ?, ?", feature2="petal_width")
-    s2 = v.pipes["slice2d"].data["slice"]
+    s2 = v.frames["slice2d"]["slice"]
     t2 = vb.predictive_conditional(np.array([[6.8, 3.0, np.nan, np.nan]]))
     np.testing.assert_allclose(s2["density"], t2.marginal_pdf_2d(0, 2, 3, s2["gx"], s2["gy"])[0], rtol=1e-10)
     assert len(s2["levels"]) == 3 and v._pane2d.visible
@@ -276,11 +315,9 @@ def test_data_change_refits_only_the_shown_model():
     v = _vb_view()
     em, vb = v.em_model, v.vb_model
     em.data_model.mask_seed += 1
-    v.wait(timeout=60)
     assert vb.stop_reason in ("tol", "max_iter") and vb.iteration > 0
     assert em.iteration == 0 and em.stop_reason == ""  # reset by the new data, fitted when chosen again
     v.model_kind = "em"
-    v.wait(timeout=60)
     assert em.stop_reason in ("tol", "max_iter") and "Converged" in v._status.object
 
 
@@ -288,13 +325,11 @@ def test_variational_settings_refit_and_errors_are_readable():
     v = _vb_view()
     vb = v.vb_model
     vb.nu0 = 2.5  # must be > D - 1 = 3
-    v.wait(timeout=30)
     assert v._em_error.visible and "nu0 must be > n_features - 1 = 3" in shown(v._em_error)
     assert "No model" in v._status.object
     vb.param.update(nu0=0.0, n_components=4, update="thesis")
-    v.wait(timeout=60)
     assert not v._em_error.visible and vb.state.n_components == 4 and vb.elbo is None
-    assert "ELBO undefined" in v._status.object and len(v.pipes["weights"].data["prior"]) == 4
+    assert "ELBO undefined" in v._status.object and len(v.frames["weights"]["prior"]) == 4
 
 
 # ----------------------------------------------------------------------------- review fixes
@@ -302,18 +337,17 @@ def test_variational_model_fits_data_with_constant_columns_with_the_identity_pri
     # digits_8x8 has always-blank border pixels: the page's data-scaled prior is undefined there
     em = EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3), n_components=3)
     v = ConditionalView(em_model=em, model_kind="vb")
-    v.fit(wait=True)
+    v.fit()
     vb = v.vb_model
     assert vb.covariance_prior == "observed_variance" and "W₀ = I" not in v._status.object
     em.data_model.dataset = "digits_8x8"
-    v.wait(timeout=60)
     assert vb.covariance_prior == "identity" and not vb.error and not v._em_error.visible
     assert vb.stop_reason in ("tol", "max_iter") and "effective components" in v._status.object
     assert "prior scale W₀ = I: 9 constant column(s) (r0c0" in v._status.object
-    s = v.pipes["slice1d"].data
+    s = v.frames["slice1d"]
     assert s["title"].startswith("row 0: p(r") and np.isfinite(s["slice"]["density"]).all()
     assert s["slice"]["density"].max() > 0
-    assert len(v.pipes["weights"].data["prior"]) == vb.n_components
+    assert len(v.frames["weights"]["prior"]) == vb.n_components
     assert_no_nan(v)
     # wide data: a table of at most 20 features that says so, the plotted feature included
     table = v._table.object
@@ -321,7 +355,6 @@ def test_variational_model_fits_data_with_constant_columns_with_the_identity_pri
     assert v._table_note.visible and "The table shows 20 of the 64 features" in v._table_note.object
     # back to data without constant columns: the data-scaled prior again
     em.data_model.dataset = "iris"
-    v.wait(timeout=60)
     assert vb.covariance_prior == "observed_variance" and "W₀ = I" not in v._status.object
     assert vb.stop_reason in ("tol", "max_iter") and not v._table_note.visible and len(v._table.object) == 4
 
@@ -331,7 +364,6 @@ def test_choosing_the_variational_model_on_constant_columns_fits_it():
     v = ConditionalView(em_model=em)  # EM shown, not fitted (the app fits on load)
     assert v.vb_model.error  # reset by the data with the data-scaled prior, not shown yet
     v.model_kind = "vb"
-    v.wait(timeout=60)
     assert v.vb_model.covariance_prior == "identity" and v.vb_model.stop_reason in ("tol", "max_iter")
     assert not v._em_error.visible and "W₀ = I" in v._status.object
     assert_no_nan(v)
@@ -341,34 +373,34 @@ def test_a_vb_model_passed_in_keeps_its_prior():
     data = DataModel(dataset="digits_8x8", mechanism="mcar", rate=0.3)
     vb = VBModel(data_model=data, covariance_prior="observed_variance")
     v = ConditionalView(em_model=EMModel(data_model=data), vb_model=vb, model_kind="vb")
-    v.fit(wait=True)
+    v.fit()
     assert vb.covariance_prior == "observed_variance" and "constant" in v._em_error.object
 
 
 def test_a_failed_fit_clears_the_weights_and_shows_the_full_error():
     v = _vb_view()
-    assert len(v.pipes["weights"].data["prior"]) == v.vb_model.n_components
+    assert len(v.frames["weights"]["prior"]) == v.vb_model.n_components
     v.vb_model.nu0 = 2.5  # invalid: no model
-    v.wait(timeout=30)
     message = "nu0 must be > n_features - 1 = 3, got 2.5."
     assert v._em_error.visible and shown(v._em_error) == " ".join(message.split())
     assert " ".join(message.split()) in shown(v._row_info)  # the full text, next to the plots too
-    assert v.pipes["weights"].data["prior"].size == 0 and v.pipes["weights"].data["posterior"].size == 0
-    assert "no model" in v.pipes["weights"].data["title"]
-    title = v.pipes["slice1d"].data["title"]
+    assert v.frames["weights"]["prior"].size == 0 and v.frames["weights"]["posterior"].size == 0
+    assert "no model" in v.frames["weights"]["title"]
+    title = v.frames["slice1d"]["title"]
     assert "nu0" not in title and title == "No fitted model: see the message"
     assert v._table.object is None and not v._table_note.visible
     # the placeholder slice is drawn on a unit axis, not a 1e-12 one
-    fig = hv.render(_slice1d_element(v.pipes["slice1d"].data))
-    assert fig.y_range.end == pytest.approx(1.1)
-    hv.render(_weights_element(v.pipes["weights"].data))  # the empty weights render
+    assert v._slice1d.y_range.end == pytest.approx(1.1)
+    assert len(v._weights.prior.data["top"]) == 0 and len(v._weights.posterior.data["top"]) == 0  # no bars
     # a custom row with no model: the model's error, not a parse error under the text box
     v.source = "custom row"
     assert not v._custom_error.visible and " ".join(message.split()) in shown(v._row_info)
 
 
 def test_the_weights_legend_is_outside_the_bars():
-    fig = hv.render(_weights_element({"prior": np.array([0.9, 0.05, 0.05]), "posterior": np.array([1.0, 0, 0])}))
+    bars = WeightBars()
+    bars.update({"prior": np.array([0.9, 0.05, 0.05]), "posterior": np.array([1.0, 0, 0])})
+    fig = bars.figure
     assert [type(m).__name__ for m in fig.above] == ["Legend"]
     assert not [m for m in fig.center if type(m).__name__ == "Legend"]
 
@@ -382,11 +414,13 @@ def test_the_row_slider_counts_like_the_row_read_out(view):
 
 
 class FakeDoc:
-    """A served document as the worker sees it: records the UI updates handed to it."""
+    """A served session's document as a page and its worker use it: what they hand to the event loop is queued
+    (:meth:`run_callbacks` runs it, as the loop would) and :meth:`destroy` does what Bokeh does at the session's end."""
 
     def __init__(self):
         self.session_context = object()
         self.calls = []
+        self.hooks = []
         self.destroyed = False
 
     def add_next_tick_callback(self, fn):
@@ -394,31 +428,83 @@ class FakeDoc:
             raise AttributeError("'DocumentCallbackManager' object has no attribute '_change_callbacks'")
         self.calls.append(fn)
 
+    def on_session_destroyed(self, *callbacks):
+        self.hooks.extend(callbacks)
+
+    def run_callbacks(self):
+        while self.calls:
+            self.calls.pop(0)()
+
+    def destroy(self):
+        """The document loses its session (Bokeh clears the session context and its callbacks)."""
+        self.destroyed = True
+        self.session_context = None
+
+    def run_hooks(self):
+        for hook in self.hooks:
+            hook(None)
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """Pages made in this test are served: their document is a :class:`FakeDoc`, their fits run on its worker."""
+    doc = FakeDoc()
+    monkeypatch.setattr(conditional_page, "served_doc", lambda: doc)
+    worker = SessionWorker.of(doc)
+    yield doc
+    worker.stop()
+
+
+def _wait_for_jobs(worker, n: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while worker.jobs_done < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert worker.jobs_done >= n, "the worker did not finish its job in time"
+
+
+def test_a_served_fit_runs_on_the_sessions_worker_and_is_drawn_on_its_loop(served):
+    v = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
+                                         n_components=3))
+    served.run_callbacks()
+    threads = []
+    step = v.em_model.step
+    v.em_model.step = lambda run_id=None: (threads.append(threading.current_thread().name), step(run_id))[1]
+    assert v.fit() and v._progress.visible and v._status.object.startswith("Fitting")
+    worker = SessionWorker.of(served)
+    _wait_for_jobs(worker, 1)
+    assert set(threads) == {"explorer-session-worker"}  # one compute thread per session, not one per fit
+    assert v._progress.visible  # nothing is drawn from the worker: the result waits for the event loop
+    served.run_callbacks()
+    assert v.em_model.stop_reason == "tol" and "Converged" in v._status.object and not v._progress.visible
+    assert v.frames["slice1d"]["title"].startswith("row 0: p(")
+
 
 @pytest.mark.parametrize("order", ["hook first", "document destroyed first"])
-def test_after_the_session_is_destroyed_the_worker_stops_quietly(order, monkeypatch):
+def test_after_the_session_is_destroyed_the_worker_stops_quietly(order, served, monkeypatch):
     crashes = []
     monkeypatch.setattr(threading, "excepthook", lambda args: crashes.append(args.exc_value))
     data = DataModel(dataset="wine", mechanism="mcar", rate=0.3)
     vb = VBModel(data_model=data, n_components=10, tol=0.0, max_iter=5000)  # a long fit
     v = ConditionalView(em_model=EMModel(data_model=data), vb_model=vb, model_kind="vb", auto_fit=False)
-    doc = FakeDoc()
-    v._session_doc = lambda: doc
-    worker = v.fit()
+    served.run_callbacks()
+    worker = SessionWorker.of(served)
+    assert v.fit()
     deadline = time.monotonic() + 30
-    while not doc.calls and time.monotonic() < deadline:  # the first progress update (after 0.3 s)
+    while not served.calls and time.monotonic() < deadline:  # the first progress update (after 0.3 s)
         time.sleep(0.05)
-    assert doc.calls and worker.is_alive()
+    assert served.calls and worker.busy()
     if order == "hook first":
-        v._on_destroyed(None)
+        served.run_hooks()
     else:  # Bokeh destroys the document before it runs the session-destroyed hooks
-        doc.destroyed = True
-    n_calls = len(doc.calls)
-    worker.join(timeout=30)
-    assert not worker.is_alive() and not crashes
-    assert len(doc.calls) == n_calls  # nothing handed to the dead document
-    assert vb.iteration < 1000 and v._closed.is_set()
-    assert v.fit() is None  # no new fit for a closed session
+        served.destroy()
+    n_calls = len(served.calls)
+    _wait_for_jobs(worker, 1, timeout=30)
+    if order != "hook first":
+        served.run_hooks()
+    assert not crashes and worker.stopped
+    assert len(served.calls) == n_calls  # nothing handed to the dead document
+    assert vb.iteration < 1000 and v._session_gone()
+    assert not v.fit()  # no new fit for a closed session
 
 
 def test_the_page_offers_only_data_sets_it_can_fit_interactively():

@@ -1,4 +1,4 @@
-"""Headless tests of the "Data & mechanism" view: helpers against oracles, and the piped plot data."""
+"""Headless tests of the "Data & mechanism" view: helpers against oracles, and the plots' data."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def _arrays(obj):
 
 
 def assert_no_nan(view):
-    for name, pipe in view.pipes.items():
-        for arr in _arrays(pipe.data):
-            assert np.isfinite(arr.astype(float)).all(), f"non-finite value piped to {name}"
+    for name, frame in view.frames.items():
+        for arr in _arrays(frame):
+            assert np.isfinite(arr.astype(float)).all(), f"non-finite value drawn in {name}"
 
 
 @pytest.fixture
@@ -147,22 +147,54 @@ def test_image_mosaic_colours_missing_pixels():
 
 
 # ----------------------------------------------------------------------------- the view
-def test_view_renders_and_pipes_the_mask(view):
+def test_view_renders_and_draws_the_mask(view):
     root = pn.panel(view).get_root(Document())
     assert root is not None
     data = view.data_model.data
-    sent = view.pipes["matrix"].data
+    sent = view.frames["matrix"]
     np.testing.assert_array_equal(sent["image"], data.missing[sent["rows"]].astype(np.uint8))
     assert sent["columns"] == list(data.columns) and sent["n_total"] == data.n_samples
     assert_no_nan(view)
 
 
+def test_a_frame_only_changes_data_never_the_documents_models(view):
+    """Issue 19: the figures are built once; a new mechanism, rate, column, row order or data set assigns data only."""
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    figures = [view._matrix.figure, view._rates.figure, view._marginal.figure]
+    in_figures = {m.id for f in figures for m in f.references()}
+    sources = [view._matrix.source, view._rates.source, *view._marginal.sources.values()]
+    view.data_model.rate = 0.1
+    view.sort_by_pattern = False
+    view.column = "petal_width"
+    view.data_model.mechanism = "mcar"
+    view.data_model.dataset = "wine"  # 13 columns: taller rate chart, more ticks
+    view.data_model.load_csv(b"a,b,c\n1,2,3\n2,,5\n3,4,?\n4,5,6\n5,7,8\n", "small.csv")  # fewer columns
+    assert {m.id for f in figures for m in f.references()} == in_figures
+    assert in_figures <= {m.id for m in doc.models}
+    assert [view._matrix.source, view._rates.source, *view._marginal.sources.values()] == sources
+    data = view.data_model.data
+    assert data.n_features == 3
+    # the figures show the last frames
+    matrix = view.frames["matrix"]
+    np.testing.assert_array_equal(view._matrix.source.data["image"][0], matrix["image"].astype(np.float32))
+    assert view._matrix.source.data["dh"] == [data.n_samples] and view._matrix.y_range.start == data.n_samples
+    assert view._matrix.figure.title.text == "Missingness matrix (original order)"
+    np.testing.assert_array_equal(view._rates.source.data["right"], data.missing.mean(axis=0))
+    assert view._rates.ticker.ticks == [0.5, 1.5, 2.5] and view._rates.figure.height == 220
+    assert view._rates.figure.yaxis[0].major_label_overrides == {0.5: "a", 1.5: "b", 2.5: "c"}
+    marginal = view.frames["marginal"]
+    np.testing.assert_array_equal(view._marginal.values("observed"), marginal["parts"]["observed"])
+    assert view._marginal.figure.title.text == marginal["title"]
+    assert view._marginal.spans["observed_mean"].location == marginal["parts"]["observed_mean"]
+
+
 def test_mechanism_change_updates_the_matrix_data(view):
     pn.panel(view).get_root(Document())
-    before = view.pipes["matrix"].data["image"].copy()
+    before = view.frames["matrix"]["image"].copy()
     view.data_model.mechanism = "mcar"
     data = view.data_model.data
-    sent = view.pipes["matrix"].data
+    sent = view.frames["matrix"]
     assert not np.array_equal(before, sent["image"])
     np.testing.assert_array_equal(sent["image"], data.missing[matrix_rows(data.missing, True)].astype(np.uint8))
     assert "MCAR" in view._explain.object and "mcar" in view._explain.object
@@ -172,19 +204,19 @@ def test_mechanism_change_updates_the_matrix_data(view):
 def test_sorted_order_is_by_pattern_and_toggle_restores_original(view):
     data = view.data_model.data
     order, patterns, counts = pattern_order(data.missing)
-    np.testing.assert_array_equal(view.pipes["matrix"].data["rows"], order)
-    np.testing.assert_array_equal(view.pipes["matrix"].data["image"].astype(bool), np.repeat(patterns, counts, 0))
+    np.testing.assert_array_equal(view.frames["matrix"]["rows"], order)
+    np.testing.assert_array_equal(view.frames["matrix"]["image"].astype(bool), np.repeat(patterns, counts, 0))
     view.sort_by_pattern = False
-    np.testing.assert_array_equal(view.pipes["matrix"].data["rows"], np.arange(data.n_samples))
-    assert view.pipes["matrix"].data["sort"] is False
+    np.testing.assert_array_equal(view.frames["matrix"]["rows"], np.arange(data.n_samples))
+    assert view.frames["matrix"]["sort"] is False
 
 
 @pytest.mark.parametrize("mechanism", ["mcar", "mar_threshold", "nmar_lowest", "self_masking", "mcar_rows"])
 def test_realised_rates_per_column_equal_the_mask_mean(view, mechanism):
     view.data_model.mechanism = mechanism
     data = view.data_model.data
-    np.testing.assert_allclose(view.pipes["rates"].data["rates"], data.missing.mean(axis=0))
-    assert view.pipes["rates"].data["line"] == pytest.approx(view.data_model.rate)
+    np.testing.assert_allclose(view.frames["rates"]["rates"], data.missing.mean(axis=0))
+    assert view.frames["rates"]["line"] == pytest.approx(view.data_model.rate)
     _, _, counts = pattern_order(data.missing)
     assert f"**{len(counts)}** distinct patterns" in view._stats.object
     assert view._table.object["rows"].sum() == min(counts.sum(), counts[:view.top_patterns].sum())
@@ -194,10 +226,10 @@ def test_marginal_column_follows_the_mechanism_and_the_user(view):
     view.data_model.param.update(mechanism="mar_threshold", rate=0.2)  # target = last column
     assert view.data_model.error == ""
     assert view.column == "petal_width"
-    parts = view.pipes["marginal"].data["parts"]
+    parts = view.frames["marginal"]["parts"]
     assert parts["missing"].sum() == view.data_model.data.missing[:, 3].sum()
     view._column.value = "sepal_width"  # the user picks another column: kept on a rate change
-    assert view.column == "sepal_width" and view.pipes["marginal"].data["column"] == "sepal_width"
+    assert view.column == "sepal_width" and view.frames["marginal"]["column"] == "sepal_width"
     view.data_model.rate = 0.1
     assert view.column == "sepal_width"
     view.data_model.mechanism = "mcar"  # a new mechanism: back to the most affected column
@@ -211,22 +243,22 @@ def test_image_data_set_shows_masked_images(view):
     view.data_model.param.update(dataset="digits_5x7", mechanism="quarter")
     assert view.data_model.error == ""
     assert view._images_box.visible
-    rgb = view.pipes["images"].data
+    rgb = view.frames["images"]
     h, w = view.data_model.image_shape
     assert rgb.shape == (2 * (h + 1) + 1, 8 * (w + 1) + 1, 3)
     assert (rgb == np.array(MISSING_PIXEL, dtype=np.uint8)).all(axis=-1).sum() == (
         view.data_model.data.missing[np.linspace(0, 99, 8).round().astype(int)].sum())
-    assert len(view.pipes["matrix"].data["columns"]) == 35
+    assert len(view.frames["matrix"]["columns"]) == 35
     assert_no_nan(view)
     view.data_model.param.update(dataset="iris", mechanism="mcar")
     assert not view._images_box.visible
 
 
 def test_image_mask_on_tabular_data_keeps_the_plots(view):
-    before = view.pipes["matrix"].data["image"].copy()
+    before = view.frames["matrix"]["image"].copy()
     view.data_model.mechanism = "square"
     assert "image mask" in view.data_model.error
-    np.testing.assert_array_equal(view.pipes["matrix"].data["image"], before)
+    np.testing.assert_array_equal(view.frames["matrix"]["image"], before)
     # the explanation describes the mask on screen, not the setting that failed
     assert "nmar_lowest" in view._explain.object and "square" not in view._explain.object
     # the error is at the top of the main area (not down the sidebar), with a setting that works
@@ -258,7 +290,7 @@ def test_an_infeasible_rate_offers_the_largest_feasible_one(view):
 def test_real_missing_values_without_truth():
     v = DataMechanismView(data_model=DataModel(dataset="hepatitis", mechanism="none"))
     pn.panel(v).get_root(Document())
-    parts = v.pipes["marginal"].data["parts"]
+    parts = v.frames["marginal"]["parts"]
     assert not parts["has_truth"] and parts["complete"].sum() == 0
     assert "unknown" in v._marginal_note.object
     assert "No mechanism" in mechanism_markdown(v.data_model)
@@ -268,7 +300,7 @@ def test_real_missing_values_without_truth():
 def test_large_data_are_thinned_in_the_matrix():
     v = DataMechanismView(data_model=DataModel(dataset="three_blobs", n_samples=5000, mechanism="mcar"),
                           max_rows=1000)
-    sent = v.pipes["matrix"].data
+    sent = v.frames["matrix"]
     assert sent["image"].shape == (1000, 2) and sent["n_total"] == 5000
 
 

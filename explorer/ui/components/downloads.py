@@ -183,7 +183,8 @@ class DownloadPanel(Viewer):
         ``imputations(m) -> Imputations`` (``m = 0``: the single imputation only); raises
         :class:`~explorer.core._validation.BadInputError` with a readable message.
     masked : callable, optional
-        ``masked() -> IncompleteData``: the data with their gaps (a third button).
+        ``masked() -> IncompleteData``: the data with their gaps (a third button, ``masked_button``; None
+        without ``masked``).
     note : callable
         ``note() -> str``: Markdown shown above the buttons (what produces the imputations), user
         strings escaped; re-read by :meth:`refresh`.
@@ -205,8 +206,9 @@ class DownloadPanel(Viewer):
                                             filename="imputed.csv", **button)
         self.multiple_button = _LazyDownload(callback=self._file_multiple, label="m imputations",
                                              filename="imputations.csv", **button)
-        self.masked_button = _LazyDownload(callback=self._file_masked, label="Masked data (with gaps)",
-                                           filename="masked.csv", visible=masked is not None, **button)
+        # only for pages that give the masked data (a hidden button would still be sent to the browser)
+        self.masked_button = (None if masked is None else _LazyDownload(
+            callback=self._file_masked, label="Masked data (with gaps)", filename="masked.csv", **button))
         self._note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10), css_classes=["download-note"])
         self._status = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10), visible=False,
                                         css_classes=["download-status"])
@@ -215,7 +217,8 @@ class DownloadPanel(Viewer):
         self.refresh()
         self._layout = pn.Column(
             pn.pane.Markdown("#### Download", margin=(10, 10, 0, 10)), self._note, self._format, self._m,
-            self.masked_button, self.imputed_button, self.multiple_button, self._status, self._error,
+            *([] if self.masked_button is None else [self.masked_button]), self.imputed_button, self.multiple_button,
+            self._status, self._error,
             sizing_mode="stretch_width", css_classes=["downloads"])
 
     def __panel__(self):

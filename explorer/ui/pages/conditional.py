@@ -7,8 +7,9 @@ responsibilities of the components for the observed part), per-component regress
 Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).
 
 :class:`ConditionalView` fits a mixture on the data of its
-:class:`~explorer.ui.state.data_model.DataModel` in a background thread (``Fit``; refits when the
-data or the model settings change): either EM for a Gaussian mixture
+:class:`~explorer.ui.state.data_model.DataModel` on the session's worker thread (``Fit``; refits when
+the data or the model settings change; :class:`~explorer.ui.session.SessionWorker`): either EM for a
+Gaussian mixture
 (:class:`~explorer.ui.state.em_model.EMModel`) or the variational Dirichlet-process mixture
 (:class:`~explorer.ui.state.vb_model.VBModel`), whose conditional is either the plug-in Gaussian
 mixture or the Student-t posterior predictive (:mod:`explorer.core.conditional_t`). It shows, for a
@@ -21,6 +22,11 @@ data row or a typed row:
   samples, the mean and the truth;
 * a table of the observed values and the conditional means / sds of the missing ones, and the
   component weights :math:`h_k` against the priors :math:`\pi_k`.
+
+The plots are Bokeh figures made once per session (:mod:`explorer.ui.plots.density_slices`; the 2-D
+one when a second feature is first picked): a new row, feature, fit or data set only replaces their
+data, on the session's event loop (:class:`~explorer.ui.session.Redraw`). :attr:`ConditionalView.frames`
+holds the frames last drawn.
 """
 
 from __future__ import annotations
@@ -29,8 +35,6 @@ import threading
 import time
 from functools import partial
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend and its options)
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -46,6 +50,9 @@ from explorer.ui.state.vb_model import VBModel
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, Imputations
+from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
+from explorer.ui.plots.figures import push
+from explorer.ui.session import Redraw, run_then, served_doc
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -54,11 +61,7 @@ __all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "m
 from explorer.ui.plots.conditional_frames import (
     NONE,
     _placeholder_1d,
-    _placeholder_2d,
     _placeholder_weights,
-    _slice1d_element,
-    _slice2d_element,
-    _weights_element,
     mass_levels,
     parse_row,
     slice_1d,
@@ -139,17 +142,16 @@ class ConditionalView(Viewer):
         self._auto_prior = auto_prior  # the default VB model's covariance prior follows the data
         self._prior_note = ""
         self._closed = threading.Event()  # set when the browser session is destroyed
-        self._worker: threading.Thread | None = None
-        self._doc = None  # the session document while served (worker -> UI hand-over)
+        self._doc = served_doc()  # the session's document (None outside a server): its worker fits, its loop draws
+        self._redraw = Redraw(self._draw, doc=self._doc)
+        self._fit_progress = (0, "")  # (token, text) of the running fit, shown by _show_progress on the loop
+        self._redraw_progress = Redraw(self._show_progress, doc=self._doc)
         self._rng = np.random.default_rng(self.seed)
         self._rows = np.zeros(0, dtype=int)
         self._updating = False
         self._custom_columns: tuple | None = None  # the columns the custom row was written for
         em = self.em_model
         self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False)
-        self.pipes = {"slice1d": hv.streams.Pipe(data=_placeholder_1d("No model yet")),
-                      "slice2d": hv.streams.Pipe(data=_placeholder_2d()),
-                      "weights": hv.streams.Pipe(data={"prior": [1.0], "posterior": [1.0]})}
         self._make_widgets()
         self.main = self._build()
         if self.model_kind == "vb":
@@ -159,8 +161,8 @@ class ConditionalView(Viewer):
         self.vb_model.param.watch(self._on_run, ["run_id"])
         self.param.watch(self._on_selection, ["source", "row_position", "custom_text", "feature", "feature2"])
         self.param.watch(self._on_kind, ["model_kind", "density"])
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            pn.state.on_session_destroyed(self._on_destroyed)
+        if self._doc is not None:
+            self._doc.on_session_destroyed(self._on_destroyed)
         self.downloads = DownloadPanel(stem=self._download_stem, imputations=self.imputations,
                                        note=self._download_note)
         self.param.watch(lambda e: self.downloads.refresh(), ["seed"])
@@ -183,16 +185,10 @@ class ConditionalView(Viewer):
                                                 sizing_mode="stretch_width")
         self._status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10), css_classes=["fit-status"])
         self._em_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        vb = self.vb_model
         self._kind = pn.widgets.Select.from_param(self.param.model_kind, label="Model")
         self._em_box = pn.Column(self._k, self._cov, visible=self.model_kind == "em", sizing_mode="stretch_width")
-        self._vb_box = pn.Column(
-            pn.widgets.Select.from_param(self.param.density, label="Density"),
-            pn.widgets.IntSlider.from_param(vb.param.n_components, start=1, end=20, label="Truncation K"),
-            pn.widgets.FloatInput.from_param(vb.param.alpha, label="Concentration α (0 = 1/K)", step=0.1, start=0),
-            pn.widgets.Select.from_param(vb.param["update"], label="Normal-Wishart update"),
-            pn.widgets.Select.from_param(vb.param.responsibilities, label="Responsibilities"),
-            visible=self.model_kind == "vb", sizing_mode="stretch_width")
+        self._vb_box = pn.Column(visible=False, sizing_mode="stretch_width")  # filled when first shown
+        self._show_model_controls()
         self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._kind,
                                     self._em_box, self._vb_box, self._auto, self._fit_button, self._progress,
                                     self._status, sizing_mode="stretch_width")
@@ -221,20 +217,12 @@ class ConditionalView(Viewer):
                                             css_classes=["table-note"])
 
     def _build(self):
-        s1 = hv.DynamicMap(_slice1d_element, streams=[self.pipes["slice1d"]]).opts(
-            {"Curve": dict(width=560, height=360, toolbar="above", show_grid=True),
-             # canvas, not WebGL: WebGL draws the dashed component curves solid (and odd line caps)
-             "Overlay": dict(backend_opts={"plot.output_backend": "canvas"})})
-        self._slice2d_dmap = hv.DynamicMap(_slice2d_element, streams=[self.pipes["slice2d"]]).opts(
-            {"Image": dict(width=560, height=400, toolbar="above", colorbar=False)})
-        weights = hv.DynamicMap(_weights_element, streams=[self.pipes["weights"]]).opts(
-            {"Rectangles": dict(width=420, height=300, toolbar=None), "Overlay": dict(width=420, height=300)})
-        # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
-        pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
-        # visibility is toggled on the wrapping Columns: toggling it on a HoloViews pane itself trips a
-        # Panel 1.9 stylesheet-sync error in served sessions
-        self._pane1d = pn.Column(pn.pane.HoloViews(s1, **pane), sizing_mode=None)
-        self._pane2d = pn.Column(pn.pane.HoloViews(self._slice2d_dmap, **pane), visible=False, sizing_mode=None)
+        # Bokeh figures made once (explorer.ui.plots.density_slices); the 2-D one when it is first needed
+        self._slice1d, self._weights = Slice1DPlot(), WeightBars()
+        self._slice2d: Slice2DPlot | None = None
+        # visibility is toggled on the wrapping Columns (explicit sizes: the gallery stretches by default)
+        self._pane1d = pn.Column(self._slice1d.pane, sizing_mode=None)
+        self._pane2d = pn.Column(visible=False, sizing_mode=None)
         intro = pn.pane.HTML(
             "For a row with missing values the fitted mixture gives the whole conditional distribution "
             "<i>p</i>(<i>x</i><sup>m</sup> | <i>x</i><sup>o</sup>) = &Sigma;<sub>k</sub> <i>h<sub>k</sub></i> "
@@ -253,8 +241,7 @@ class ConditionalView(Viewer):
             self._custom_box,
             pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
             # side by side when they fit, the weights below the density when not (a Row overflowed at 1024 px)
-            pn.FlexBox(self._pane1d, self._pane2d, pn.pane.HoloViews(weights, **pane), flex_wrap="wrap",
-                       sizing_mode="stretch_width"),
+            pn.FlexBox(self._pane1d, self._pane2d, self._weights.pane, flex_wrap="wrap", sizing_mode="stretch_width"),
             self._table_note,
             self._table,
             sizing_mode="stretch_width",
@@ -275,97 +262,58 @@ class ConditionalView(Viewer):
             return self.vb_model.predictive_conditional(X)
         return self.model.conditional(X)
 
-    def fit(self, wait: bool = False) -> threading.Thread | None:
-        """Fit the shown model to convergence in a daemon thread (the current run continues from where it is).
+    def fit(self) -> bool:
+        """Fit the shown model to convergence on the session's worker (the current run continues from where it is).
 
-        A newer call (or a new run) supersedes an older one; ``wait=True`` joins the thread
-        (tests, scripts). Returns the thread, or None when there is nothing to fit.
+        The fit runs on the session's one compute thread (:class:`~explorer.ui.session.SessionWorker`) and
+        the page shows the result on its event loop; outside a server (Jupyter, scripts, tests) it runs
+        here and now. A newer call (or a new run) supersedes an older one: the older fit stops after its
+        current step. Returns False when there is nothing to fit (no model, or the session is gone).
         """
         em = self.model
-        if self._closed.is_set():  # the browser session is gone
-            return None
+        if self._session_gone():
+            return False
         with self._lock:
             self._token += 1
             token = self._token
             if em.state is None:
                 self._show_status()
-                return None
+                return False
             self._progress.visible = True
             self._fit_button.disabled = True
             self._status.object = f"Fitting… iteration {em.iteration}"
-            # the worker hands its UI updates to this session's event loop (see _on_ui)
-            self._doc = self._session_doc()
-            self._worker = threading.Thread(target=self._work, args=(token, em), daemon=True,
-                                            name="conditional-fit")
-            worker = self._worker
-        worker.start()
-        if wait:
-            worker.join()
-        return worker
+        return run_then(partial(self._work, token, em), partial(self._finish, token), doc=self._doc)
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until the running fit (if any) has finished."""
-        worker = self._worker
-        if worker is not None:
-            worker.join(timeout)
-
-    @staticmethod
-    def _session_doc():
-        """The served session's document (the worker hands its UI updates to it), or None."""
-        doc = pn.state.curdoc
-        return doc if doc is not None and doc.session_context is not None else None
-
-    def _on_ui(self, fn) -> None:
-        """Run ``fn`` where it may touch widgets and plots.
-
-        In a served session that is the session's event loop (``add_next_tick_callback`` is the
-        thread-safe entry point of a Bokeh document), so the worker's updates are applied in
-        order, with the document lock, and never while Panel is building the page. Elsewhere
-        (Jupyter, scripts, tests) ``fn`` runs at once.
-
-        Once the session is destroyed the update is dropped and the worker told to stop: Bokeh
-        destroys the document (its callback manager loses its state) *before* it runs the
-        session-destroyed hooks, so the document is checked here as well as :attr:`_closed`.
-        """
-        if self._closed.is_set():
-            return
-        doc = self._doc
-        if doc is None:
-            fn()
-            return
-        if doc.session_context is None:  # destroyed, the hook has not run yet
-            self._closed.set()
-            return
-        try:
-            doc.add_next_tick_callback(fn)
-        except (AttributeError, KeyError, RuntimeError):  # destroyed between the check and the call
-            self._closed.set()
+    def _session_gone(self) -> bool:
+        """True once the browser session is destroyed (Bokeh clears the document's session context first)."""
+        return self._closed.is_set() or (self._doc is not None and self._doc.session_context is None)
 
     def _work(self, token: int, em) -> None:
-        """The fit loop (worker thread): steps of ``em`` until converged, superseded or failed."""
+        """The fit loop (the session's worker): steps of ``em`` until converged, superseded or the session ends.
+
+        Computation only: the progress text is handed to the event loop (:meth:`_show_progress`).
+        """
         run_id = em.run_id
         last = time.monotonic()
-        try:
-            while True:
-                # step(run_id) checks and steps under the model's lock, so a reset (new data or settings)
-                # cannot make this worker step the new run
-                if self._closed.is_set() or token != self._token or not em.step(run_id=run_id):
-                    break
-                now = time.monotonic()
-                if now - last > 0.3:  # throttle: progress every 0.3 s
-                    last = now
-                    ll = em.log_likelihood
-                    text = f"Fitting… iteration {em.iteration}" + ("" if ll is None else f" · log-likelihood {ll:.2f}")
-                    self._on_ui(partial(self._show_progress, token, text))
-        finally:
-            self._on_ui(partial(self._finish, token))
+        # step(run_id) checks and steps under the model's lock, so a reset (new data or settings) cannot make
+        # this fit step the new run
+        while not self._session_gone() and token == self._token and em.step(run_id=run_id):
+            now = time.monotonic()
+            if now - last > 0.3 and not self._session_gone():  # throttle: progress every 0.3 s
+                last = now
+                ll = em.log_likelihood
+                self._fit_progress = (token, f"Fitting… iteration {em.iteration}"
+                                             + ("" if ll is None else f" · log-likelihood {ll:.2f}"))
+                self._redraw_progress()
 
-    def _show_progress(self, token: int, text: str) -> None:
-        if token == self._token:
+    def _show_progress(self) -> None:
+        token, text = self._fit_progress
+        if token == self._token and not self._session_gone():
             self._status.object = text
 
-    def _finish(self, token: int) -> None:
-        if token != self._token:  # superseded by a newer fit or a new run
+    def _finish(self, token: int, result=None, error: BaseException | None = None) -> None:
+        """The fit ended (on the event loop): its status and slice, unless a newer fit or run superseded it."""
+        if token != self._token or self._session_gone():
             return
         self._progress.visible = False
         self._fit_button.disabled = False
@@ -437,11 +385,25 @@ class ConditionalView(Viewer):
         vb.covariance_prior = wanted  # resets the model: its run_id event refreshes (and refits) the page
         return True
 
+    def _show_model_controls(self) -> None:
+        """The shown model's settings; the variational model's widgets are made when it is first chosen."""
+        vb = self.model_kind == "vb"
+        if vb and not self._vb_box.objects:
+            model = self.vb_model
+            self._vb_box.objects = [
+                pn.widgets.Select.from_param(self.param.density, label="Density"),
+                pn.widgets.IntSlider.from_param(model.param.n_components, start=1, end=20, label="Truncation K"),
+                pn.widgets.FloatInput.from_param(model.param.alpha, label="Concentration α (0 = 1/K)", step=0.1,
+                                                 start=0),
+                pn.widgets.Select.from_param(model.param["update"], label="Normal-Wishart update"),
+                pn.widgets.Select.from_param(model.param.responsibilities, label="Responsibilities")]
+        self._em_box.visible, self._vb_box.visible = not vb, vb
+
     # ------------------------------------------------------------------ data / selection updates
     def _on_kind(self, *events) -> None:
         """Another model or density: show its controls; fit the model if it has not been fitted yet."""
         vb = self.model_kind == "vb"
-        self._em_box.visible, self._vb_box.visible = not vb, vb
+        self._show_model_controls()
         if any(e.name == "model_kind" for e in events):
             self._token += 1  # a fit of the other model stops after its current step
             self._progress.visible = False
@@ -512,14 +474,27 @@ class ConditionalView(Viewer):
         return data.values[r], truth, f"row {r}"
 
     def _refresh(self) -> None:
-        """Recompute the slice of the current selection and send it to the plots."""
-        with self._lock:
+        """Redraw the slice of the current selection (on the session's event loop: from another thread, the
+        drawing is scheduled there)."""
+        self._redraw()
+
+    @property
+    def frames(self) -> dict:
+        """The frames last drawn: ``slice1d``, ``weights`` and, once a 2-D slice was drawn, ``slice2d``."""
+        frames = {"slice1d": self._slice1d.frame, "weights": self._weights.frame}
+        if self._slice2d is not None:
+            frames["slice2d"] = self._slice2d.frame
+        return frames
+
+    def _draw(self) -> None:
+        with self._lock, pn.io.hold():
             try:
-                self._refresh_locked()
+                self._draw_slice()
             except _NoModel as exc:
                 self._show_message(str(exc), title="No fitted model: see the message", model=True)
             except BadInputError as exc:
                 self._show_message(str(exc), title="No slice: see the message above")
+        push(*(p.pane for p in (self._slice1d, self._slice2d, self._weights) if p is not None))
 
     def _show_message(self, message: str, title: str, model: bool = False) -> None:
         """Placeholders in the plots (a short title), the full ``message`` as text.
@@ -531,13 +506,20 @@ class ConditionalView(Viewer):
         self._custom_error.object = md(message) if custom else ""
         self._custom_error.visible = custom
         self._row_info.object = "" if custom else f"*{md(message)}*"
-        self.pipes["slice1d"].send(_placeholder_1d(title))
-        self.pipes["weights"].send(_placeholder_weights())
+        self._slice1d.update(_placeholder_1d(title))
+        self._weights.update(_placeholder_weights())
         self._pane1d.visible, self._pane2d.visible = True, False
         self._table.object = None
         self._table_note.visible = False
 
-    def _refresh_locked(self) -> None:
+    def _show_2d(self, frame: dict) -> None:
+        """Draw a 2-D slice (its figure is made the first time one is shown)."""
+        if self._slice2d is None:
+            self._slice2d = Slice2DPlot()
+            self._pane2d.objects = [self._slice2d.pane]
+        self._slice2d.update(frame)
+
+    def _draw_slice(self) -> None:
         em, data = self.model, self.em_model.data_model.data
         values, truth, label = self.current_row()
         self._custom_error.visible = False
@@ -564,15 +546,15 @@ class ConditionalView(Viewer):
         if self.feature2 == NONE:
             s = slice_1d(cm, 0, f1, rng=rng, truth=None if truth is None else truth[f1], n_draws=self.n_draws)
             title = f"{label}: p({self.feature} | observed)"
-            self.pipes["slice1d"].send({"slice": s, "xlabel": self.feature, "title": title})
+            self._slice1d.update({"slice": s, "xlabel": self.feature, "title": title})
         else:
             f2 = columns.index(self.feature2)
             s = slice_2d(cm, 0, f1, f2, rng=rng, truth=None if truth is None else truth[[f1, f2]],
                          n_draws=self.n_draws)
             title = f"{label}: p({self.feature}, {self.feature2} | observed)"
-            self.pipes["slice2d"].send({"slice": s, "xlabel": self.feature, "ylabel": self.feature2, "title": title})
+            self._show_2d({"slice": s, "xlabel": self.feature, "ylabel": self.feature2, "title": title})
         self._pane1d.visible, self._pane2d.visible = self.feature2 == NONE, self.feature2 != NONE
-        self.pipes["weights"].send({"prior": np.asarray(em.state.weights), "posterior": cm.weights[0]})
+        self._weights.update({"prior": np.asarray(em.state.weights), "posterior": cm.weights[0]})
         self._table.object = table = self._row_table(cm, values, truth, columns,
                                                      first=[f1] + ([] if self.feature2 == NONE else [f2]))
         self._table_note.object = _table_note(table, values)

@@ -12,10 +12,12 @@
 * for image data sets, a grid of true and masked images (missing pixels coloured);
 * a short explanation of the mechanism (registry summary, MCAR/MAR/NMAR, what to look for).
 
-Every plot is a ``DynamicMap`` fed by a :class:`holoviews.streams.Pipe` (``self.pipes``); the
-layout is built once and only the piped data change. The pure functions (:func:`pattern_order`,
-:func:`matrix_rows`, :func:`histogram_parts`, :func:`image_mosaic`, ...) carry the logic and are
-tested on their own.
+Every plot is a Bokeh figure made once per session (:mod:`explorer.ui.plots.missingness`,
+:mod:`explorer.ui.plots.histograms`; the image mosaic when image data are first shown): a new data
+set, mechanism, column or row order only replaces their data, on the session's event loop
+(:class:`~explorer.ui.session.Redraw`). ``frames`` holds what each plot was last given. The pure
+functions (:func:`pattern_order`, :func:`matrix_rows`, :func:`histogram_parts`,
+:func:`image_mosaic`, ...) carry the logic and are tested on their own.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from __future__ import annotations
 import threading
 import warnings
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend and its options)
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -36,6 +36,10 @@ from explorer.core.mechanisms import MECHANISMS
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, Imputations
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.histograms import Bars, HistogramOverlay, Marker
+from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
+from explorer.ui.session import Redraw
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -277,88 +281,6 @@ table.dataframe td:last-child, table.dataframe th:last-child { text-align: left;
 """
 
 
-def _short(name, limit: int = 18) -> str:
-    """A column name as a tick label: long ones cut (they took the plot's width, and overlapped when rotated)."""
-    name = str(name)
-    return name if len(name) <= limit else name[:limit - 1] + "…"
-
-
-def _ticks(columns, max_ticks: int = 18):
-    step = max(1, int(np.ceil(len(columns) / max_ticks)))
-    return [(j + 0.5, _short(c)) for j, c in enumerate(columns) if j % step == 0]
-
-
-# ----------------------------------------------------------------------------- element builders
-def _matrix_element(data):
-    img, n_total, columns = data["image"], data["n_total"], data["columns"]
-    d = img.shape[1]
-    title = "Missingness matrix " + ("(by pattern)" if data["sort"] else "(original order)")
-    # display row i sits at y = i + 0.5 (scaled to n_total); the y axis is inverted so row 0 is on top
-    return hv.Image(img[::-1], bounds=(0, 0, d, n_total),
-                    kdims=[hv.Dimension("mcol", label="column"), hv.Dimension("mrow", label=data["ylabel"])],
-                    vdims=[hv.Dimension("missing")]).opts(
-        title=title, xticks=_ticks(columns), xrotation=60 if d > 6 else 0, framewise=True)
-
-
-#: Height of the per-column rate chart: a bar of BAR_PX pixels per column, between these bounds.
-RATES_HEIGHT = (220, 600)
-BAR_PX = 15
-
-
-def rates_height(n_columns: int) -> int:
-    """Pixels of the per-column rate chart for ``n_columns`` columns (one horizontal bar each)."""
-    return int(np.clip(110 + BAR_PX * n_columns, *RATES_HEIGHT))
-
-
-def _fit_rates_height(plot, element):
-    """Plot hook: the chart grows with the number of columns (13 of wine, up to 64 of an upload)."""
-    height = rates_height(len(element))
-    if plot.state.height != height:
-        plot.state.height = height
-
-
-def _rates_element(data):
-    # one horizontal bar per column, the names on the y axis, read without rotation (a vertical chart of 13
-    # columns was flat and its rotated names unreadable): column j spans [j + 0.1, j + 0.9] at numeric
-    # positions with the names as tick labels (a categorical axis whose factors shrink, 4 columns -> 3,
-    # makes BokehJS fail with "Size mismatch"); the first column on top
-    rates = np.asarray(data["rates"], dtype=float)
-    j = np.arange(rates.size, dtype=float)
-    bars = hv.Rectangles((np.zeros_like(j), j + 0.1, rates, j + 0.9),
-                         kdims=[hv.Dimension("rate", label="missing rate"), hv.Dimension("rcol", label="column"),
-                                "rate1", "rcol1"])
-    top = max(float(np.max(rates, initial=0)), data["line"], 0.05) * 1.15
-    line = hv.VLine(data["line"]).opts(color=MIS_COLOUR, line_dash="dashed", line_width=2)
-    many = len(data["columns"]) > 32
-    ticks = _ticks(data["columns"], max_ticks=40)  # long names cut: the title is only as wide as the frame
-    return (bars * line).opts({"Rectangles": dict(xlim=(0, top), ylim=(0, max(rates.size, 1)), title=data["title"],
-                                                  framewise=True, yticks=ticks, invert_yaxis=True,
-                                                  fontsize={"yticks": "7pt" if many else "9pt", "title": "10pt"})})
-
-
-def _marginal_element(data):
-    parts, name = data["parts"], data["column"]
-    e = parts["edges"]
-    x = hv.Dimension("mval", label=name)
-    y = hv.Dimension("count", label="rows")
-    true = hv.Histogram((e, parts["complete"]), kdims=[x], vdims=[y], label="complete (true)")
-    obs = hv.Histogram((e, parts["observed"]), kdims=[x], vdims=[y], label="observed")
-    mis = hv.Histogram((e, parts["missing"]), kdims=[x], vdims=[y], label="missing (true values)")
-    return (true.opts(fill_color=TRUE_COLOUR, fill_alpha=0.12, line_color=TRUE_COLOUR, line_width=1.5)
-            * obs.opts(fill_color=OBS_COLOUR, fill_alpha=0.55, line_color=OBS_COLOUR)
-            * mis.opts(fill_color=MIS_COLOUR, fill_alpha=0.55, line_color=MIS_COLOUR)
-            * hv.VLine(parts["true_mean"]).opts(color=TRUE_COLOUR, line_dash="dashed", line_width=2)
-            * hv.VLine(parts["observed_mean"]).opts(color=OBS_COLOUR, line_dash="dotted", line_width=2)
-            ).opts({"Histogram": dict(framewise=True, title=data["title"]),
-                    "Overlay": dict(legend_position="right")})
-
-
-def _mosaic_element(data):
-    rgb = data
-    h, w = rgb.shape[:2]
-    return hv.RGB(rgb, bounds=(0, 0, w, h), kdims=["tile_x", "tile_y"]).opts(framewise=True)
-
-
 # ----------------------------------------------------------------------------- the view
 class DataMechanismView(Viewer):
     """Missingness matrix, per-column rates, patterns and marginals of a :class:`DataModel`.
@@ -383,11 +305,14 @@ class DataMechanismView(Viewer):
         if params.get("data_model") is None:
             params["data_model"] = DataModel(dataset="iris", mechanism="nmar_lowest", rate=0.2)
         super().__init__(**params)
-        # served with a thread pool, two events of one session (e.g. quick uploads) can run at once:
-        # updates of the plots are serialised so a plot never receives half of one update and half of another
+        # served with a thread pool, two events of one session (e.g. quick uploads) can run at once: what is
+        # to be drawn is collected under the lock, and drawn on the session's event loop (Redraw)
         self._lock = threading.RLock()
+        self._redraw = Redraw(self._draw)
+        self._pending: set[str] = set()  # the parts to draw next: "data" (everything), "matrix", "marginal", "rates"
+        #: The frame each plot was last given: ``matrix``, ``rates``, ``marginal`` (dicts) and ``images`` (RGB).
+        self.frames: dict = {"matrix": None, "rates": None, "marginal": None, "images": None}
         self.controls = DataControls(model=self.data_model, show_error=False)  # the error: top of main
-        self.pipes = {name: hv.streams.Pipe(data=None) for name in ("matrix", "rates", "marginal", "images")}
         self._sort = pn.widgets.RadioButtonGroup.from_param(
             self.param.sort_by_pattern, options={"Original order": False, "Sorted by pattern": True},
             label="Row order", color="primary", variant="outline", margin=(5, 10), width=360)
@@ -398,16 +323,15 @@ class DataMechanismView(Viewer):
         self._table = pn.pane.DataFrame(index=False, sizing_mode="stretch_width", max_height=260, margin=(0, 10),
                                         stylesheets=[_TABLE_CSS])
         self._marginal_note = pn.pane.Markdown(margin=(0, 10), sizing_mode="stretch_width")
-        self._refresh()
-        self.data_model.param.watch(self._on_data, ["revision"])
-        self.param.watch(self._on_sort, ["sort_by_pattern", "max_rows"])
-        self.param.watch(self._on_column, ["column"])
-        self.param.watch(self._on_table, ["top_patterns"])
         self._fit_cache = None  # (data, fitted imputer, warnings): the last on-click fit, for these data only
         self.downloads = DownloadPanel(stem=self._download_stem, imputations=self.imputations,
                                        masked=lambda: self.data_model.data, note=self._download_note)
-        self.data_model.param.watch(lambda e: self.downloads.refresh(), ["revision"])
         self.main = self._build()
+        self._request("data")
+        self.data_model.param.watch(self._on_data, ["revision"])
+        self.param.watch(lambda e: self._request("matrix"), ["sort_by_pattern", "max_rows"])
+        self.param.watch(lambda e: self._request("marginal"), ["column"])
+        self.param.watch(lambda e: self._request("rates"), ["top_patterns"])
         self.sidebar = pn.Column(self.controls, self.downloads, sizing_mode="stretch_width")
         self._layout = pn.Row(pn.Column(self.controls, self.downloads, width=300), self.main,
                               sizing_mode="stretch_width")
@@ -417,26 +341,22 @@ class DataMechanismView(Viewer):
 
     # ------------------------------------------------------------------ layout (built once)
     def _build(self):
-        matrix = hv.DynamicMap(_matrix_element, streams=[self.pipes["matrix"]]).opts(
-            {"Image": dict(cmap=[OBSERVED_COLOUR, MISSING_COLOUR], clim=(0, 1), invert_yaxis=True,
-                           width=360, height=440, tools=["hover"], toolbar=None, colorbar=False)})
-        rates = hv.DynamicMap(_rates_element, streams=[self.pipes["rates"]]).opts(
-            {"Rectangles": dict(color=OBS_COLOUR, line_color="black", width=480, height=rates_height(4), toolbar=None,
-                                xlabel="missing rate", ylabel="column", hooks=[_fit_rates_height])})
-        marginal = hv.DynamicMap(_marginal_element, streams=[self.pipes["marginal"]]).opts(
-            {"Histogram": dict(width=640, height=300, toolbar="above")})
-        images = hv.DynamicMap(_mosaic_element, streams=[self.pipes["images"]]).opts(
-            {"RGB": dict(width=400, height=140, xaxis=None, yaxis=None, toolbar=None,
-                         title="True (top) and masked (bottom) images")})
+        # Bokeh figures made once (explorer.ui.plots): updates replace their data
+        self._matrix = MissingnessMatrix(OBSERVED_COLOUR, MISSING_COLOUR)
+        self._rates = RateBars(OBS_COLOUR, MIS_COLOUR)
+        self._marginal = HistogramOverlay(
+            {"complete": Bars("complete (true)", TRUE_COLOUR, fill_alpha=0.12, line_width=1.5),
+             "observed": Bars("observed", OBS_COLOUR), "missing": Bars("missing (true values)", MIS_COLOUR)},
+            {"true_mean": Marker(TRUE_COLOUR, "dashed"), "observed_mean": Marker(OBS_COLOUR, "dotted")},
+            ylabel="rows", legend="right", width=640, height=300, pane_options=dict(sizing_mode=None, margin=(0, 10)))
+        self._mosaic: RGBMosaic | None = None  # made when image data are first shown
         # explicit sizes everywhere: the gallery sets a global sizing_mode="stretch_width"
-        pane = dict(linked_axes=False, margin=(0, 10), sizing_mode=None)
-        self._images_box = pn.Column(pn.pane.HoloViews(images, **pane), visible=self._is_image(), sizing_mode=None)
+        self._images_box = pn.Column(visible=False, sizing_mode=None)
         results = pn.Column(
             self._explain,
-            pn.Row(pn.Column(self._sort, pn.pane.HoloViews(matrix, **pane), sizing_mode=None),
-                   pn.Column(pn.pane.HoloViews(rates, **pane), self._stats, self._table, self._images_box,
-                             width=500)),
-            pn.Column(self._column, pn.pane.HoloViews(marginal, **pane), self._marginal_note, width=680),
+            pn.Row(pn.Column(self._sort, self._matrix.pane, sizing_mode=None),
+                   pn.Column(self._rates.pane, self._stats, self._table, self._images_box, width=500)),
+            pn.Column(self._column, self._marginal.pane, self._marginal_note, width=680),
             sizing_mode="stretch_width",
         )
         # a setting that cannot be applied: said at the top, with the nearest one that works; results dimmed
@@ -447,39 +367,42 @@ class DataMechanismView(Viewer):
         d = self.data_model.data
         return self.data_model.image_shape is not None and d is not None and d.truth is not None
 
-    # ------------------------------------------------------------------ updates
+    # ------------------------------------------------------------------ updates (drawn on the event loop)
+    def _request(self, part: str) -> None:
+        """Draw ``part`` ("data": everything) on the session's event loop (at once when called there)."""
+        with self._lock:
+            self._pending.add(part)
+        self._redraw()
+
     def _on_data(self, event=None):
-        with self._lock, pn.io.hold():
-            self._refresh(event)
-            if hasattr(self, "_images_box"):
-                self._images_box.visible = self._is_image()
-
-    def _on_sort(self, event=None):
-        with self._lock:
-            if self.data_model.data is not None:
-                self._send_matrix(self.data_model.data)
-
-    def _on_column(self, event=None):
-        with self._lock:
-            if self._column.value != self.column and self.column in self._column.options:
-                self._column.value = self.column
-            if self.data_model.data is not None:
-                self._send_marginal(self.data_model.data)
+        self._request("data")
+        self.downloads.refresh()
 
     def _on_column_widget(self, event):
         if event.new is not None and event.new != self.column:
             self.column = event.new
 
-    def _on_table(self, event=None):
-        with self._lock:
-            if self.data_model.data is not None:
-                self._send_rates(self.data_model.data)
+    def _draw(self) -> None:
+        with self._lock, pn.io.hold():
+            parts, self._pending = self._pending, set()
+            data = self.data_model.data
+            if "data" in parts:
+                self._explain.object = mechanism_markdown(self.data_model)
+                self._images_box.visible = self._is_image()
+                if data is not None:
+                    self._follow_columns(data)
+                parts = {"matrix", "rates", "marginal", "images"}
+            if "marginal" in parts and self._column.value != self.column and self.column in self._column.options:
+                self._column.value = self.column
+            if data is not None:
+                for part, send in (("matrix", self._send_matrix), ("rates", self._send_rates),
+                                   ("marginal", self._send_marginal), ("images", self._send_images)):
+                    if part in parts:
+                        send(data)
+        push(*(p.pane for p in (self._matrix, self._rates, self._marginal, self._mosaic) if p is not None))
 
-    def _refresh(self, event=None):
-        data = self.data_model.data
-        self._explain.object = mechanism_markdown(self.data_model)
-        if data is None:
-            return
+    def _follow_columns(self, data) -> None:
+        """The column picker follows the data: a new data set or mechanism shows the most affected column."""
         columns = list(data.columns)
         rates = data.missing.mean(axis=0)
         changed_columns = list(self._column.options) != columns
@@ -492,19 +415,16 @@ class DataMechanismView(Viewer):
                 self.column = columns[int(np.argmax(rates))]
         self._key = key
         self._column.value = self.column
-        self._send_matrix(data)
-        self._send_rates(data)
-        self._send_marginal(data)
-        self._send_images(data)
 
     def _send_matrix(self, data):
         rows = matrix_rows(data.missing, self.sort_by_pattern, self.max_rows)
         ylabel = "row (sorted by pattern)" if self.sort_by_pattern else "row"
         if rows.size < data.n_samples:
             ylabel += f", {rows.size} of {data.n_samples} shown"
-        self.pipes["matrix"].send({"image": data.missing[rows].astype(np.uint8), "rows": rows,
-                                   "n_total": data.n_samples, "columns": list(data.columns),
-                                   "sort": self.sort_by_pattern, "ylabel": ylabel})
+        self.frames["matrix"] = frame = {"image": data.missing[rows].astype(np.uint8), "rows": rows,
+                                         "n_total": data.n_samples, "columns": list(data.columns),
+                                         "sort": self.sort_by_pattern, "ylabel": ylabel}
+        self._matrix.update(frame)
 
     def _send_rates(self, data):
         m = self.data_model
@@ -515,8 +435,9 @@ class DataMechanismView(Viewer):
             line, what = float(requested), f"requested {requested:.0%}"
         else:
             line, what = overall, f"overall {overall:.1%}"
-        self.pipes["rates"].send({"columns": list(data.columns), "rates": rates, "line": line,
-                                  "title": f"Missing rate per column (dashed: {what})"})
+        self.frames["rates"] = frame = {"columns": list(data.columns), "rates": rates, "line": line,
+                                        "title": f"Missing rate per column (dashed: {what})"}
+        self._rates.update(frame)
         _, patterns, counts = pattern_order(data.missing)
         complete = int((~data.missing.any(axis=1)).sum())
         self._stats.object = (f"**{len(counts)}** distinct patterns · realised rate **{overall:.1%}** · "
@@ -529,7 +450,10 @@ class DataMechanismView(Viewer):
         parts = histogram_parts(data.values[:, j], data.missing[:, j], truth)
         n_mis = int(data.missing[:, j].sum())
         title = f"{data.columns[j]}: {n_mis} of {data.n_samples} values missing"
-        self.pipes["marginal"].send({"parts": parts, "column": data.columns[j], "title": title})
+        self.frames["marginal"] = {"parts": parts, "column": data.columns[j], "title": title}
+        self._marginal.update(parts["edges"], {k: parts[k] for k in ("complete", "observed", "missing")},
+                              markers={"true_mean": parts["true_mean"], "observed_mean": parts["observed_mean"]},
+                              title=title, xlabel=str(data.columns[j]))
         if parts["has_truth"]:
             bias = parts["observed_mean"] - parts["true_mean"]
             self._marginal_note.object = (
@@ -541,11 +465,15 @@ class DataMechanismView(Viewer):
     def _send_images(self, data):
         shape = self.data_model.image_shape
         if shape is None or data.truth is None:
-            self.pipes["images"].send(np.full((1, 1, 3), 255, dtype=np.uint8))
+            self.frames["images"] = None  # nothing to show (the box is hidden)
             return
         idx = np.linspace(0, data.n_samples - 1, min(8, data.n_samples)).round().astype(int)
-        self.pipes["images"].send(image_mosaic(data.values[idx], data.missing[idx], shape,
-                                               n_cols=len(idx), truth=data.truth[idx]))
+        self.frames["images"] = rgb = image_mosaic(data.values[idx], data.missing[idx], shape, n_cols=len(idx),
+                                                   truth=data.truth[idx])
+        if self._mosaic is None:
+            self._mosaic = RGBMosaic("True (top) and masked (bottom) images")
+            self._images_box.objects = [self._mosaic.pane]
+        self._mosaic.update(rgb)
 
     # ------------------------------------------------------------------ downloads
     def _download_stem(self) -> tuple:

@@ -12,11 +12,15 @@ imputations, :mod:`explorer.core.sensitivity`) on the session's data. The page s
   when known, the value on the complete data;
 * (c) a sentence computed from the numbers ("the coefficient stays significant until delta = ...").
 
-Fitting the mixture and drawing the imputations runs in a worker thread (progress in the sidebar);
-its result is handed to the session's event loop. Everything else (column, estimate, grid, slider)
-reruns only the cheap pooling. Both plots are ``hv.DynamicMap`` s on ``hv.streams.Pipe`` s with
-overlays of fixed structure: an update patches the data sources. User column names only reach the
-page as escaped text (:func:`explorer.ui.text.md`) or as Bokeh text (titles, labels, options).
+Fitting the mixture and drawing the imputations runs on the session's worker thread
+(:class:`~explorer.ui.session.SessionWorker`; progress in the sidebar), and its result is drawn on
+the session's event loop; the results are shared by the sessions of the server process
+(:func:`~explorer.ui.state.sensitivity_model.cached_run_job`), so the start screen is drawn once.
+Everything else (column, estimate, grid, slider) reruns only the cheap pooling. Both plots are Bokeh
+figures made once per session (:class:`~explorer.ui.plots.histograms.HistogramOverlay`,
+:class:`~explorer.ui.plots.estimate_band.EstimateBand`): an update assigns their data on the event
+loop (:class:`~explorer.ui.session.Redraw`). User column names only reach the page as escaped text
+(:func:`explorer.ui.text.md`) or as Bokeh text (titles, labels, options).
 """
 
 from __future__ import annotations
@@ -24,16 +28,18 @@ from __future__ import annotations
 import threading
 from functools import partial
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import panel as pn
 import param
 
 from explorer.datasets import list_datasets
 from explorer.ui.state.data_model import UPLOADED, DataModel
-from explorer.ui.state.sensitivity_model import ESTIMATES, SensitivityModel, run_job
+from explorer.ui.state.sensitivity_model import ESTIMATES, SensitivityModel, cached_run_job
 from explorer.ui.page import ModelPage, weak_callback
+from explorer.ui.plots.estimate_band import EstimateBand, Line
+from explorer.ui.plots.figures import push
+from explorer.ui.plots.histograms import Bars, HistogramOverlay
+from explorer.ui.session import Redraw, run_then
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -46,7 +52,7 @@ MODEL_URL = ("column", "mode", "delta_max", "n_deltas", "delta_index", "estimate
              "predictor", "n_imputations", "n_components", "bootstrap", "seed", "level")
 COLORS = {"observed": "#1f77b4", "imputed": "#ff7f0e", "hidden": "#2ca02c", "estimate": "#111111",
           "band": "#aec7e8", "neutral": "#7f7f7f", "tipping": "#d62728", "reference": "#9467bd",
-          "truth": "#2ca02c", "current": "#ff7f0e"}
+          "truth": "#2ca02c", "current": "#ff7f0e", "selection": "#8c564b"}
 N_BINS = 30
 
 EXPLANATION = """
@@ -167,41 +173,6 @@ def estimate_frame(model: SensitivityModel) -> dict:
             "ylabel": "pooled estimate", "xlim": xlim, "ylim": ylim}
 
 
-def _hist_overlay(data: dict) -> hv.Overlay:
-    f = data
-    xd = hv.Dimension("value", label=f["xlabel"])
-    yd = hv.Dimension("density")
-    edges = f["edges"]
-    observed = hv.Histogram((edges, f["observed"]), kdims=[xd], vdims=[yd], label="observed").opts(
-        color=COLORS["observed"], alpha=0.45, line_alpha=0)
-    imputed = hv.Histogram((edges, f["imputed"]), kdims=[xd], vdims=[yd], label="imputed (all M sets)").opts(
-        color=COLORS["imputed"], alpha=0.45, line_alpha=0)
-    hidden = hv.Histogram((edges, f["hidden"]), kdims=[xd], vdims=[yd], label="hidden (true values)").opts(
-        fill_alpha=0, line_color=COLORS["hidden"], line_width=2)
-    return hv.Overlay([observed, imputed, hidden]).opts(title=f["title"], xlabel=f["xlabel"], ylabel="density")
-
-
-def _estimate_overlay(data: dict) -> hv.Overlay:
-    f = data
-    xd = hv.Dimension("delta", label=f["xlabel"], range=f["xlim"])
-    yd = hv.Dimension("estimate", label=f["ylabel"], range=f["ylim"])
-    band = hv.Area(f["band"], kdims=[xd], vdims=[yd, "upper"], label="confidence band").opts(
-        color=COLORS["band"], alpha=0.6, line_alpha=0)
-    estimate = hv.Curve(f["estimate"], xd, yd, label="pooled estimate").opts(color=COLORS["estimate"], line_width=3)
-    neutral = hv.Curve(f["neutral"], xd, yd, label="no adjustment (MAR)").opts(
-        color=COLORS["neutral"], line_dash="dashed", line_width=2)
-    tipping = hv.Curve(f["tipping"], xd, yd, label="tipping point").opts(color=COLORS["tipping"], line_width=2.5)
-    reference = hv.Curve(f["reference"], xd, yd, label="reference value").opts(
-        color=COLORS["reference"], line_dash="dotted", line_width=2)
-    truth = hv.Curve(f["truth"], xd, yd, label="complete data").opts(color=COLORS["truth"], line_width=2)
-    selection = hv.Curve(f["selection"], xd, yd, label="selection model (NMAR fit)").opts(
-        color="#8c564b", line_dash="dashdot", line_width=2.5)
-    current = hv.Scatter(f["current"], xd, yd, label="shown delta").opts(
-        color=COLORS["current"], size=11, line_color="white")
-    return hv.Overlay([band, estimate, neutral, tipping, reference, truth, selection, current]).opts(
-        title=f["title"], xlabel=f["xlabel"], ylabel=f["ylabel"])
-
-
 # --------------------------------------------------------------------------- the view
 class SensitivityView(ModelPage):
     """The Sensitivity page (see the module docstring); ``model``'s data model drives the data controls."""
@@ -220,8 +191,10 @@ class SensitivityView(ModelPage):
         self._token = 0
         self._destroyed = False
         self._syncing = False
-        self._hist_pipe = hv.streams.Pipe(data=empty_histograms())
-        self._estimate_pipe = hv.streams.Pipe(data=empty_estimates())
+        self._doc = self._served_doc()  # the session's document (None outside a server)
+        self._redraw = Redraw(self._draw, doc=self._doc)  # Bokeh models are changed on the session's loop only
+        self._draw_progress = (0, "")  # (token, text) of the running draw, shown by _show_progress on the loop
+        self._redraw_progress = Redraw(self._show_progress, doc=self._doc)
         self._build()
         m, dm = self.model, self.data_model
         m.param.watch(weak_callback(self._on_table), ["revision"])
@@ -229,23 +202,33 @@ class SensitivityView(ModelPage):
         m.param.watch(weak_callback(self._on_grid), ["n_deltas", "delta_max", "mode", "column"])
         m.param.watch(weak_callback(self._on_draw_settings), ["n_imputations", "n_components", "bootstrap", "seed"])
         dm.param.watch(weak_callback(self._on_data), ["revision"])
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            pn.state.on_session_destroyed(self._on_destroyed)
+        if self._doc is not None:
+            self._doc.on_session_destroyed(self._on_destroyed)
         self._sync_widgets()
         self.refresh()
 
     # ------------------------------------------------------------------ layout (built once)
     def _build(self):
         m = self.model
-        common = dict(responsive=True, min_height=430, legend_position="bottom", legend_cols=3,
-                      legend_opts={"label_text_font_size": "9pt"}, toolbar=None, show_grid=True, backend="bokeh")
-        hist = hv.DynamicMap(_hist_overlay, streams=[self._hist_pipe]).opts(
-            {"Histogram": dict(framewise=True), "Overlay": common})
-        est = hv.DynamicMap(_estimate_overlay, streams=[self._estimate_pipe]).opts(
-            {"Curve": dict(framewise=True), "Overlay": common})
-        pane = dict(sizing_mode="stretch_width", linked_axes=False, min_height=450)
-        self._hist_pane = pn.pane.HoloViews(hist, css_classes=["sensitivity-histogram"], **pane)
-        self._estimate_pane = pn.pane.HoloViews(est, css_classes=["sensitivity-estimate"], **pane)
+        # Bokeh figures made once: an update assigns their data (explorer.ui.plots)
+        figure = dict(height=430, sizing_mode="stretch_width", legend_columns=3, legend_font_size="9pt")
+        pane = dict(sizing_mode="stretch_width", min_height=450)
+        self._hist = HistogramOverlay(
+            {"observed": Bars("observed", COLORS["observed"], fill_alpha=0.45, line_alpha=0),
+             "imputed": Bars("imputed (all M sets)", COLORS["imputed"], fill_alpha=0.45, line_alpha=0),
+             "hidden": Bars("hidden (true values)", COLORS["hidden"], fill_alpha=0, line_width=2)},
+            ylabel="density", legend="below", show_grid=True, tools="", toolbar_location=None,
+            pane_options=pane, **figure)
+        self._estimate = EstimateBand(
+            {"estimate": Line("pooled estimate", COLORS["estimate"], line_width=3),
+             "neutral": Line("no adjustment (MAR)", COLORS["neutral"], line_dash="dashed"),
+             "tipping": Line("tipping point", COLORS["tipping"], line_width=2.5),
+             "reference": Line("reference value", COLORS["reference"], line_dash="dotted"),
+             "truth": Line("complete data", COLORS["truth"]),
+             "selection": Line("selection model (NMAR fit)", COLORS["selection"], line_width=2.5,
+                               line_dash="dashdot")},
+            band=("confidence band", COLORS["band"]), point=("current", "shown delta", COLORS["current"]),
+            pane_options=pane, **figure)
         self._sentence = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10),
                                           css_classes=["sensitivity-sentence"])
         self._progress = pn.indicators.Progress(active=True, value=-1, visible=False, height=12,
@@ -286,8 +269,9 @@ class SensitivityView(ModelPage):
             "### Data", self._data_controls,
             sizing_mode="stretch_width", min_width=300,
         )
-        left = pn.Column(self._hist_pane, sizing_mode="stretch_width")
-        right = pn.Column(self._estimate_pane, sizing_mode="stretch_width")
+        # the classes on the Columns: a Bokeh pane's model is the figure itself, which keeps no Panel class
+        left = pn.Column(self._hist.pane, sizing_mode="stretch_width", css_classes=["sensitivity-histogram"])
+        right = pn.Column(self._estimate.pane, sizing_mode="stretch_width", css_classes=["sensitivity-estimate"])
         self._arrange(sidebar, [left, right], [], EXPLANATION)
         # the sentence right under the plots (the explanation follows)
         self.main.insert(len(self.main) - 1, self._sentence)
@@ -298,7 +282,8 @@ class SensitivityView(ModelPage):
         self.schedule_draw()
 
     def schedule_draw(self) -> None:
-        """Fit and draw in a worker thread when served (here and now otherwise), if the data or settings changed."""
+        """Fit and draw on the session's worker when served (here and now otherwise), if the data or settings
+        changed; the result is shown on the session's event loop."""
         m = self.model
         if not m.needs_draw:
             return
@@ -312,10 +297,6 @@ class SensitivityView(ModelPage):
             return
         self._progress.visible = True
         self._status.object = "Fitting the mixture and drawing the imputations…"
-        doc = self._served_doc()
-        if doc is None:
-            self._finish(token, job, *self._compute(job))
-            return
 
         def progress(done, total):
             if total == 0:
@@ -323,55 +304,65 @@ class SensitivityView(ModelPage):
             else:
                 text = (f"Drawing imputation {done} of {total} (one mixture each)…" if job.bootstrap
                         else ("Drawing the imputations…" if done == 1 else "Pooling…"))
-            self._post(doc, partial(self._show_progress, token, text))
+            if not self._destroyed:
+                self._draw_progress = (token, text)
+                self._redraw_progress()
 
-        def work():
-            self._post(doc, partial(self._finish, token, job, *self._compute(job, progress)))
-
-        threading.Thread(target=work, name="explorer-sensitivity-draw", daemon=True).start()
+        run_then(partial(self._compute, job, progress), partial(self._finish, token, job), doc=self._doc)
 
     @staticmethod
     def _compute(job, progress=None):
+        """``(result, error)`` of ``job`` (the session's worker): a readable error instead of an exception."""
         from explorer.core._validation import BadInputError
 
         try:
-            return run_job(job, progress), ""
+            return cached_run_job(job, progress), ""
         except BadInputError as exc:
             return None, str(exc)
 
-    def _post(self, doc, fn) -> None:
-        if self._destroyed:
-            return
-        try:
-            doc.add_next_tick_callback(fn)
-        except Exception:  # the session's document went away meanwhile
-            self._destroyed = True
-
-    def _show_progress(self, token: int, text: str) -> None:
-        if token == self._token:
+    def _show_progress(self) -> None:
+        token, text = self._draw_progress
+        if token == self._token and not self._destroyed:
             self._status.object = text
 
-    def _finish(self, token: int, job, result, error: str) -> None:
+    def _finish(self, token: int, job, outcome, error: BaseException | None = None) -> None:
+        """Adopt the draws (on the event loop), unless newer settings superseded them."""
         if token != self._token or self._destroyed:
             return
         self._progress.visible = False
         self._status.object = ""
-        self.model.adopt(job, result, error)  # its revision refreshes the page
+        result, message = outcome if outcome is not None else (None, f"The imputations failed: {error}")
+        self.model.adopt(job, result, message)  # its revision refreshes the page
         if self.model.needs_draw:  # the settings moved on while drawing
             self.schedule_draw()
 
     # ------------------------------------------------------------------ read-outs
     def refresh(self) -> None:
-        """Send the current table and imputations to both plots; update the sentence and the messages."""
+        """Redraw both plots, the sentence and the messages (on the session's event loop: from another thread,
+        the drawing is scheduled there)."""
+        self._redraw()
+
+    @property
+    def frames(self) -> dict:
+        """The frames last drawn: ``histogram`` and ``estimate``."""
+        return {"histogram": self._hist.frame, "estimate": self._estimate.frame}
+
+    def _draw(self) -> None:
         m = self.model
         with self._lock, pn.io.hold():
-            self._hist_pipe.send(histogram_frame(m))
-            self._estimate_pipe.send(estimate_frame(m))
+            self._draw_plots()
             self._sentence.object = md(m.sentence()) if m.table is not None else ""
             self._alert.object = md(m.error) if m.error else ""
             self._alert.visible = bool(m.error)
             self._info.object = self._info_text()
             self._sync_delta()
+        push(self._hist.pane, self._estimate.pane)
+
+    def _draw_plots(self) -> None:
+        h = histogram_frame(self.model)
+        self._hist.update(h["edges"], {k: h[k] for k in ("observed", "imputed", "hidden")}, title=h["title"],
+                          xlabel=h["xlabel"])
+        self._estimate.update(estimate_frame(self.model))
 
     def _info_text(self) -> str:
         m, data = self.model, self.data_model.data
@@ -389,10 +380,7 @@ class SensitivityView(ModelPage):
         self.refresh()
 
     def _on_delta(self, *events) -> None:
-        with self._lock, pn.io.hold():
-            self._hist_pipe.send(histogram_frame(self.model))
-            self._estimate_pipe.send(estimate_frame(self.model))
-            self._sync_delta()
+        self.refresh()
 
     def _on_grid(self, *events) -> None:
         m = self.model

@@ -1,13 +1,13 @@
 """Pure pieces of the conditional-density page (:mod:`explorer.ui.pages.conditional`).
 
 Parsing a typed row, the 1-D and 2-D slices of :math:`p(x^m \\mid x^o)` (grids, densities,
-highest-mass levels, samples, intervals) and the HoloViews elements the page streams them into.
+highest-mass levels, samples, intervals), the placeholder frames shown without a model, and the
+colours of the page's figures (:mod:`explorer.ui.plots.density_slices` draws the frames).
 No Panel import: everything here is a function of its arguments.
 """
 
 from __future__ import annotations
 
-import holoviews as hv
 import numpy as np
 
 from explorer.core._validation import BadInputError
@@ -154,76 +154,10 @@ def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 8
             "truth": None if truth is None else np.asarray(truth, dtype=float)}
 
 
-# ----------------------------------------------------------------------------- element builders
-def _slice1d_element(data):
-    x, y = hv.Dimension("sx", label=data["xlabel"]), hv.Dimension("sdens", label="density")
-    s = data["slice"]
-    # a placeholder (no model, or no slice) has a zero density: a unit axis, not a 1e-12 one
-    top = float(s["density"].max()) if float(s["density"].max()) > 0 else 1.0
-    comps = [{"sx": s["grid"], "sdens": c, "component": k + 1} for k, c in enumerate(s["components"])]
-    truth = [] if s["truth"] is None else [(s["truth"], s["truth_density"])]
-    return (
-        hv.VSpan(s["lower"], s["upper"]).opts(color=BAND, alpha=0.35, line_alpha=0)
-        # one colour: a colour mapped per component makes HoloViews split the paths into 2-point
-        # segments, and a dash pattern restarted on every segment draws as a solid line
-        * hv.Path(comps, kdims=[x, y], vdims=["component"]).opts(color=COMPONENT, line_dash="dashed", line_width=1.8)
-        * hv.Curve((s["grid"], s["density"]), x, y, label="conditional density").opts(color=CURVE, line_width=3)
-        * hv.VLine(s["mean"]).opts(color=MEAN, line_width=2.5)
-        * hv.Spikes(s["samples"], x).opts(color=SAMPLE, alpha=0.35, position=-0.1 * top, spike_length=0.08 * top)
-        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
-    ).opts({"Curve": dict(title=data["title"], framewise=True, ylim=(-0.12 * top, 1.1 * top),
-                          xlim=(float(s["grid"][0]), float(s["grid"][-1]))),
-            "Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel="density")})
-
-
-def _slice2d_element(data):
-    x, y = hv.Dimension("cx", label=data["xlabel"]), hv.Dimension("cy", label=data["ylabel"])
-    s = data["slice"]
-    gx, gy, d = s["gx"], s["gy"], s["density"]
-    dx, dy = (gx[1] - gx[0]) / 2, (gy[1] - gy[0]) / 2
-    img = hv.Image(np.flipud(d), bounds=(gx[0] - dx, gy[0] - dy, gx[-1] + dx, gy[-1] + dy), kdims=[x, y],
-                   vdims=["pdf"])
-    lines = hv.operation.contours(img, levels=list(s["levels"])) if len(s["levels"]) else hv.Contours([], [x, y])
-    truth = [] if s["truth"] is None else [tuple(s["truth"])]
-    return (
-        img.opts(cmap="Purples", alpha=0.7, title=data["title"], framewise=True)
-        * lines.opts(color=CURVE, line_width=1.5)
-        * hv.Scatter(s["samples"], x, y, label="samples").opts(color=SAMPLE, alpha=0.35, size=3)
-        * hv.Scatter([tuple(s["mean"])], x, y, label="mean imputation").opts(
-            color=MEAN, marker="diamond", size=18, line_color="white", line_width=1.5)
-        * hv.Scatter(truth, x, y, label="true value").opts(color=TRUTH, marker="star", size=18)
-    ).opts({"Overlay": dict(legend_position="top_right", xlabel=data["xlabel"], ylabel=data["ylabel"])})
-
-
-def _weights_element(data):
-    # two bars per component at numeric positions (a categorical axis whose factors shrink when K does
-    # makes BokehJS fail with "Size mismatch"); component k is drawn around x = k + 1
-    prior = np.asarray(data["prior"], dtype=float)
-    post = np.asarray(data["posterior"], dtype=float)
-    x = np.arange(1, prior.size + 1, dtype=float)
-    z = np.zeros_like(x)
-    dims = [hv.Dimension("wk", label="component"), hv.Dimension("wv", label="weight"), "wk1", "wv1"]
-    prior_bars = hv.Rectangles((x - 0.38, z, x, prior), kdims=dims, label=PRIOR).opts(color="#b8c4d3")
-    post_bars = hv.Rectangles((x, z, x + 0.38, post), kdims=dims, label=POSTERIOR).opts(color=MEAN)
-    return (prior_bars * post_bars).opts(
-        {"Rectangles": dict(ylim=(0, 1.1), xlim=(0.4, max(prior.size, 1) + 0.6), framewise=True,
-                            line_color="black", xticks=[(k, str(int(k))) for k in x] or [(1.0, "")],
-                            title=data.get("title", "Component weights for this row"),
-                            ylabel="weight", xlabel="component"),
-         # the legend goes above the frame, in one row: inside it covered the first bars
-         "Overlay": dict(legend_position="top", legend_cols=2)})
-
-
+# ----------------------------------------------------------------------------- placeholder frames
 def _placeholder_weights(title: str = "Component weights (no model)") -> dict:
     """No bars (no fitted model): the previous data set's weights must not stay on screen."""
     return {"prior": np.zeros(0), "posterior": np.zeros(0), "title": title}
-
-
-def _placeholder_2d() -> dict:
-    g = np.linspace(0.0, 1.0, 2)
-    return {"slice": {"gx": g, "gy": g, "density": np.zeros((2, 2)), "levels": np.zeros(0),
-                      "samples": np.zeros((0, 2)), "mean": np.array([0.5, 0.5]), "truth": None},
-            "xlabel": "x", "ylabel": "y", "title": ""}
 
 
 def _placeholder_1d(message: str) -> dict:

@@ -19,13 +19,19 @@ adjustment of :mod:`explorer.core.sensitivity` on them (cheap: every other setti
 Outputs (constant parameters, written by the model only): ``table``
 (:class:`~explorer.core.sensitivity.SensitivityTable`), ``tipping``, ``error``, ``status`` and
 ``revision`` (increases with every new table). No Panel import.
+
+The imputations of a job depend only on its data and settings (the seed included), so
+:func:`cached_run_job` keeps the latest results (read-only arrays, :data:`DRAW_CACHE`) for every
+session of the server process: the start screen, the same for every student, is drawn once per process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +43,8 @@ from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.data_model import DataModel
 from explorer.sensitivity import default_deltas, draw_imputations
 
-__all__ = ["ESTIMATES", "DrawJob", "DrawResult", "SensitivityModel", "run_job"]
+__all__ = ["DRAW_CACHE", "ESTIMATES", "DrawCache", "DrawJob", "DrawResult", "SensitivityModel", "cached_run_job",
+           "run_job"]
 
 #: Page labels of the downstream estimates.
 ESTIMATES = {"mean of a column": "mean", "regression coefficient (OLS)": "ols"}
@@ -68,15 +75,29 @@ class DrawJob:
     selection: bool = False
     missing: np.ndarray | None = None
 
+    def content_key(self) -> tuple:
+        """What the result depends on: the data (their bytes) and the settings; the same in every session."""
+        digest = hashlib.sha1(np.ascontiguousarray(self.values, dtype=float).tobytes())
+        if self.missing is not None:
+            digest.update(np.ascontiguousarray(self.missing, dtype=bool).tobytes())
+        return (digest.hexdigest(), self.values.shape, self.n_imputations, self.n_components, self.bootstrap,
+                self.seed, self.selection)
+
 
 @dataclass(frozen=True)
 class DrawResult:
     """What :func:`run_job` returns: the MAR imputations (M, N, D) and, when asked for, draws (M, N, D) from the
-    fitted selection model (``selection``, or None with ``note`` saying why)."""
+    fitted selection model (``selection``, or None with ``note`` saying why; ``timed_out`` when its fit ran
+    out of time, which depends on the machine's load rather than on the job)."""
 
     imputations: np.ndarray
     selection: np.ndarray | None = None
     note: str = ""
+    timed_out: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.imputations.nbytes + (0 if self.selection is None else self.selection.nbytes))
 
 
 def run_job(job: DrawJob, progress=None) -> DrawResult:
@@ -117,10 +138,70 @@ def run_job(job: DrawJob, progress=None) -> DrawResult:
             warnings.simplefilter("ignore")
             draws, _ = gs.impute(result.state.params, job.values, job.missing, rng=rng, n_draws=job.n_imputations)
     except _OutOfTime:
-        return DrawResult(imps, None, f"no selection model: its fit took more than {SELECTION_SECONDS:.0f} s")
+        return DrawResult(imps, None, f"no selection model: its fit took more than {SELECTION_SECONDS:.0f} s",
+                          timed_out=True)
     except (BadInputError, np.linalg.LinAlgError, ValueError) as exc:
         return DrawResult(imps, None, f"no selection model: {exc}")
     return DrawResult(imps, np.asarray(draws, dtype=float))
+
+
+class DrawCache:
+    """Results of :func:`run_job` shared by the sessions of a server process: least recently used out first.
+
+    Parameters
+    ----------
+    max_bytes : int
+        The arrays kept, in bytes, at most (a larger result is not kept).
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = int(max_bytes)
+        self._results: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, key) -> DrawResult | None:
+        with self._lock:
+            result = self._results.get(key)
+            if result is not None:
+                self._results.move_to_end(key)
+                self.hits += 1
+            return result
+
+    def put(self, key, result: DrawResult) -> None:
+        if result.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            self._results[key] = result
+            self._results.move_to_end(key)
+            while sum(r.nbytes for r in self._results.values()) > self.max_bytes:
+                self._results.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._results.clear()
+
+
+#: The process's shared results (the default screen: 20 x 150 x 4 values and as many selection-model draws).
+DRAW_CACHE = DrawCache(max_bytes=64 * 2**20)
+
+
+def cached_run_job(job: DrawJob, progress=None) -> DrawResult:
+    """:func:`run_job`, or the result a session of this process already computed for the same data and settings.
+
+    The arrays of a result are read-only (sessions share them). A selection model that ran out of time is
+    not kept (another try may finish).
+    """
+    key = job.content_key()
+    result = DRAW_CACHE.get(key)
+    if result is None:
+        result = run_job(job, progress)
+        for array in (result.imputations, result.selection):
+            if array is not None:
+                array.flags.writeable = False
+        if not result.timed_out:
+            DRAW_CACHE.put(key, result)
+    return result
 
 
 class SensitivityModel(Settings):
@@ -318,7 +399,7 @@ class SensitivityModel(Settings):
             if job is None:
                 return
             try:
-                result = run_job(job)
+                result = cached_run_job(job)
             except BadInputError as exc:
                 self.adopt(job, error=str(exc))
                 return
