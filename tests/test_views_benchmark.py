@@ -258,6 +258,13 @@ def test_a_frame_only_changes_data_never_the_documents_models():
     model = view.model
     with param.edit_constant(model):
         model.param.update(status="running", total=8, done=1, summary=partial, source="run")
+    # the first results give the summary table its columns (made once per session); the figures are unchanged
+    added = [m for m in doc.models if m.id not in before]
+    assert added and all(type(m).__module__ == "bokeh.models.widgets.tables" for m in added), added
+    before = {m.id for m in doc.models}
+    with param.edit_constant(model):
+        model.param.update(done=8, status="done", summary=full)
+        model.param.update(status="running", done=0, summary=None)  # a new run: no rows, the columns stay
         model.param.update(done=8, status="done", summary=full)
     view.show_reference = False
     view.nll_metric = view.param.nll_metric.objects[-1]

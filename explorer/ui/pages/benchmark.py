@@ -37,11 +37,7 @@ from explorer.ui.page import sync_with_url
 from explorer.ui.plots.figures import push
 from explorer.ui.plots.metric_bars import BAR_COLUMNS, MetricBars
 from explorer.ui.session import Redraw, SessionWorker, served_doc
-from explorer.ui.state.benchmark_model import (
-    COMMITTED_SUMMARY,
-    SUMMARY_COLUMNS,
-    BenchmarkModel,
-)
+from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.ui.text import md
 
 __all__ = ["BenchmarkPage", "bar_frame", "METRIC_ROWS", "METHOD_COLORS"]
@@ -54,7 +50,6 @@ METHOD_COLORS = {m: Category10_10[i % 10] for i, m in enumerate(bm.METHODS)}
 N_SLOTS = 2
 RATE_CHOICES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 _POLL_MS = 300
-_EMPTY_SUMMARY = pd.DataFrame(columns=list(SUMMARY_COLUMNS))
 #: Log panels span at most this factor above their smallest value; larger values are clipped and labelled.
 _LOG_SPAN = 1e8
 
@@ -266,8 +261,7 @@ class BenchmarkPage(Viewer):
         self._columns = [pn.Column(self._heads[s], sizing_mode="stretch_width", visible=s == 0)
                          for s in range(N_SLOTS)]
         self._make_slot(0)
-        # the summary's columns from the start: new results then change the table's data, never its column models
-        self._table = pn.widgets.Tabulator(_EMPTY_SUMMARY, disabled=True, show_index=False, pagination="local",
+        self._table = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, pagination="local",
                                            page_size=12, sizing_mode="stretch_width", layout="fit_data_table")
         self.sidebar = pn.Column(
             "### Run", pn.Row(self._run, self._cancel, sizing_mode="stretch_width"), self._load,
@@ -460,7 +454,8 @@ class BenchmarkPage(Viewer):
                       'height:3px;background:black;vertical-align:middle;margin-right:4px"></span>'
                       'thesis notebook (reference)</span>')
         self._legend.object = items
-        self._table.value = _EMPTY_SUMMARY if here is None else here.reset_index(drop=True)
+        # no results: no rows, but the columns of earlier results stay (the table's column models are made once)
+        self._table.value = self._table.value.iloc[0:0] if here is None else here.reset_index(drop=True)
 
     def _update_status(self) -> None:
         m = self.model

@@ -221,10 +221,12 @@ _PLOT_SERIES = {key: (label, colour, "solid" if kind == "kernel" else "dashed",
                       "circle" if kind == "kernel" else "triangle") for key, (label, colour, kind) in SERIES.items()}
 
 
-def _series_plot(title: str, ylabel: str) -> SeriesPlot:
+def _series_plot(title: str, ylabel: str, kinds: tuple[str, ...]) -> SeriesPlot:
+    """A plot of the series of these kinds (``kernel``, ``em_step``): the only ones its frames can fill."""
     tooltips = [("series", "@series"), ("x", "@x"), (ylabel, "@ms"), ("patterns", "@patterns"), ("D", "@D"),
                 ("rate", "@rate"), ("rows", "@rows")]
-    return SeriesPlot(title, ylabel, _PLOT_SERIES, columns=_POINT_COLS, x="x", y="ms", tooltips=tooltips)
+    series = {key: spec for key, spec in _PLOT_SERIES.items() if SERIES[key][2] in kinds}
+    return SeriesPlot(title, ylabel, series, columns=_POINT_COLS, x="x", y="ms", tooltips=tooltips)
 
 
 class PerformanceView(Viewer):
@@ -317,8 +319,9 @@ class PerformanceView(Viewer):
             sizing_mode="stretch_width", min_width=300,
         )
         # Bokeh figures made once: a frame only replaces their sources' data
-        self._timing = _series_plot("Measured: time per call", "milliseconds per call (log)")
-        self._theory = _series_plot("Theory: flops of the factorisations", "flops, leading terms (log)")
+        self._timing = _series_plot("Measured: time per call", "milliseconds per call (log)", ("kernel", "em_step"))
+        # only the kernels have flop counts (timing_frame leaves the EM steps empty there)
+        self._theory = _series_plot("Theory: flops of the factorisations", "flops, leading terms (log)", ("kernel",))
         self._draw_results(None, X_AXES[m.x_axis])
         self._tree = TreeGraph("Pattern MST (tap a node)", height=500, on_tap=weak_callback(self._on_tap))
         self._tree_legend = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))

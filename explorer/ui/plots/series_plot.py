@@ -88,8 +88,8 @@ class SeriesPlot:
     def update(self, tables: Mapping[str, Mapping], xlim, ylim, xlabel: str, frame: dict | None = None) -> None:
         """Draw one table (a mapping of :attr:`columns` to values) per series key: data, visibility and ranges.
 
-        A series with no rows is hidden with its legend entry; ``frame`` (what the tables came from) is kept
-        as :attr:`frame`.
+        ``tables`` may hold more keys than the figure's series (they are not drawn). A series with no rows is
+        hidden with its legend entry; ``frame`` (what the tables came from) is kept as :attr:`frame`.
         """
         self.frame = frame
         limits = (tuple(map(float, xlim)), tuple(map(float, ylim)))
