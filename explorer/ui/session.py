@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import panel as pn
 
-__all__ = ["Redraw", "SessionWorker", "run_then", "served_doc"]
+__all__ = ["Redraw", "SessionWorker", "push", "run_then", "served_doc"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,13 @@ def served_doc():
     if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
         return None
     return doc
+
+
+def push(*panes) -> None:
+    """Send directly changed Bokeh models of ``panes`` to a notebook (nothing to do when served or headless:
+    a served session's document sends its changes itself)."""
+    if served_doc() is None:
+        pn.io.push_notebook(*panes)
 
 
 def holds_document(doc) -> bool:

@@ -34,9 +34,8 @@ from explorer import benchmark as bm
 from explorer.reference import SEED000_FIGURES, SEED000_RATES, reference_cells
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.plots.figures import push
 from explorer.ui.plots.metric_bars import BAR_COLUMNS, MetricBars
-from explorer.ui.session import Redraw, SessionWorker, served_doc
+from explorer.ui.session import Redraw, SessionWorker, push, served_doc
 from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.ui.text import md
 

@@ -31,8 +31,7 @@ from explorer.core.mar_table import CODES
 from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.plots.figures import push
-from explorer.ui.session import Redraw, run_then
+from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.weak import weak_callback
 
 __all__ = ["MARTableView", "SweepPlot", "create_model", "sweep_frame", "table_html", "validity_markdown"]

@@ -28,8 +28,7 @@ from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, M
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.plots.figures import push
-from explorer.ui.session import Redraw, run_then
+from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
 

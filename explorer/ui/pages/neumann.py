@@ -32,8 +32,8 @@ from bokeh.plotting import figure
 
 from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
-from explorer.ui.plots.figures import push
 from explorer.ui.state.fa_model import MASK_TYPES, METHOD_LABELS, FAModel
+from explorer.ui.session import push
 
 __all__ = ["NeumannView", "decay_frame", "error_frame", "padded_range", "rho_histograms", "trace_columns"]
 

@@ -36,10 +36,9 @@ from explorer.core._validation import BadInputError
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.plots.figures import push
 from explorer.ui.plots.series_plot import SeriesPlot
 from explorer.ui.plots.tree_graph import TreeGraph
-from explorer.ui.session import Redraw, run_then, served_doc
+from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.state.performance_model import (
     EM_STRATEGIES,
     KERNELS,

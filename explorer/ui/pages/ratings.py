@@ -41,9 +41,8 @@ from explorer.core._validation import BadInputError
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import weak_callback
-from explorer.ui.plots.figures import push
 from explorer.ui.plots.rating_figures import ObjectiveTrace, PredictivePlot, SelectionBars
-from explorer.ui.session import Redraw, SessionWorker, run_then, served_doc
+from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
 from explorer.ui.state.ratings_model import (MODELS, S_VALUES, Comparison, RatingsModel, RatingsSnapshot,
                                              available_models)
 from explorer.ui.text import md

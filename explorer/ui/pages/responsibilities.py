@@ -28,8 +28,9 @@ from bokeh.plotting import figure
 
 from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
-from explorer.ui.plots.bars import BarChart, set_data
-from explorer.ui.plots.figures import push
+from explorer.ui.plots.bars import BarChart
+from explorer.ui.plots.sources import set_data
+from explorer.ui.session import push
 from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.textline import TextLine
 from explorer.ui.state.fa_model import FAModel

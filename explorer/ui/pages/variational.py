@@ -31,7 +31,7 @@ from explorer.core import vb_dpgmm
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage
-from explorer.ui.plots.figures import ScatterPanel, TracePlot, push
+from explorer.ui.plots.figures import ScatterPanel, TracePlot
 from explorer.ui.plots.vb_frames import (
     UPDATE_COLORS,
     StickWeightsPlot,
@@ -41,7 +41,7 @@ from explorer.ui.plots.vb_frames import (
     plugin_imputation,
     weights_frame,
 )
-from explorer.ui.session import Redraw
+from explorer.ui.session import Redraw, push
 from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
 from explorer.ui.state.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
 from explorer.ui.text import md

@@ -18,29 +18,9 @@ from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Rang
 from bokeh.plotting import figure
 
 from explorer.ui.plots.images import TITLE_SIZE
+from explorer.ui.plots.sources import set_data
 
-__all__ = ["BarChart", "set_data"]
-
-
-def set_data(source: ColumnDataSource, data: dict) -> bool:
-    """Assign ``data`` to ``source`` unless it holds these values already (nothing is sent then).
-
-    Returns True when the source changed.
-    """
-    old = source.data
-    if old.keys() == data.keys() and all(_same(old[k], v) for k, v in data.items()):
-        return False
-    source.data = data
-    return True
-
-
-def _same(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
-        return False
-    if a.dtype.kind == "f":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))
+__all__ = ["BarChart"]
 
 
 class BarChart:

@@ -7,7 +7,7 @@ here are plain Bokeh figures with a fixed set of renderers made at construction;
 assigns ``ColumnDataSource.data`` (same columns), ``stream``\\ s new rows, or sets a scalar property
 (a range's start and end), so it costs what its numbers cost to send. Components whose number varies
 are rows of one source (one ``multi_line`` for all ellipses). What is sent is kept small: columns that
-did not change are not sent again (:func:`assign`), a step's few trace rows go as numbers rather than
+did not change are not sent again (:func:`~explorer.ui.plots.sources.set_data`), a step's few trace rows go as numbers rather than
 binary buffers (each buffer is two websocket frames), and a panel can let the browser trace its ellipses
 from their centres and axes (``ScatterPanel(ellipses="axes")``) instead of receiving every path.
 
@@ -41,17 +41,12 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from explorer.ui.plots.mixture2d import COLORS, TRACE_MIN_ITERATIONS
-from explorer.ui.session import served_doc
+from explorer.ui.plots.sources import set_data
+from explorer.ui.session import push  # noqa: F401 (the pages' import of it, kept here too)
 
-__all__ = ["ELLIPSE_POINTS", "SMALL_COLUMN", "ScatterPanel", "TracePlot", "assign", "push"]
+__all__ = ["ELLIPSE_POINTS", "SMALL_COLUMN", "ScatterPanel", "TracePlot", "push"]
 
 _TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
-
-
-def push(*panes) -> None:
-    """Send directly changed Bokeh models of ``panes`` to a notebook (nothing to do when served or headless)."""
-    if served_doc() is None:
-        pn.io.push_notebook(*panes)
 
 
 def _colors(comp) -> np.ndarray:
@@ -71,29 +66,6 @@ def _small(values) -> list | np.ndarray:
     """A small numeric column as a list, a large one as a contiguous float array."""
     values = _column(values)
     return values.tolist() if values.size < SMALL_COLUMN else values
-
-
-def _same(old, new) -> bool:
-    try:
-        return len(old) == len(new) and np.array_equal(np.asarray(old), np.asarray(new))
-    except ValueError:  # ragged columns (lists of paths): compared path by path
-        return len(old) == len(new) and all(np.array_equal(a, b) for a, b in zip(old, new))
-
-
-def assign(source: ColumnDataSource, data: dict) -> None:
-    """Give ``source`` the columns ``data`` (the same names), sending only what changed.
-
-    With as many rows as before, only the columns whose values differ are replaced (one partial update: a
-    point's marker, size or line width, say, is not sent again with every frame); otherwise all of them.
-    """
-    old = source.data
-    rows = {len(v) for v in data.values()}
-    if set(old) != set(data) or len(rows) != 1 or {len(v) for v in old.values()} != rows:
-        source.data = data
-        return
-    changed = {k: v for k, v in data.items() if not _same(old[k], v)}
-    if changed:
-        source.data.update(changed)
 
 
 #: Points of an ellipse traced in the browser (:class:`ScatterPanel` with ``ellipses="axes"``).
@@ -212,22 +184,22 @@ class ScatterPanel:
         if "xlabel" in frame or "ylabel" in frame:
             self.set_labels(frame.get("xlabel", self._labels[0]), frame.get("ylabel", self._labels[1]))
         p = frame["points"]
-        assign(self.points, {"x": _column(p["x"]), "y": _column(p["y"]), "color": _colors(p["comp"]),
+        set_data(self.points, {"x": _column(p["x"]), "y": _column(p["y"]), "color": _colors(p["comp"]),
                              "fill": _column(p["fill"]), "line": _column(p["line"]), "size": _column(p["size"]),
                              "marker": np.asarray(p["marker"], dtype=object), "lw": _column(p["lw"])})
         if self.marks is not None:
             m = frame["marks"]
-            assign(self.marks, {"x0": _column(m["x0"]), "y0": _column(m["y0"]), "x1": _column(m["x1"]),
+            set_data(self.marks, {"x0": _column(m["x0"]), "y0": _column(m["y0"]), "x1": _column(m["x1"]),
                                 "y1": _column(m["y1"]), "color": _colors(m["comp"]), "alpha": _column(m["alpha"])})
         e = frame["ellipses"]
         style = {"color": _colors([q["comp"] for q in e]).tolist(), "lw": _small([q.get("lw", 1.0) for q in e]),
                  "la": _small([q.get("la", 1.0) for q in e])}
         if self._ellipse_mode == "paths":
-            assign(self.ellipses, {"xs": [_column(q["x"]) for q in e], "ys": [_column(q["y"]) for q in e]} | style)
+            set_data(self.ellipses, {"xs": [_column(q["x"]) for q in e], "ys": [_column(q["y"]) for q in e]} | style)
         else:
             axes = np.reshape([q["axes"] for q in e], (len(e), 2, 2))
             centers = np.reshape([q["center"] for q in e], (len(e), 2))
-            assign(self.ellipses, {"cx": _small(centers[:, 0]), "cy": _small(centers[:, 1]),
+            set_data(self.ellipses, {"cx": _small(centers[:, 0]), "cy": _small(centers[:, 1]),
                                    "a00": _small(axes[:, 0, 0]), "a01": _small(axes[:, 0, 1]),
                                    "a10": _small(axes[:, 1, 0]), "a11": _small(axes[:, 1, 1])} | style)
         if self.truth is not None:

@@ -20,7 +20,7 @@ from bokeh.core.properties import value
 from bokeh.models import FixedTicker, Legend, LegendItem, Range1d, Span
 from bokeh.plotting import ColumnDataSource, figure
 
-from explorer.ui.plots.figures import assign
+from explorer.ui.plots.sources import set_data
 
 __all__ = [
     "POINT_COLUMNS",
@@ -275,7 +275,7 @@ class StickWeightsPlot:
         """Draw ``frame`` (a :func:`weights_frame` dict): data and scalar properties only, no new model."""
         self.frame = frame
         for source, bars in zip(self.sources, frame["bars"]):  # at most 30 bars: numbers in the message
-            assign(source, {k: np.asarray(bars[k], dtype=float).tolist() for k in ("left", "right", "top")})
+            set_data(source, {k: np.asarray(bars[k], dtype=float).tolist() for k in ("left", "right", "top")})
         self.x_range.update(start=frame["xlim"][0], end=frame["xlim"][1])
         self.y_range.update(start=frame["ylim"][0], end=frame["ylim"][1])
         self.threshold.location = frame["threshold"]
