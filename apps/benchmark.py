@@ -3,8 +3,8 @@
 Serve on its own with ``panel serve apps/benchmark.py`` (add ``--num-threads 4`` so progress polling
 runs off the event loop), or as part of the gallery (``panel serve apps/``, which imports
 :func:`create_view`). Every browser session builds its own :class:`BenchmarkModel`; its settings
-live in the URL, so a screen can be shared as a link. The run itself is a background thread of the
-session (cancelled when the session ends).
+live in the URL, so a screen can be shared as a link. The run itself is one job per cell on the session's
+worker thread (cancelled when the session ends; its worker processes, if any, end with it).
 """
 
 from __future__ import annotations

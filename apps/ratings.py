@@ -24,7 +24,8 @@ def create_view(session: SessionData | None = None, **settings) -> RatingsView:
     """The bare Viewer (plain layout, no template) with a fresh RatingsModel.
 
     ``session`` is accepted for the gallery's signature; the page draws its own synthetic world and
-    uses no uploaded data. The fit is played to its end once the page is up.
+    uses no uploaded data. The fit shown at open runs on the session's worker and is drawn once it has
+    converged (the fit is shared by the sessions of the process).
     """
     view = RatingsView(model=RatingsModel(**(DEFAULT_SETTINGS | settings)))
     # played once the page is up: at session creation the app still registers watchers (URL sync)
