@@ -51,8 +51,7 @@ from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, Imputations
 from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
-from explorer.ui.plots.figures import push
-from explorer.ui.session import Redraw, run_then, served_doc
+from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -315,10 +314,11 @@ class ConditionalView(Viewer):
         """The fit ended (on the event loop): its status and slice, unless a newer fit or run superseded it."""
         if token != self._token or self._session_gone():
             return
-        self._progress.visible = False
-        self._fit_button.disabled = False
-        self._show_status()
-        self._refresh()
+        with pn.io.hold(freeze=True):  # one message and one walk of the model graph (see _draw)
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            self._show_status()
+            self._refresh()
 
     def _show_error(self) -> None:
         self._em_error.object = md(self.model.error)
@@ -487,7 +487,9 @@ class ConditionalView(Viewer):
         return frames
 
     def _draw(self) -> None:
-        with self._lock, pn.io.hold():
+        # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
+        # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
+        with self._lock, pn.io.hold(freeze=True):
             try:
                 self._draw_slice()
             except _NoModel as exc:

@@ -36,10 +36,9 @@ from explorer.core.mechanisms import MECHANISMS
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, Imputations
-from explorer.ui.plots.figures import push
 from explorer.ui.plots.histograms import Bars, HistogramOverlay, Marker
 from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
-from explorer.ui.session import Redraw
+from explorer.ui.session import Redraw, push
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -383,7 +382,9 @@ class DataMechanismView(Viewer):
             self.column = event.new
 
     def _draw(self) -> None:
-        with self._lock, pn.io.hold():
+        # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
+        # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
+        with self._lock, pn.io.hold(freeze=True):
             parts, self._pending = self._pending, set()
             data = self.data_model.data
             if "data" in parts:

@@ -34,12 +34,11 @@ import param
 
 from explorer.datasets import list_datasets
 from explorer.ui.state.data_model import UPLOADED, DataModel
-from explorer.ui.state.sensitivity_model import ESTIMATES, SensitivityModel, cached_run_job
+from explorer.ui.state.sensitivity_model import DRAW_CACHE, ESTIMATES, SensitivityModel, cached_run_job
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.estimate_band import EstimateBand, Line
-from explorer.ui.plots.figures import push
 from explorer.ui.plots.histograms import Bars, HistogramOverlay
-from explorer.ui.session import Redraw, run_then
+from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 
@@ -295,8 +294,9 @@ class SensitivityView(ModelPage):
             self._status.object = ""
             self.refresh()
             return
-        self._progress.visible = True
-        self._status.object = "Fitting the mixture and drawing the imputations…"
+        if job.content_key() not in DRAW_CACHE:  # drawn already by a session of this process: no progress to show
+            self._progress.visible = True
+            self._status.object = "Fitting the mixture and drawing the imputations…"
 
         def progress(done, total):
             if total == 0:
@@ -329,10 +329,11 @@ class SensitivityView(ModelPage):
         """Adopt the draws (on the event loop), unless newer settings superseded them."""
         if token != self._token or self._destroyed:
             return
-        self._progress.visible = False
-        self._status.object = ""
         result, message = outcome if outcome is not None else (None, f"The imputations failed: {error}")
-        self.model.adopt(job, result, message)  # its revision refreshes the page
+        with pn.io.hold(freeze=True):  # one message and one walk of the model graph (see _draw)
+            self._progress.visible = False
+            self._status.object = ""
+            self.model.adopt(job, result, message)  # its revision refreshes the page
         if self.model.needs_draw:  # the settings moved on while drawing
             self.schedule_draw()
 
@@ -349,7 +350,9 @@ class SensitivityView(ModelPage):
 
     def _draw(self) -> None:
         m = self.model
-        with self._lock, pn.io.hold():
+        # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
+        # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
+        with self._lock, pn.io.hold(freeze=True):
             self._draw_plots()
             self._sentence.object = md(m.sentence()) if m.table is not None else ""
             self._alert.object = md(m.error) if m.error else ""

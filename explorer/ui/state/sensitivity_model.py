@@ -160,6 +160,10 @@ class DrawCache:
         self._lock = threading.Lock()
         self.hits = 0
 
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._results
+
     def get(self, key) -> DrawResult | None:
         with self._lock:
             result = self._results.get(key)
