@@ -189,6 +189,21 @@ def test_a_frame_only_changes_data_never_the_documents_models(view):
     assert view._marginal.spans["observed_mean"].location == marginal["parts"]["observed_mean"]
 
 
+def test_a_new_data_set_draws_every_plot_once(view, monkeypatch):
+    """The column picker the draw updates asks for the marginal again: that request is covered by the same draw
+    (two changes of one source in one held message reached BokehJS as columns of different lengths: "Size
+    mismatch")."""
+    pn.panel(view).get_root(Document())
+    calls = {"matrix": 0, "rates": 0, "marginal": 0}
+    for name, plot in (("matrix", view._matrix), ("rates", view._rates), ("marginal", view._marginal)):
+        update = plot.update
+        monkeypatch.setattr(plot, "update", lambda *a, _u=update, _n=name, **k: (calls.__setitem__(_n, calls[_n] + 1),
+                                                                                _u(*a, **k))[1])
+    view.data_model.dataset = "wine"
+    assert calls == {"matrix": 1, "rates": 1, "marginal": 1}
+    assert view.frames["marginal"]["column"] == view.column and view._column.value == view.column
+
+
 def test_mechanism_change_updates_the_matrix_data(view):
     pn.panel(view).get_root(Document())
     before = view.frames["matrix"]["image"].copy()

@@ -309,6 +309,7 @@ class DataMechanismView(Viewer):
         self._lock = threading.RLock()
         self._redraw = Redraw(self._draw)
         self._pending: set[str] = set()  # the parts to draw next: "data" (everything), "matrix", "marginal", "rates"
+        self._drawing = False
         #: The frame each plot was last given: ``matrix``, ``rates``, ``marginal`` (dicts) and ``images`` (RGB).
         self.frames: dict = {"matrix": None, "rates": None, "marginal": None, "images": None}
         self.controls = DataControls(model=self.data_model, show_error=False)  # the error: top of main
@@ -382,25 +383,43 @@ class DataMechanismView(Viewer):
             self.column = event.new
 
     def _draw(self) -> None:
-        # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
-        # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
-        with self._lock, pn.io.hold(freeze=True):
-            parts, self._pending = self._pending, set()
-            data = self.data_model.data
-            if "data" in parts:
-                self._explain.object = mechanism_markdown(self.data_model)
-                self._images_box.visible = self._is_image()
-                if data is not None:
-                    self._follow_columns(data)
-                parts = {"matrix", "rates", "marginal", "images"}
-            if "marginal" in parts and self._column.value != self.column and self.column in self._column.options:
-                self._column.value = self.column
-            if data is not None:
-                for part, send in (("matrix", self._send_matrix), ("rates", self._send_rates),
-                                   ("marginal", self._send_marginal), ("images", self._send_images)):
-                    if part in parts:
-                        send(data)
+        with self._lock:
+            if self._drawing:  # asked for by a widget this draw changes (the column picker): this draw covers it
+                return
+            self._drawing = True
+            try:
+                # one message, and one walk of the document's model graph (freeze): a pane's first update after the
+                # page is shown gains the template's stylesheets, and each such change makes Bokeh walk the document
+                with pn.io.hold(freeze=True):
+                    drawn = self._draw_parts()
+                # requests this draw made itself are drawn; a source is changed once per message (two changes of
+                # its columns in one held message can reach BokehJS with columns of different lengths)
+                self._pending -= drawn
+            finally:
+                self._drawing = False
+            more = bool(self._pending)
         push(*(p.pane for p in (self._matrix, self._rates, self._marginal, self._mosaic) if p is not None))
+        if more:  # asked for while drawing, not drawn: the next message
+            self._redraw()
+
+    def _draw_parts(self) -> set[str]:
+        """Draw the parts asked for; returns them ("data": every part)."""
+        parts, self._pending = self._pending, set()
+        data = self.data_model.data
+        if "data" in parts:
+            self._explain.object = mechanism_markdown(self.data_model)
+            self._images_box.visible = self._is_image()
+            if data is not None:
+                self._follow_columns(data)
+            parts = {"data", "matrix", "rates", "marginal", "images"}
+        if "marginal" in parts and self._column.value != self.column and self.column in self._column.options:
+            self._column.value = self.column
+        if data is not None:
+            for part, send in (("matrix", self._send_matrix), ("rates", self._send_rates),
+                               ("marginal", self._send_marginal), ("images", self._send_images)):
+                if part in parts:
+                    send(data)
+        return parts
 
     def _follow_columns(self, data) -> None:
         """The column picker follows the data: a new data set or mechanism shows the most affected column."""
