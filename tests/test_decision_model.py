@@ -172,3 +172,28 @@ def test_uploads_need_a_class_column_and_are_shown_escaped():
     cont = "a,b\n" + "\n".join(f"{x:.4f},{y:.4f}" for x, y in rng.normal(size=(30, 2)))
     assert m.load_csv(cont.encode(), "plain.csv") is False
     assert "No column of 'plain.csv' can be the class" in m.error
+
+
+def test_fits_and_scores_are_shared_between_sessions(monkeypatch):
+    """Equal data (another session's model with the same settings) reuse a surface and a table row."""
+    from explorer.ui.state import decision_model
+
+    a = DecisionModel(dataset="overlap", n_per_class=15, data_seed=3, method="lr_mean")
+    b = DecisionModel(dataset="overlap", n_per_class=15, data_seed=3, method="lr_mean")
+    assert a.data is not b.data and a.data.fingerprint == b.data.fingerprint
+    assert DecisionModel(dataset="overlap", n_per_class=15, data_seed=4).data.fingerprint != a.data.fingerprint
+    fits = []
+    fit_surface = decision_model.fit_surface
+    monkeypatch.setattr(decision_model, "fit_surface", lambda *args: (fits.append(args[0]), fit_surface(*args))[1])
+    first = a.refresh_surface()
+    b.load()  # a new revision of the same data
+    second = b.refresh_surface()
+    assert fits == ["lr_mean"]  # fitted once
+    assert second.revision == b.revision and first.revision == a.revision
+    np.testing.assert_array_equal(second.proba, first.proba)
+    row = decision_model.shared_score("lr_zero", a.data, 0)
+    monkeypatch.setattr(decision_model, "score_method", lambda *a, **k: pytest.fail("scored again"))
+    assert decision_model.known_score("lr_zero", b.data, 0) == row == decision_model.shared_score("lr_zero", b.data, 0)
+    row["loss"] = -1.0  # a caller's copy: the shared row is not changed
+    assert decision_model.known_score("lr_zero", b.data, 0)["loss"] != -1.0
+    assert decision_model.known_score("lr_zero", b.data, 1) is None  # another seed is another fit

@@ -311,3 +311,75 @@ def test_regressor_matches_the_model_settings(ring):
     assert (reg.n_components, reg.covariance_type, reg.random_state, reg.tol) == (
         ring.n_components, ring.covariance_type, ring.seed, ring.tol)
 
+
+
+# ---------------------------------------------------------------------------- read-outs of a page frame
+def test_readouts_are_the_read_out_methods_computed_together(ring):
+    """One conditioning for the whole frame gives the numbers of curve(), draws(), scatter() and slice_at()."""
+    r = ring.readouts(n_draws=120, n_slice_draws=80)
+    assert (r.run_id, r.iteration, r.stop_reason, r.finished) == (ring.run_id, ring.iteration, "tol", True)
+    curve, s = ring.curve(), ring.slice_at(n_draws=80)
+    np.testing.assert_array_equal(r.curve.mean, curve.mean)
+    np.testing.assert_array_equal(r.curve.between, curve.between)
+    np.testing.assert_allclose(r.curve.lower, curve.lower, atol=1e-12)
+    np.testing.assert_allclose(r.curve.upper, curve.upper, atol=1e-12)
+    np.testing.assert_array_equal(r.draws, ring.draws(120))
+    np.testing.assert_allclose(r.scatter.imputed, ring.scatter().imputed, atol=1e-12)
+    np.testing.assert_array_equal(r.scatter.strip, ring.scatter().strip)
+    np.testing.assert_array_equal(r.slice.density, s.density)
+    np.testing.assert_array_equal(r.slice.draws, s.draws)
+    assert (r.slice.lower, r.slice.upper) == pytest.approx((s.lower, s.upper), abs=1e-12)
+    assert r.x_range == ring.x_range() and r.x0 == ring.x0_used and r.columns == ("x", "y")
+    miss = ring.em_data.missing
+    assert r.counts == {"complete": int((~miss.any(axis=1)).sum()), "y_missing": int((miss[:, 1] & ~miss[:, 0]).sum()),
+                        "x_missing": int((miss[:, 0] & ~miss[:, 1]).sum()), "both_missing": int(miss.all(axis=1).sum())}
+
+
+def test_readouts_without_a_run_say_why():
+    m = RegressionModel(data_model=DataModel(dataset="ring", mechanism="mcar", rate=0.2), n_components=2)
+    m.target_column = "x"
+    r = m.readouts()
+    assert r.columns is None and r.curve is None and r.comparison is None and r.finished
+    assert "same column" in r.error
+
+
+def test_a_comparison_is_shared_by_equal_requests(ring):
+    from explorer.ui.state import regression_model
+
+    request = ring.comparison_request()
+    other = RegressionModel(data_model=DataModel(dataset="ring", mechanism="mcar", rate=0.2), n_components=6)
+    assert other.comparison_request() == request and hash(other.comparison_request()) == hash(request)
+    other.split_seed = 5
+    assert other.comparison_request() != request
+    assert not request.values.flags.writeable
+    regression_model.cached_comparison.cache_clear()
+    assert ring.compare() is ring.compare()  # computed once, then shared
+    assert regression_model.cached_comparison.cache_info().misses == 1
+
+
+def test_a_run_is_stepped_once_for_every_session(monkeypatch):
+    """Two sessions on the same data, settings and seed share the states of their run (computed once); they are
+    the states EM computes, and another seed is another run."""
+    from explorer.core import em_gmm
+    from explorer.ui.state.regression_model import SharedRun
+
+    def session():
+        return RegressionModel(data_model=DataModel(dataset="ring", n_samples=120, mechanism="mcar", rate=0.3,
+                                                    data_seed=7), n_components=3)
+
+    a, b = session(), session()
+    assert isinstance(a._CORE, SharedRun) and a._CORE is b._CORE
+    a.run(10)
+    steps = []
+    step = em_gmm.step
+    monkeypatch.setattr(em_gmm, "step", lambda *args: (steps.append(1), step(*args))[1])
+    b.run(12)
+    monkeypatch.undo()
+    assert len(steps) == 2  # iterations 11 and 12: the first ten were read
+    assert all(x is y for x, y in zip(a.states, b.states[:11]))
+    state = a.states[0]
+    for _ in range(12):
+        state = em_gmm.step(state, b.em_data, b.config())
+    np.testing.assert_array_equal(state.means, b.state.means)
+    b.seed = 1
+    assert b._CORE is not a._CORE and b.state is not a.states[0]

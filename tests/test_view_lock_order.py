@@ -145,12 +145,59 @@ def test_ratings_view_reset_during_a_frame_does_not_deadlock():
 
 
 def test_regression_view_reset_during_a_frame_does_not_deadlock():
+    """The Regression view has no lock: it draws the model's read-outs (immutable, computed under the model's
+    lock on the session's worker when served). Drawing them never waits for the model's lock, and a frame
+    whose read-outs wait for the lock a reset holds (while the reset's watcher asks the view for another)
+    ends with the new run drawn."""
     model = RegressionModel(data_model=DataModel(dataset="ring", mechanism="mcar", rate=0.2))
     view = RegressionView(model=model, auto_fit=False)
     view.player.step()
-    _race(view, model, lambda: setattr(model, "seed", model.seed + 1))
-    assert model.iteration == 0
-    assert f"EM iteration {model.iteration}" in view._scatter_pipe.data["title"]  # the new run is drawn
+    assert not hasattr(view, "_lock")
+    drawn = threading.Event()
+    readouts = view.readouts
+    with model.lock:  # what the event loop does, while a step or a reset holds the model's lock elsewhere
+        threading.Thread(target=lambda: (view._show(readouts, None), drawn.set()), name="frame", daemon=True).start()
+        assert drawn.wait(TIMEOUT_S), "drawing waited for the model's lock"
+
+    waiting = threading.Event()  # the frame thread is about to take the model's lock for its read-outs
+    compute = model.readouts
+
+    def reporting_readouts(*args, **kwargs):
+        if threading.current_thread().name == "frame":
+            waiting.set()
+        return compute(*args, **kwargs)
+
+    model.readouts = reporting_readouts
+    errors: list[BaseException] = []
+    run_before = model.run_id
+
+    def reset_path():
+        try:
+            with model.lock:  # the reset has taken the model's lock ...
+                waiting.wait(WAIT_FOR_FRAME_S)  # ... while the frame's read-outs wait for it
+                model.seed += 1  # publishes run_id under the model's lock: the view's watcher refreshes
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    def frame_path():
+        try:
+            view.player._bump()  # what the player does on the event loop after a tick: frame += 1 -> refresh
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reset_path, name="reset", daemon=True),
+               threading.Thread(target=frame_path, name="frame", daemon=True)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in threads if t.is_alive()]
+    assert not stuck, f"deadlock: the {' and '.join(stuck)} thread(s) did not finish within {TIMEOUT_S} s"
+    assert not errors, errors
+    assert waiting.is_set() and model.run_id == run_before + 1  # the race happened (it was not vacuous)
+    assert view.readouts.run_id == model.run_id and view.readouts.iteration == model.iteration == 0
+    assert view._scatter.figure.title.text.endswith("EM iteration 0")  # the new run is drawn
 
 
 def test_the_probe_reports_the_frame_thread_only():

@@ -2,7 +2,7 @@
 
 Marlin (2008) chapter 6, figures 6.1-6.7 (digest section 7, figure 9). One
 :class:`~explorer.ui.state.decision_model.DecisionModel` holds the data and the chosen method; the
-page draws, in ONE HoloViews layout with linked axes:
+page draws, with linked axes (:class:`~explorer.ui.plots.surface_panels.SurfacePanels`):
 
 * the main panel: the training rows with both features observed, coloured by class, over the
   method's :math:`P(c \\mid x, y)` (binary: colour of the likelier class, stronger where it is
@@ -13,53 +13,53 @@ page draws, in ONE HoloViews layout with linked axes:
 * a horizontal strip below: the rows missing y at their observed x, over :math:`P(c \\mid x)`
   (x axis shared).
 
-Every plot is an ``hv.DynamicMap`` on one ``hv.streams.Pipe`` whose frames (plain arrays, built by
-:func:`surface_frame`) keep a fixed structure, so updates patch the Bokeh sources. Fits run off the
-event loop when served: the chosen method's surface on the session's compute thread (the plots show
-Panel's loading indicator meanwhile), the table of every method on a second thread, row by row with
-a progress bar; results computed for settings that changed meanwhile are dropped. The EM mixture
-classifier is stepped by a :class:`~explorer.ui.components.player.StepPlayer` (its surface is cheap: it is
-recomputed on every frame).
+The figures are plain Bokeh figures made once per session; a frame (plain arrays, built by
+:func:`surface_frame`) only assigns their sources' data. Every computation runs on the session's one
+worker (:class:`~explorer.ui.session.SessionWorker`) and is drawn on the event loop: the chosen method's
+fit (the plots show Panel's loading indicator meanwhile), the table of every method one method per job
+(with a progress bar; it waits while Play runs, so the steps keep their pace), the EM mixture classifier's
+steps (a :class:`~explorer.ui.components.player.StepPlayer`) and the surface of its current state.
+Results computed for settings that changed meanwhile are dropped; fits and scores are shared by every
+session of the server (the start screen's table is computed once). The view holds no lock.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import contourpy
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import panel as pn
 import param
-from bokeh.palettes import Category10_10
 from panel.viewable import Viewer
 
 from explorer.core.mechanisms import MECHANISMS
 from explorer.learn.methods import FAMILIES, METHODS, MISSING_MODULES
-from explorer.ui.state.data_model import NO_MECHANISM, UPLOADED
-from explorer.ui.state.decision_model import (SYNTHETIC, ClassificationData, DecisionModel, EMClassifierRun, Surface,
-                                            fit_surface, score_method)
 from explorer.ui.components.notebook import notebook_layout
-from explorer.ui.page import sync_with_url
-from explorer.ui.text import html, md
-from explorer.ui.components.upload import FileUpload, decoded
-from explorer.ui.plots.mixture2d import fit_axes
 from explorer.ui.components.player import StepPlayer
-from explorer.ui.session import served_doc
+from explorer.ui.components.upload import FileUpload, decoded
+from explorer.ui.page import sync_with_url
+from explorer.ui.plots.frame_jobs import LatestFrame
+from explorer.ui.plots.surface_panels import MAIN, PALETTE, STRIP, SurfacePanels
+from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.state.data_model import NO_MECHANISM, UPLOADED
+from explorer.ui.state.decision_model import (
+    SYNTHETIC,
+    ClassificationData,
+    DecisionModel,
+    EMClassifierRun,
+    Surface,
+    known_score,
+    shared_score,
+    shared_surface,
+)
+from explorer.ui.text import html, md
 
-__all__ = ["DecisionView", "surface_frame", "empty_frame", "PALETTE", "DATASET_LABELS"]
+__all__ = ["DATASET_LABELS", "PALETTE", "DecisionView", "empty_frame", "surface_frame"]
 
-PALETTE = list(Category10_10)
-CMAP = {str(k): PALETTE[k % 10] for k in range(10)}
 #: strongest tint of the background (1 = the class colour itself at full confidence)
 MAX_TINT = 0.6
-STRIP = 80  # px: the strips' short side
-_BREATHE_S = 0.05  # pause of the table's thread between two methods
-MAIN = 440  # px: the main panel's frame
 DATASET_LABELS = {"simple": "Simple (Marlin 6.4)", "mix": "Mix (Marlin 6.4)", "overlap": "Overlap (Marlin 6.4)",
                   "xor": "XOR (Marlin 6.4)", "iris": "Iris", "wine": "Wine", "ionosphere": "Ionosphere",
                   "hepatitis": "Hepatitis (real gaps)", "two_moons": "Two moons", "three_blobs": "Three blobs",
@@ -146,12 +146,15 @@ def _jitter(n: int, seed: int = 7) -> np.ndarray:
 
 
 def _pts(x, y, cls) -> dict:
-    return {"x": np.asarray(x, dtype=float), "y": np.asarray(y, dtype=float),
-            "cls": np.asarray([str(int(c)) for c in cls], dtype=object)}
+    return {"x": np.asarray(x, dtype=float), "y": np.asarray(y, dtype=float), "cls": np.asarray(cls, dtype=int)}
 
 
 def empty_frame(data: ClassificationData | None = None) -> dict:
-    """A frame with the data's points and a white background (no method drawn yet)."""
+    """A frame with the data's points and a white background (no method drawn yet).
+
+    Images are RGB (rows, columns, 3) with the first row at the bottom (the smallest y), as Bokeh draws
+    them; ``cls`` are class codes.
+    """
     if data is None:
         xlim, ylim, labels = (0.0, 1.0), (0.0, 1.0), ("x", "y")
         X, y = np.empty((0, 2)), np.empty(0, dtype=int)
@@ -165,16 +168,15 @@ def empty_frame(data: ClassificationData | None = None) -> dict:
         "solid": [], "dashed": [],
         "points": _pts(X[full, 0], X[full, 1], y[full]),
         "imputed": _pts([], [], []),
-        "left_points": {"u": _jitter(int(mx.sum())), "y": X[mx, 1], "cls": _pts([], [], y[mx])["cls"]},
-        "bottom_points": {"x": X[my, 0], "v": _jitter(int(my.sum()), 8), "cls": _pts([], [], y[my])["cls"]},
-        "signature": 0.0,
+        "left_points": {"u": _jitter(int(mx.sum())), "y": X[mx, 1], "cls": np.asarray(y[mx], dtype=int)},
+        "bottom_points": {"x": X[my, 0], "v": _jitter(int(my.sum()), 8), "cls": np.asarray(y[my], dtype=int)},
     }
 
 
 def surface_frame(surface: Surface | None, data: ClassificationData | None) -> dict:
     """Everything the three plots draw for one :class:`Surface` (``None``: the data on white).
 
-    Images are oriented for ``hv.RGB`` (first row = top = largest y).
+    Images are oriented as Bokeh draws them (first row = bottom = smallest y, like ``surface.ys``).
     """
     frame = empty_frame(data)
     if surface is None or data is None:
@@ -182,56 +184,11 @@ def surface_frame(surface: Surface | None, data: ClassificationData | None) -> d
     xs, ys, proba = surface.xs, surface.ys, surface.proba
     solid, dashed = boundaries(xs, ys, proba)
     frame.update(
-        rgb=tint(proba)[::-1], left_rgb=tint(surface.proba_y_only)[::-1, None, :],
+        rgb=tint(proba), left_rgb=tint(surface.proba_y_only)[:, None, :],
         bottom_rgb=tint(surface.proba_x_only)[None, :, :], solid=solid, dashed=dashed,
         imputed=_pts(surface.imputations[:, 0], surface.imputations[:, 1], surface.imputation_class),
-        signature=float(np.round(proba[..., -1].mean(), 6)),
     )
     return frame
-
-
-# --------------------------------------------------------------------------- DynamicMap callbacks
-def _bounds(f) -> tuple:
-    return (f["xlim"][0], f["ylim"][0], f["xlim"][1], f["ylim"][1])
-
-
-def _xd(f) -> hv.Dimension:
-    return hv.Dimension("x", label=f["xlabel"], range=f["xlim"])
-
-
-def _yd(f) -> hv.Dimension:
-    return hv.Dimension("y", label=f["ylabel"], range=f["ylim"])
-
-
-def _main(data: dict) -> hv.Overlay:
-    f = data
-    xd, yd = _xd(f), _yd(f)
-    rgb = hv.RGB(f["rgb"], bounds=_bounds(f), kdims=[xd, yd])
-    solid = hv.Path(f["solid"], kdims=[xd, yd]).opts(color="black", line_width=2)
-    dashed = hv.Path(f["dashed"], kdims=[xd, yd]).opts(color="#555555", line_width=1, line_dash="dashed")
-    imputed = hv.Points(f["imputed"], [xd, yd], ["cls"]).opts(
-        color="cls", cmap=CMAP, size=4, alpha=0.3, line_alpha=0.0)
-    points = hv.Points(f["points"], [xd, yd], ["cls"]).opts(
-        color="cls", cmap=CMAP, size=7, line_color="white", line_width=0.8)
-    return hv.Overlay([rgb, solid, dashed, imputed, points])
-
-
-def _left(data: dict) -> hv.Overlay:
-    f = data
-    ud, yd = hv.Dimension("u", range=(0.0, 1.0)), _yd(f)
-    rgb = hv.RGB(f["left_rgb"], bounds=(0.0, f["ylim"][0], 1.0, f["ylim"][1]), kdims=[ud, yd])
-    pts = hv.Points(f["left_points"], [ud, yd], ["cls"]).opts(color="cls", cmap=CMAP, size=6, line_color="white",
-                                                              line_width=0.8)
-    return hv.Overlay([rgb, pts])
-
-
-def _bottom(data: dict) -> hv.Overlay:
-    f = data
-    xd, vd = _xd(f), hv.Dimension("v", range=(0.0, 1.0))
-    rgb = hv.RGB(f["bottom_rgb"], bounds=(f["xlim"][0], 0.0, f["xlim"][1], 1.0), kdims=[xd, vd])
-    pts = hv.Points(f["bottom_points"], [xd, vd], ["cls"]).opts(color="cls", cmap=CMAP, size=6,
-                                                                line_color="white", line_width=0.8)
-    return hv.Overlay([rgb, pts])
 
 
 # --------------------------------------------------------------------------- the page
@@ -243,8 +200,9 @@ class DecisionView(Viewer):
     model : DecisionModel, optional
         Default: a new one (Mix, the thesis's missingness patterns).
     score_table : bool
-        Score every method for the table. Served, this runs on a thread of the session; outside a
-        server (Jupyter, scripts) it runs on the caller's thread, some seconds per data change.
+        Score every method for the table. Served, this runs on the session's worker, one method per job;
+        outside a server (Jupyter, scripts) on the caller's thread, some seconds per data change (rows
+        already scored by any session are reused).
     """
 
     model = param.ClassSelector(class_=DecisionModel)
@@ -257,13 +215,17 @@ class DecisionView(Viewer):
         m = self.model
         self.run = EMClassifierRun(model=m) if any(s.stepped for s in METHODS.values()) else None
         self.player = StepPlayer(models=[self.run], labels=["EM"], steps_per_tick=2) if self.run else None
-        self._pipe = hv.streams.Pipe(data=empty_frame(m.data))
-        self._executor: ThreadPoolExecutor | None = None
-        self._table_executor: ThreadPoolExecutor | None = None
-        self._cancel = threading.Event()
-        self._token = 0  # increases with every surface request (older results are dropped)
-        self._destroyed = False
-        self._destroy_registered = False
+        # Bokeh models are changed on the session's event loop only; computations run on its worker
+        doc = served_doc()  # the session's document (None: Jupyter, scripts, tests)
+        self._redraw = Redraw(self._draw, doc=doc)
+        self._run_frames = LatestFrame(self._compute_run_frame, self._show_run_frame, doc=doc)
+        self._surface_token = 0  # increases with every surface request (older fits are dropped)
+        self._static = (None, None, None)  # (surface, data, frame) last built for a fitted method
+        self._table_lock = threading.Lock()  # guards the table's queue (asked from widget threads and the loop)
+        self._table_token = 0  # increases with every table request (rows scored for older data are dropped)
+        self._table_job: tuple | None = None  # (token, data, revision, seed) of the current table
+        self._table_todo: list[str] = []  # methods of the current table not scored yet
+        self._table_busy = False  # a method is being scored on the worker
         self._syncing = False
         self._build()
         m.param.watch(self._on_data, ["revision", "error"])
@@ -273,10 +235,11 @@ class DecisionView(Viewer):
         m.param.watch(self._on_source, ["dataset", "mechanism"])
         if self.player is not None:
             self.player.param.watch(self._on_frame, "frame")
+            self.player.param.watch(self._on_playing, "playing")
             self.run.param.watch(self._on_frame, ["run_id", "error"])
         self._sync_widgets()
-        self._draw()
-        if self._served_doc() is not None:  # fit once the page is on screen (a fit must not delay the first paint)
+        self.refresh()
+        if doc is not None:  # fit once the page is on screen (a fit must not delay the first paint)
             pn.state.onload(self._start)
         else:
             self._start()
@@ -291,19 +254,11 @@ class DecisionView(Viewer):
     # ------------------------------------------------------------------ layout
     def _build(self):
         m = self.model
-        left = hv.DynamicMap(_left, streams=[self._pipe]).opts(
-            frame_width=STRIP, frame_height=MAIN, xaxis=None, title="x missing", toolbar=None,
-            show_legend=False, backend="bokeh", fontsize={"title": "10pt"})
-        main = hv.DynamicMap(_main, streams=[self._pipe]).opts(
-            frame_width=MAIN, frame_height=MAIN, xaxis=None, yaxis=None, hooks=[fit_axes], show_legend=False,
-            title="complete cases", backend="bokeh", fontsize={"title": "10pt"}, active_tools=["wheel_zoom"])
-        bottom = hv.DynamicMap(_bottom, streams=[self._pipe]).opts(
-            frame_width=MAIN, frame_height=STRIP, yaxis=None, show_legend=False, backend="bokeh",
-            title="y missing", fontsize={"title": "10pt"})
-        layout = hv.Layout([left, main, hv.Empty(), bottom]).cols(2).opts(shared_axes=True, toolbar="right")
-        self._plots = pn.pane.HoloViews(layout, sizing_mode="fixed", width=MAIN + STRIP + 110,
-                                        height=MAIN + STRIP + 80, linked_axes=True,
-                                        css_classes=["decision-plots"])
+        # Bokeh figures made once: a frame only assigns their sources' data (explorer.ui.plots.surface_panels)
+        self._panels = SurfacePanels(css_classes=["decision-plots"])
+        # the loading indicator goes on a layout around the figures (a Bokeh pane copies its figure's settings
+        # into its own parameters whenever one of them changes)
+        self._plots = pn.Column(self._panels.pane, sizing_mode="fixed", margin=0)
         self._legend = pn.pane.HTML("", margin=(0, 10), sizing_mode="stretch_width")
         self._title = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width",
                                        css_classes=["decision-title"])
@@ -367,7 +322,7 @@ class DecisionView(Viewer):
             sizing_mode="stretch_width", min_width=300)
         self._layout = notebook_layout(self.sidebar, self.main)
 
-    # ------------------------------------------------------------------ URL and session
+    # ------------------------------------------------------------------ URL
     def url_bindings(self) -> list:
         """The settings of the screen kept in the URL."""
         return [(self.model, {k: k for k in self.model._SETTINGS})]
@@ -377,112 +332,107 @@ class DecisionView(Viewer):
 
         return sync_with_url(*prefixed(self.url_bindings(), prefix))
 
-    _served_doc = staticmethod(served_doc)  # the session's document, None when not served
-
-    def _register_destroy(self):
-        if self._destroy_registered:
-            return
-        self._destroy_registered = True
-        pn.state.on_session_destroyed(self._on_session_destroyed)
-
-    def _on_session_destroyed(self, session_context) -> None:
-        """Stop the fits and their threads (idempotent: Bokeh may call it twice)."""
-        self._destroyed = True
-        self._cancel.set()
-        for name in ("_executor", "_table_executor"):
-            ex = getattr(self, name)
-            setattr(self, name, None)
-            if ex is not None:
-                ex.shutdown(wait=False, cancel_futures=True)
-
-    # ------------------------------------------------------------------ background work
-    def _connected(self, doc) -> bool:
-        """False once the session is over or its browser is gone (a closed tab)."""
-        if self._destroyed:
-            return False
+    # ------------------------------------------------------------------ work on the session's worker
+    def _connected(self) -> bool:
+        """False once the session is over or its browser is gone (a closed tab); True when not served."""
+        doc = self._run_frames.doc
+        if doc is None:
+            return not self._run_frames.served
         session = getattr(getattr(doc, "session_context", None), "session", None)
-        if session is None:
-            return True
-        return not session.destroyed and session.connection_count > 0
-
-    def _later(self, doc, fn, *args):
-        if self._destroyed:
-            return
-        try:
-            doc.add_next_tick_callback(partial(fn, *args))
-        except Exception:  # the document went away meanwhile
-            pass
+        return session is None or (not session.destroyed and session.connection_count > 0)
 
     def _stepped(self) -> bool:
         spec = METHODS.get(self.model.method)
         return bool(spec and spec.stepped and self.run is not None)
 
     def _request_surface(self) -> None:
-        """Fit the chosen method for the current data: on the compute thread when served, else now."""
+        """Fit the chosen method for the current data (on the session's worker when served, else now)."""
         m = self.model
-        self._token += 1
-        if m.data is None:
-            self._draw()
-            return
-        if self._stepped():
-            self._draw()
+        self._surface_token += 1
+        if m.data is None or self._stepped():
+            self._plots.loading = False
+            self.refresh()
             return
         data, rev, method, seed = m.snapshot()
-        doc = self._served_doc()
-        if doc is None:
-            m.refresh_surface()
-            return
-        self._register_destroy()
-        token = self._token
-        self._plots.loading = True
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-decision")
+        token = self._surface_token
 
-        def job():
-            if token != self._token or not self._connected(doc):
-                return
+        def fit():
+            if token != self._surface_token:
+                return None  # asked again meanwhile: this fit would be dropped
             try:
-                surf, err = fit_surface(method, data, seed, rev), ""
+                return shared_surface(method, data, seed, rev), ""
             except Exception as exc:  # noqa: BLE001 - shown on the page
-                surf, err = None, f"{METHODS[method].label}: {type(exc).__name__}: {exc}"
-            self._later(doc, self._surface_done, token, surf, rev, err)
+                return None, f"{METHODS[method].label}: {type(exc).__name__}: {exc}"
 
-        self._executor.submit(job)
+        self._plots.loading = self._run_frames.served
+        run_then(fit, partial(self._surface_done, token, rev), doc=self._run_frames.doc)
 
-    def _surface_done(self, token: int, surface, revision: int, error: str) -> None:
-        if token != self._token:
-            return
+    def _surface_done(self, token: int, revision: int, result, error) -> None:
+        """On the event loop: publish a fitted surface (the model's watcher draws it)."""
+        if token != self._surface_token:
+            return  # a newer fit is on its way
         self._plots.loading = False
-        self.model.publish_surface(surface, revision, error)
+        if result is not None:
+            surface, why_not = result
+            self.model.publish_surface(surface, revision, why_not)
 
     def _request_table(self) -> None:
-        """Score every method for the current data (a second thread when served, row by row)."""
+        """Score every method for the current data: rows scored by any session at once, the others on the
+        session's worker, one method per job (now, on this thread, when not served)."""
         m = self.model
-        self._cancel.set()
-        self._cancel = cancel = threading.Event()
         data, rev, _, seed = m.snapshot()
+        with self._table_lock:
+            self._table_token += 1
+            self._table_todo = []
+            token = self._table_token
         if data is None or not self.score_table:
             self._update_table()
             return
-        doc = self._served_doc()
-        if doc is None:
-            m.refresh_table()
+        known, todo = [], []
+        for name in METHODS:
+            row = known_score(name, data, seed)
+            if row is None:
+                todo.append(name)
+            else:
+                known.append(row)
+        m.publish_rows(known, rev)
+        if not self._run_frames.served:
+            for name in todo:
+                m.publish_row(shared_score(name, data, seed), rev)
             return
-        self._register_destroy()
-        if self._table_executor is None:
-            self._table_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-decision-table")
+        with self._table_lock:
+            if token != self._table_token:
+                return
+            self._table_job, self._table_todo = (token, data, rev, seed), todo
+        self._next_table_row()
 
-        def job():
-            for name in METHODS:
-                if cancel.is_set() or not self._connected(doc):
-                    return  # new settings, or nobody is watching any more (a closed tab, a stopped server)
-                row = score_method(name, data, seed)
-                if cancel.is_set():
-                    return
-                self._later(doc, m.publish_row, row, rev)
-                time.sleep(_BREATHE_S)  # the session's event loop gets the GIL between two fits
+    def _next_table_row(self) -> None:
+        """Hand the next method of the table to the worker, unless one is being scored or Play runs (the
+        steps keep the worker then; the table goes on when Play stops)."""
+        with self._table_lock:
+            if self._table_busy or not self._table_todo:
+                return
+            if self.player is not None and self.player.playing:
+                return
+            if not self._connected():
+                self._table_todo = []  # nobody is watching any more (a closed tab, a stopped server)
+                return
+            name = self._table_todo.pop(0)
+            token, data, rev, seed = self._table_job
+            self._table_busy = True
+        if not run_then(partial(shared_score, name, data, seed), partial(self._table_row_done, token, rev),
+                        doc=self._run_frames.doc):
+            with self._table_lock:  # the worker has stopped (the session is over)
+                self._table_busy, self._table_todo = False, []
 
-        self._table_executor.submit(job)
+    def _table_row_done(self, token: int, revision: int, row, error) -> None:
+        """On the event loop: one scored method into the table, then the next one."""
+        with self._table_lock:
+            self._table_busy = False
+            current = token == self._table_token
+        if current and row is not None:
+            self.model.publish_row(row, revision)
+        self._next_table_row()
 
     # ------------------------------------------------------------------ callbacks
     def _on_data(self, *events):
@@ -490,7 +440,7 @@ class DecisionView(Viewer):
             self._sync_widgets()
             self._request_surface()
             self._request_table()
-        self._update_text()
+        self.refresh()
 
     def _on_method(self, event):
         self._syncing = True
@@ -500,6 +450,7 @@ class DecisionView(Viewer):
             self._syncing = False
         self._run_box.visible = self._stepped()
         self._request_surface()
+        self.refresh()
 
     def _on_method_widget(self, event):
         if not self._syncing and event.new in METHODS:
@@ -516,11 +467,15 @@ class DecisionView(Viewer):
 
     def _on_surface(self, *events):
         if not self._stepped():
-            self._draw()
+            self.refresh()
 
     def _on_frame(self, *events):
         if self._stepped():
-            self._draw()
+            self.refresh()
+
+    def _on_playing(self, event):
+        if not event.new:
+            self._next_table_row()  # the table waited while Play ran
 
     def _on_table(self, *events):
         self._update_table()
@@ -534,7 +489,7 @@ class DecisionView(Viewer):
                                      visible=True)
             return
         self.model.load_csv(content, name)
-        self._update_text()
+        self.refresh()
 
     # ------------------------------------------------------------------ drawing
     def _sync_widgets(self) -> None:
@@ -561,32 +516,73 @@ class DecisionView(Viewer):
         finally:
             self._syncing = False
 
-    def _current_surface(self) -> Surface | None:
-        if self._stepped():
-            return self.run.surface()
+    def _published_surface(self) -> Surface | None:
+        """The model's surface if it is of the chosen method on the current data (else None)."""
         s = self.model.surface
         return s if s is not None and s.method == self.model.method and s.revision == self.model.revision else None
 
-    def _draw(self) -> None:
-        m = self.model
-        surface = self._current_surface()
-        with pn.io.hold():
-            self._pipe.send(surface_frame(surface, m.data))
-            self._update_text(surface)
+    def refresh(self) -> None:
+        """Draw the current surface, its title and the data's text (on the session's event loop: from another
+        thread, the drawing is scheduled there). The EM classifier's surface is computed on the worker first."""
+        self._redraw()
 
-    def _update_text(self, surface: Surface | None = None) -> None:
+    def _draw(self) -> None:
+        if self._stepped():
+            self._run_frames.request()
+            return
+        surface, data = self._published_surface(), self.model.data
+        cached_surface, cached_data, frame = self._static
+        if frame is None or surface is not cached_surface or data is not cached_data:
+            frame = surface_frame(surface, data)  # a tint and contours on a 60 x 60 grid: a millisecond
+            self._static = (surface, data, frame)
+        self._show(frame, surface, None)
+
+    def _compute_run_frame(self):
+        """On the worker: the EM classifier's surface of its current state, with the state's read-outs."""
+        data, revision = self.model.data, self.model.revision
+        with self.run.lock:  # the state, its iteration and stop reason of one step
+            surface = self.run.surface()
+            status = {"iteration": self.run.iteration, "stop_reason": self.run.stop_reason, "error": self.run.error}
+        if surface is not None and surface.revision != revision:
+            surface = None
+        return surface_frame(surface, data), surface, status
+
+    def _show_run_frame(self, result, error) -> None:
+        if error is not None or result is None:
+            return  # the worker logged the error; the plots keep the last frame
+        if not self._stepped():
+            return  # another method was chosen meanwhile: its own drawing follows
+        self._show(*result)
+
+    def _show(self, frame: dict, surface: Surface | None, status: dict | None) -> None:
+        """On the event loop: the plots and the text of one frame."""
+        with pn.io.hold():
+            self._panels.update(frame)
+            self._update_text(surface, status)
+        push(self._panels.pane)
+
+    def _update_text(self, surface: Surface | None = None, status: dict | None = None) -> None:
+        """The title (method, EM iteration, test scores), the legend of classes, the data's line and the errors.
+
+        ``surface``: the one drawn (default: the published one of a fitted method); ``status``: the EM
+        classifier's ``iteration``, ``stop_reason`` and ``error`` of the state drawn (default: its current ones).
+        """
         m = self.model
         data = m.data
-        surface = surface if surface is not None else self._current_surface()
+        stepped = self._stepped()
+        if surface is None and not stepped:
+            surface = self._published_surface()
+        if stepped and status is None:
+            status = {"iteration": self.run.iteration, "stop_reason": self.run.stop_reason, "error": self.run.error}
         label = METHODS[m.method].label if m.method in METHODS else str(m.method)
         title = f"**{md(label)}**"
-        if self._stepped() and self.run is not None:
-            title += f" · EM iteration {self.run.iteration}"
-            if self.run.stop_reason:
-                title += f" ({'converged' if self.run.stop_reason == 'tol' else self.run.stop_reason})"
+        if stepped:
+            title += f" · EM iteration {status['iteration']}"
+            if status["stop_reason"]:
+                title += f" ({'converged' if status['stop_reason'] == 'tol' else status['stop_reason']})"
         if surface is not None:
             title += f" · test loss {surface.test_loss:.3f} · error {surface.test_error:.1f} %"
-        elif not self._stepped() and m.data is not None and not m.surface_error:
+        elif not stepped and m.data is not None and not m.surface_error:
             title += " · fitting…"
         self._title.object = title
         if data is not None:
@@ -610,8 +606,8 @@ class DecisionView(Viewer):
             errors.append(f"**Data:** {md(m.error)}" + (" The page still shows the previous data." if data else ""))
         if m.surface_error:
             errors.append(md(m.surface_error))
-        if self.run is not None and self._stepped() and self.run.error:
-            errors.append(f"EM: {md(self.run.error)}")
+        if stepped and status["error"]:
+            errors.append(f"EM: {md(status['error'])}")
         self._alert.object = "\n\n".join(errors)
         self._alert.visible = bool(errors)
 

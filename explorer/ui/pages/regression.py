@@ -9,24 +9,25 @@ starts a new run and plays it to convergence (switch this off to Step by hand). 
   two modes of p(y | x) (low density: the "bimodal" case), the equal-tailed predictive band,
   faint draws of the stochastic estimate, rows with y missing at E[y | x] (orange), rows with x
   missing as ticks on a strip at the left edge;
-* the density p(y | x = x0) for an x0 picked with the slider or by clicking the scatter (a
-  HoloViews ``Tap`` stream), with its components, modes, mean, band and draws, and a sentence that
-  says whether the mean lies between the modes;
+* the density p(y | x = x0) for an x0 picked with the slider or by clicking the scatter, with its
+  components, modes, mean, band and draws, and a sentence that says whether the mean lies between
+  the modes;
 * a held-out comparison with regressions fitted after imputation
-  (:func:`~explorer.ui.state.regression_model.compare_methods`), computed off the event loop.
+  (:func:`~explorer.ui.state.regression_model.compare_methods`), shared between sessions.
 
-Both plots are ``hv.DynamicMap`` s fed by ``hv.streams.Pipe`` s with overlays of fixed structure, so
-every step patches the Bokeh data sources instead of rebuilding the figures. The frames are
-built by pure functions (:func:`scatter_frame`, :func:`density_frame`) that the tests call.
+Both plots are Bokeh figures made once per session (:mod:`explorer.ui.plots.regression_panels`); a frame
+only assigns their sources' data. Every computation runs on the session's worker
+(:class:`~explorer.ui.session.SessionWorker`): the player's steps, the read-outs of the new state
+(:meth:`~explorer.ui.state.regression_model.RegressionModel.readouts`, one immutable record, taken under
+the model's lock there) and the comparison; the page draws them on the event loop. The view holds no lock
+of its own, so a reset holding the model's lock can never wait for it. The frames are built from the
+read-outs by pure functions (:func:`scatter_frame`, :func:`density_frame`) that the tests call.
 """
 
 from __future__ import annotations
 
-import threading
 from functools import partial
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh plotting options used in .opts)
 import numpy as np
 import pandas as pd
 import panel as pn
@@ -34,13 +35,23 @@ import param
 
 from explorer.core._validation import BadInputError
 from explorer.datasets import list_datasets
-from explorer.ui.state.data_model import UPLOADED, DataModel
-from explorer.ui.state.regression_model import JOINT_DRAW, JOINT_MEAN, Comparison, RegressionModel
-from explorer.ui.page import ModelPage, weak_callback
-from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
-from explorer.ui.plots.mixture2d import fit_axes
 from explorer.ui.components.player import StepPlayer
+from explorer.ui.page import ModelPage, weak_callback
+from explorer.ui.plots.frame_jobs import LatestFrame
+from explorer.ui.plots.regression_panels import DensitySlicePlot, RegressionScatter
+from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.state.data_model import UPLOADED, DataModel
+from explorer.ui.state.regression_model import (
+    JOINT_DRAW,
+    JOINT_MEAN,
+    Comparison,
+    ComparisonRequest,
+    Readouts,
+    RegressionModel,
+    cached_comparison,
+)
+from explorer.ui.text import md
 
 __all__ = ["RegressionView", "density_frame", "regression_datasets", "scatter_frame"]
 
@@ -53,8 +64,6 @@ MODEL_URL = ("input_column", "target_column", "n_components", "covariance_type",
              "test_fraction", "split_seed")
 #: width of the strip of rows whose x is missing, as a fraction of the x span (left of the data)
 STRIP = 0.06
-COLORS = {"observed": "#1f77b4", "imputed": "#ff7f0e", "strip": "#9467bd", "draws": "#7f7f7f",
-          "mean": "#111111", "between": "#d62728", "band": "#aec7e8", "x0": "#2ca02c", "component": "#8c8c8c"}
 
 EXPLANATION = """
 ### What am I looking at?
@@ -106,25 +115,24 @@ def empty_scatter(title: str = "No fit yet", xlabel: str = "x", ylabel: str = "y
             "title": title, "xlabel": xlabel, "ylabel": ylabel, "band_label": "predictive band"}
 
 
-def scatter_frame(model: RegressionModel, n_draws: int = 300) -> dict:
-    """Everything the scatter draws for the model's current state, as plain arrays.
+def scatter_frame(readouts: Readouts) -> dict:
+    """Everything the scatter draws of one :class:`~explorer.ui.state.regression_model.Readouts`, as plain arrays.
 
     Keys: ``band`` (x, lower, upper), ``draws``, ``observed``, ``imputed`` (rows with y missing at
     E[y | x]), ``strip`` (rows with x missing: (strip x, observed y)), ``mean`` (the curve),
     ``between`` (the curve where the mean lies between modes, NaN elsewhere), ``x0`` (a vertical
-    segment), ``xlim``, ``ylim``, ``title``, ``xlabel``, ``ylabel``; every entry a tuple of arrays.
+    segment), ``xlim``, ``ylim``, ``title``, ``xlabel``, ``ylabel``, ``band_label``; every entry a tuple
+    of arrays.
     """
-    with model.lock:
-        cols = model.columns
-        if cols is None:
-            return empty_scatter("No fit: see the message above")
-        scatter = model.scatter()
-        curve = model.curve()
-        draws = model.draws(n_draws)
-        x0, iteration, reason = model.x0_used, model.iteration, model.stop_reason
-        (xlo, xhi), (ylo, yhi) = model.x_range(), model.y_range()
+    r = readouts
+    if r.columns is None:
+        return empty_scatter("No fit: see the message above")
+    if r.problem:  # a numerically broken state: say so instead of drawing
+        return empty_scatter(f"No curve: {r.problem}", *r.columns)
+    curve, scatter, draws = r.curve, r.scatter, r.draws
     if curve is None:
-        return empty_scatter("No fit: see the message above", *cols)
+        return empty_scatter("No fit: see the message above", *r.columns)
+    (xlo, xhi), (ylo, yhi) = r.x_range, r.y_range
     xlim = _limits(xlo, xhi, 0.05)
     xlim = (xlim[0] - STRIP * (xhi - xlo), xlim[1])
     finite = np.r_[ylo, yhi, curve.lower, curve.upper]
@@ -132,12 +140,13 @@ def scatter_frame(model: RegressionModel, n_draws: int = 300) -> dict:
     strip_x = np.full(scatter.strip.size, xlim[0] + 0.5 * STRIP * (xhi - xlo))
     between = np.where(curve.between, curve.mean, np.nan)
     state = {"tol": "converged", "max_iter": "max_iter", "degenerate": "degenerate component"}
-    status = f"EM iteration {iteration}" + (f", {state[reason]}" if reason in state else "")
+    status = f"EM iteration {r.iteration}" + (f", {state[r.stop_reason]}" if r.stop_reason in state else "")
+    cols = r.columns
     return {"band": (curve.x, curve.lower, curve.upper), "draws": (draws[:, 0], draws[:, 1]),
             "observed": (scatter.observed[:, 0], scatter.observed[:, 1]),
             "imputed": (scatter.imputed[:, 0], scatter.imputed[:, 1]), "strip": (strip_x, scatter.strip),
             "mean": (curve.x, curve.mean), "between": (curve.x, between),
-            "x0": (np.array([x0, x0]), np.array(ylim)), "xlim": xlim, "ylim": ylim,
+            "x0": (np.array([r.x0, r.x0]), np.array(ylim)), "xlim": xlim, "ylim": ylim,
             "title": f"{cols[1]} against {cols[0]} · {status}",
             "xlabel": cols[0], "ylabel": cols[1], "band_label": f"{curve.level:.0%} predictive band",
             "between_fraction": curve.between_fraction}
@@ -146,72 +155,26 @@ def scatter_frame(model: RegressionModel, n_draws: int = 300) -> dict:
 def empty_density(title: str = "No fit yet", xlabel: str = "y") -> dict:
     """A density frame with nothing to draw (same keys as :func:`density_frame`)."""
     e = np.empty(0)
-    return {"grid": e, "density": e, "components": [], "interval": (e, e), "modes": (e, e), "mean": (e, e),
+    return {"grid": e, "density": e, "components": [], "interval": e, "modes": (e, e), "mean": (e, e),
             "draws": e, "top": 1.0, "xlim": (0.0, 1.0), "title": title, "xlabel": xlabel, "input": "x",
             "slice": None}
 
 
-def density_frame(model: RegressionModel, n_draws: int = 200) -> dict:
-    """What the density panel draws: p(y | x = x0), its components, band, modes, mean and draws."""
-    with model.lock:
-        cols = model.columns
-        s = model.slice_at(n_draws=n_draws) if cols is not None else None
-    if s is None:
-        return empty_density("No fit: see the message above")
+def density_frame(readouts: Readouts) -> dict:
+    """What the density panel draws of one :class:`~explorer.ui.state.regression_model.Readouts`: p(y | x = x0)
+    on ``grid``, its components, the equal-tailed interval (``interval``: the density inside it, 0 outside),
+    the modes, the mean and the draws."""
+    s, cols = readouts.slice, readouts.columns
+    if s is None or cols is None:
+        return empty_density("No density" if readouts.problem else "No fit: see the message above")
     top = float(max(s.density.max(), 1e-12))
     inside = (s.grid >= s.lower) & (s.grid <= s.upper)
     return {"grid": s.grid, "density": s.density,
             "components": [{"t": s.grid, "density": c} for c in s.components if c.max() > 1e-3 * top],
-            "interval": (s.grid[inside], s.density[inside]), "modes": (s.modes, s.verdict.heights),
+            "interval": np.where(inside, s.density, 0.0), "modes": (s.modes, s.verdict.heights),
             "mean": (np.array([s.mean, s.mean]), np.array([0.0, 1.05 * top])), "draws": s.draws, "top": top,
             "xlim": (float(s.grid[0]), float(s.grid[-1])),
             "title": f"p({cols[1]} | {cols[0]} = {s.x0:.3g})", "xlabel": cols[1], "input": cols[0], "slice": s}
-
-
-def _scatter_overlay(data: dict, x=None, y=None) -> hv.Overlay:
-    """DynamicMap callback of the scatter: 8 elements whatever the data (``x``/``y``: the Tap stream)."""
-    f = data
-    xd = hv.Dimension("x", label=f["xlabel"], range=f["xlim"])
-    yd = hv.Dimension("y", label=f["ylabel"], range=f["ylim"])
-    band = hv.Area(f["band"], kdims=[xd], vdims=[yd, "y2"], label=f["band_label"]).opts(
-        color=COLORS["band"], alpha=0.55, line_alpha=0)
-    draws = hv.Scatter(f["draws"], xd, yd, label="draws from p(y | x)").opts(
-        color=COLORS["draws"], alpha=0.35, size=3)
-    observed = hv.Scatter(f["observed"], xd, yd, label="observed rows").opts(
-        color=COLORS["observed"], alpha=0.8, size=5)
-    imputed = hv.Scatter(f["imputed"], xd, yd, label="y missing: at E[y | x]").opts(
-        color=COLORS["imputed"], fill_alpha=0.15, line_width=1.5, size=7)
-    strip = hv.Scatter(f["strip"], xd, yd, label="x missing: y on the strip").opts(
-        color=COLORS["strip"], marker="dash", size=12, line_width=2)
-    mean = hv.Curve(f["mean"], xd, yd, label="E[y | x] (eq. 13)").opts(color=COLORS["mean"], line_width=3)
-    between = hv.Curve(f["between"], xd, yd, label="mean between modes").opts(
-        color=COLORS["between"], line_width=5, alpha=0.85)
-    x0 = hv.Curve(f["x0"], xd, yd, label="x0").opts(color=COLORS["x0"], line_dash="dashed", line_width=2)
-    return hv.Overlay([band, draws, observed, imputed, strip, mean, between, x0]).opts(
-        title=f["title"], xlabel=f["xlabel"], ylabel=f["ylabel"])
-
-
-def _density_overlay(data: dict) -> hv.Overlay:
-    """DynamicMap callback of the density panel: 6 elements whatever the data."""
-    f = data
-    td = hv.Dimension("t", label=f["xlabel"])
-    dd = hv.Dimension("density")
-    top = f["top"]
-    level = "" if f["slice"] is None else f"{f['slice'].level:.0%} "
-    interval = hv.Area(f["interval"], td, dd, label=f"{level}interval").opts(
-        color=COLORS["band"], alpha=0.7, line_alpha=0)
-    # one colour for every component path (a colour per path splits the dashes: see conditional_view)
-    comps = hv.Path(f["components"], kdims=[td, dd], label="components").opts(
-        color=COLORS["component"], line_dash="dashed", line_width=1.5)
-    curve = hv.Curve((f["grid"], f["density"]), td, dd, label="p(y | x0)").opts(color=COLORS["mean"], line_width=3)
-    modes = hv.Scatter(f["modes"], td, dd, label="modes").opts(
-        color=COLORS["x0"], marker="triangle", size=13, line_color="white")
-    mean = hv.Curve(f["mean"], td, dd, label="E[y | x0] (eq. 13)").opts(color=COLORS["between"], line_width=3)
-    draws = hv.Spikes(f["draws"], td, label="draws").opts(
-        color=COLORS["draws"], alpha=0.4, position=-0.1 * top, spike_length=0.08 * top)
-    return hv.Overlay([interval, comps, curve, modes, mean, draws]).opts(
-        {"Curve": dict(framewise=True, xlim=f["xlim"], ylim=(-0.12 * top, 1.12 * top)),
-         "Overlay": dict(title=f["title"], xlabel=f["xlabel"], ylabel="density")})
 
 
 def slice_sentence(frame: dict, between_fraction: float | None = None) -> str:
@@ -273,6 +236,11 @@ class RegressionView(ModelPage):
         Play each new run (new data or settings) to convergence.
     n_draws : int
         Faint draws of the stochastic estimate on the scatter.
+
+    Attributes
+    ----------
+    readouts : Readouts or None
+        What the plots show (the last read-outs drawn).
     """
 
     _LEAD, _DATA_URL, _LEAD_URL = "model", DATA_URL, MODEL_URL
@@ -287,13 +255,15 @@ class RegressionView(ModelPage):
             params["model"] = RegressionModel(data_model=params.get("data_model"))
         params["data_model"] = params["model"].data_model
         super().__init__(**params)
-        self._lock = threading.RLock()
         self._destroyed = False
-        self._compare_token = 0
-        self._compared_key = None
         self._syncing = False
-        self._scatter_pipe = hv.streams.Pipe(data=empty_scatter())
-        self._density_pipe = hv.streams.Pipe(data=empty_density())
+        self.readouts: Readouts | None = None
+        self._compared_key = None  # the comparison asked for last (its request's key)
+        self._split_changed = False  # a new held-out split: compare again unless a run is playing
+        # Bokeh models are changed on the session's event loop only; the read-outs are computed on its worker
+        doc = served_doc()  # the session's document (None: Jupyter, scripts, tests)
+        self._redraw = Redraw(self._draw, doc=doc)
+        self._frames = LatestFrame(self._compute, self._show, doc=doc)
         self.player = StepPlayer(models=[self.model], labels=["EM"], steps_per_tick=15, period=150)
         self._build()
         m, dm = self.model, self.data_model
@@ -312,19 +282,9 @@ class RegressionView(ModelPage):
     # ------------------------------------------------------------------ layout (built once)
     def _build(self):
         m = self.model
-        tap = hv.streams.Tap(x=None, y=None, transient=True)
-        tap.add_subscriber(weak_callback(self._on_tap))
-        self._tap = tap
-        scatter = hv.DynamicMap(_scatter_overlay, streams=[self._scatter_pipe, tap]).opts(
-            responsive=True, min_height=520, hooks=[fit_axes], legend_position="bottom", legend_cols=3,
-            legend_opts={"label_text_font_size": "9pt"}, toolbar="above", active_tools=["wheel_zoom"],
-            show_grid=True, backend="bokeh")
-        density = hv.DynamicMap(_density_overlay, streams=[self._density_pipe]).opts(
-            responsive=True, min_height=520, legend_position="bottom", legend_cols=3,
-            legend_opts={"label_text_font_size": "9pt"}, toolbar="above", show_grid=True, backend="bokeh")
-        pane = dict(sizing_mode="stretch_width", linked_axes=False, min_height=540)
-        self._scatter_pane = pn.pane.HoloViews(scatter, css_classes=["regression-scatter"], **pane)
-        self._density_pane = pn.pane.HoloViews(density, css_classes=["regression-density"], **pane)
+        # Bokeh figures made once: a frame only assigns their sources' data (explorer.ui.plots.regression_panels)
+        self._scatter = RegressionScatter(on_tap=weak_callback(self._on_tap), css_classes=["regression-scatter"])
+        self._density = DensitySlicePlot(css_classes=["regression-density"])
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["bimodal-note"])
         self._table = pn.pane.DataFrame(None, index=False, sizing_mode="stretch_width", margin=(0, 10),
                                         text_align="start", css_classes=["comparison-table"])
@@ -360,8 +320,8 @@ class RegressionView(ModelPage):
             sizing_mode="stretch_width", min_width=300,
         )
         # the comparison under the scatter, the reading of the slice under the density: both columns filled
-        left = pn.Column(self._scatter_pane, comparison, sizing_mode="stretch_width")
-        right = pn.Column(self._density_pane, self._note, sizing_mode="stretch_width")
+        left = pn.Column(self._scatter.pane, comparison, sizing_mode="stretch_width")
+        right = pn.Column(self._density.pane, self._note, sizing_mode="stretch_width")
         self._arrange(sidebar, [left, right], [], EXPLANATION)
 
     # ------------------------------------------------------------------ actions
@@ -371,114 +331,90 @@ class RegressionView(ModelPage):
             self.player.play()
 
     def refresh(self) -> None:
-        """Send the current state to both plots and update the read-outs.
+        """Draw the model's current state: its read-outs are computed on the session's worker, then both plots,
+        the read-outs and the comparison are updated on the event loop (at once when not served)."""
+        self._redraw()
 
-        Takes the model's lock before the view's (the order of the Ratings page): a reset publishes ``run_id``,
-        and so refreshes, under the model's lock, while the player's frames refresh from the event loop; with
-        the view's lock first, the frame's read-outs (:func:`scatter_frame` takes the model's lock) and the
-        reset each held one lock and waited for the other for good.
-        """
-        with self.model.lock, self._lock, pn.io.hold():
-            try:
-                sf = scatter_frame(self.model, self.n_draws)
-                df = density_frame(self.model)
-            except BadInputError as exc:  # a numerically broken state: say so instead of drawing
-                sf, df = empty_scatter(f"No curve: {exc}"), empty_density("No density")
-            self._scatter_pipe.send(sf)
-            self._density_pipe.send(df)
+    def _draw(self) -> None:
+        self._frames.request()
+
+    def _compute(self) -> Readouts:
+        """On the worker: the read-outs of the current state (under the model's lock, inside ``readouts``)."""
+        return self.model.readouts(self.n_draws)
+
+    def _show(self, readouts: Readouts | None, error: BaseException | None) -> None:
+        """On the event loop: draw ``readouts`` (the scatter, the density, the sentence, the messages)."""
+        if error is not None or readouts is None or self._destroyed:
+            return  # the worker logged the error; the plots keep the last read-outs
+        self.readouts = r = readouts
+        with pn.io.hold():
+            sf, df = scatter_frame(r), density_frame(r)
+            self._scatter.update(sf)
+            self._density.update(df)
             self._note.object = slice_sentence(df, sf.get("between_fraction"))
             self._sync_x0()
             self._update_messages()
-        # the comparison refits every method: once the run is over (or now, when nothing will play it)
-        if self.model.finished or not (self.auto_fit or self.player.playing):
-            self.schedule_comparison()
-        elif self._comparison_key() != self._compared_key:
-            self._table_note.object = "*The table is recomputed when the fit has converged.*"
+            # the comparison refits every method: once the run is over (or now, when nothing will play it)
+            playing = self.player.playing
+            split_changed, self._split_changed = self._split_changed, False
+            if r.finished or not (self.auto_fit or playing) or split_changed and not playing:
+                self.schedule_comparison()
+            elif r.comparison is not None and r.comparison.key != self._compared_key:
+                self._table_note.object = "*The table is recomputed when the fit has converged.*"
+        push(self._scatter.pane, self._density.pane)
 
     def _update_messages(self) -> None:
-        m, dm = self.model, self.data_model
-        self._alert.object = md(m.error) if m.error else ""
-        self._alert.visible = bool(m.error)
-        data, cols = dm.data, m.columns
-        if data is None or cols is None or m.em_data is None:
+        r = self.readouts
+        self._alert.object = md(r.error) if r.error else ""
+        self._alert.visible = bool(r.error)
+        cols, n = r.columns, r.counts
+        if cols is None or n is None or self.data_model.data is None:
             self._info.object = ""
             return
-        miss = m.em_data.missing
-        n = miss.shape[0]
-        parts = [f"**{md(data.name or 'data')}**: input **{md(cols[0])}**, target **{md(cols[1])}**; {n} rows: "
-                 f"{int((~miss.any(axis=1)).sum())} complete, {int((miss[:, 1] & ~miss[:, 0]).sum())} with y missing "
-                 f"(orange, at E[y | x]), {int((miss[:, 0] & ~miss[:, 1]).sum())} with x missing (ticks on the "
-                 f"strip at the left)"]
-        both = int(miss.all(axis=1).sum())
-        if both:
-            parts.append(f", {both} with both missing (they carry no information)")
-        ll = m.log_likelihood
-        parts.append(f". EM iteration {m.iteration}" + (f", log-likelihood {ll:.1f}" if ll is not None else "") + ".")
+        total = sum(n.values())
+        parts = [f"**{md(r.data_name)}**: input **{md(cols[0])}**, target **{md(cols[1])}**; {total} rows: "
+                 f"{n['complete']} complete, {n['y_missing']} with y missing (orange, at E[y | x]), {n['x_missing']} "
+                 f"with x missing (ticks on the strip at the left)"]
+        if n["both_missing"]:
+            parts.append(f", {n['both_missing']} with both missing (they carry no information)")
+        ll = r.log_likelihood
+        parts.append(f". EM iteration {r.iteration}" + (f", log-likelihood {ll:.1f}" if ll is not None else "") + ".")
         self._info.object = "".join(parts)
 
-    # ------------------------------------------------------------------ comparison (off the event loop)
-    def _comparison_key(self):
-        m, dm = self.model, self.data_model
-        return (dm.revision, m.columns, m.n_components, m.covariance_type, m.seed, m.reg_covar, m.tol, m.max_iter,
-                m.test_fraction, m.split_seed)
-
+    # ------------------------------------------------------------------ comparison (on the worker)
     def schedule_comparison(self) -> None:
-        """Recompute the held-out comparison when what it depends on changed (in a thread when served)."""
-        m = self.model
-        with m.lock:
-            data = m.em_data
-            key = self._comparison_key()
-            if data is None or m.columns is None:
-                self._compared_key = None
-                self._table.object = None
-                self._table_note.object = f"*No comparison: {md(m.error or 'no data')}*"
-                return
-            if key == self._compared_key:
-                return
-            self._compared_key = key
-            values = np.array(data.X)
-            settings = dict(n_components=m.n_components, covariance_type=m.covariance_type, seed=m.seed,
-                            test_fraction=m.test_fraction, split_seed=m.split_seed, tol=m.tol, max_iter=m.max_iter,
-                            reg_covar=m.reg_covar)
-        self._compare_token += 1
-        token = self._compare_token
-        self._table_note.object = "*Fitting the methods on the training rows…*"
-        doc = self._served_doc()
-        if doc is None:
-            self._show_comparison(token, *self._compute(values, settings))
+        """Recompute the held-out comparison when what it depends on changed (on the session's worker when
+        served; shared with every session that asks for the same one)."""
+        r = self.readouts
+        request = None if r is None else r.comparison
+        if request is None:
+            self._compared_key = None
+            self._table.object = None
+            self._table_note.object = f"*No comparison: {md((r.error if r else '') or 'no data')}*"
             return
+        if request.key == self._compared_key:
+            return
+        self._compared_key = request.key
+        self._table_note.object = "*Fitting the methods on the training rows…*"
+        run_then(partial(_compare, request), weak_callback(self._show_comparison), doc=self._frames.doc)
 
-        def work():
-            result = self._compute(values, settings)
-            if not self._destroyed:
-                try:
-                    doc.add_next_tick_callback(partial(self._show_comparison, token, *result))
-                except Exception:  # the session's document went away meanwhile
-                    pass
-
-        threading.Thread(target=work, name="explorer-regression-compare", daemon=True).start()
-
-    @staticmethod
-    def _compute(values, settings):
-        from explorer.ui.state.regression_model import compare_methods
-
-        try:
-            return compare_methods(values, **settings), ""
-        except BadInputError as exc:
-            return None, str(exc)
-
-    def _show_comparison(self, token: int, comparison: Comparison | None, error: str) -> None:
-        if token != self._compare_token or self._destroyed:
+    def _show_comparison(self, result, error) -> None:
+        """On the event loop: the table of a comparison (or why there is none)."""
+        if self._destroyed or result is None:
+            return
+        key, comparison, message = result
+        if key != self._compared_key:
             return  # a newer comparison is on its way
         if comparison is None:
             self._table.object = None
-            self._table_note.object = f"*No comparison: {md(error)}*"
+            self._table_note.object = f"*No comparison: {md(message)}*"
             return
         self._table.object = comparison_table(comparison)
         failed = [f"{r['method']}: {md(r['error'])}" for r in comparison.rows if r["error"]]
+        split_seed = dict(key[2])["split_seed"]
         self._table_note.object = (
             f"Held out: **{comparison.n_test}** rows with *y* observed, their *y* hidden "
-            f"({comparison.n_test_x_missing} of them with *x* missing too), split seed {self.model.split_seed}. "
+            f"({comparison.n_test_x_missing} of them with *x* missing too), split seed {split_seed}. "
             f"The joint mixture is fitted on the other {comparison.n_train} rows, its *y*-missing rows included; "
             f"the regressions after imputation on the {comparison.n_train_labelled} of them with *y* observed. "
             f"'{JOINT_MEAN}' minimises the squared error; '{JOINT_DRAW}' is the stochastic estimate, whose RMSE is "
@@ -506,13 +442,14 @@ class RegressionView(ModelPage):
             self.player.play()
 
     def _on_split(self, *events) -> None:
-        if self.model.finished or not self.player.playing:
-            self.schedule_comparison()
+        self._split_changed = True
+        self.refresh()  # the read-outs carry the new comparison request
 
-    def _on_tap(self, x=None, y=None, **kwargs) -> None:
-        if x is None or self.model.columns is None:
+    def _on_tap(self, x=None) -> None:
+        r = self.readouts
+        if x is None or r is None or r.x_range is None:
             return
-        lo, hi = self.model.x_range()
+        lo, hi = r.x_range
         self.model.x0 = float(min(max(x, lo), hi))
 
     def _on_column_widget(self, event) -> None:
@@ -521,12 +458,12 @@ class RegressionView(ModelPage):
         self.model.param.update(input_column=self._input.value or "", target_column=self._target.value or "")
 
     def _on_x0_widget(self, event) -> None:
-        if self._syncing or self.model.columns is None:
+        if self._syncing or self.readouts is None or self.readouts.columns is None:
             return
         self.model.x0 = float(event.new)
 
     def _sync_widgets(self) -> None:
-        """Column pickers and the x0 slider follow the data and the model."""
+        """Column pickers follow the data and the model (the x0 slider follows the read-outs)."""
         m = self.model
         cols = list(m.all_columns)
         self._syncing = True
@@ -536,18 +473,24 @@ class RegressionView(ModelPage):
                 w.param.update(options=options, value=value)
         finally:
             self._syncing = False
-        self._sync_x0()
 
     def _sync_x0(self) -> None:
-        m = self.model
-        with m.lock:
-            if m.columns is None:
-                self._x0.disabled = True
-                return
-            (lo, hi), x0 = m.x_range(), m.x0_used
+        r = self.readouts
+        if r is None or r.columns is None:
+            self._x0.disabled = True
+            return
+        (lo, hi), x0 = r.x_range, r.x0
         step = float(10 ** np.floor(np.log10(max(hi - lo, 1e-9) / 200)))
         self._syncing = True
         try:
             self._x0.param.update(start=lo, end=hi, step=step, value=min(max(x0, lo), hi), disabled=False)
         finally:
             self._syncing = False
+
+
+def _compare(request: ComparisonRequest) -> tuple:
+    """The worker's job of a comparison: ``(request key, Comparison or None, why not)``."""
+    try:
+        return request.key, cached_comparison(request), ""
+    except BadInputError as exc:
+        return request.key, None, str(exc)

@@ -20,7 +20,9 @@ import:
 Fitting is slow enough (up to a second per method) that a page runs these off the event loop: the
 compute functions are pure (they read the immutable :class:`ClassificationData` given to them) and
 the ``publish_*`` methods apply their results, ignoring a result computed for data that are no
-longer current (``revision``).
+longer current (``revision``). Fits depend only on the data, the method and the seed, so their
+results are shared by every session of the server (:func:`shared_surface`, :func:`shared_score`): the
+start screen's table is computed once per server, not once per student.
 
 :class:`EMClassifierRun` runs the EM mixture classifier (:mod:`explorer.core.joint_mixture`) one
 iteration at a time for the page's Step / Play / Reset (the protocol of
@@ -30,8 +32,11 @@ iteration at a time for the page's Step / Play / Reset (the protocol of
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -53,7 +58,8 @@ from explorer.ui.state.data_model import MAX_UPLOAD_BYTES, NO_MECHANISM, UPLOADE
 from explorer.ui.state.session_data import SessionData
 
 __all__ = ["ClassificationData", "DecisionModel", "EMClassifierRun", "Surface", "TABLES", "SYNTHETIC",
-           "MECHANISMS_2D", "GRID_SIZE", "TABLE_COLUMNS", "load_classification", "surface_of", "scores_of"]
+           "MECHANISMS_2D", "GRID_SIZE", "TABLE_COLUMNS", "known_score", "load_classification", "shared_score",
+           "shared_surface", "surface_of", "scores_of"]
 
 #: Built-in tables with class labels, and their default pair of feature columns.
 TABLES = {"iris": ("petal_length", "petal_width"), "wine": ("flavanoids", "color_intensity"),
@@ -69,6 +75,9 @@ PROBA_FLOOR = 1e-15  # log loss: probabilities clipped here (as scikit-learn's l
 MARGIN = 0.08
 STEPPED_MAX_ITER = 300
 TABLE_COLUMNS = ("method", "label", "family", "loss", "error_pct", "seconds", "status")
+#: Fitted surfaces and scored table rows kept for every session of the server (most recently used).
+SURFACES_SHARED = 64
+SCORES_SHARED = 2048
 _SETTINGS = ("dataset", "n_per_class", "data_seed", "mechanism", "rate", "mask_seed", "x_column", "y_column",
              "class_column", "method", "seed")
 _DATA_SETTINGS = _SETTINGS[:-2]
@@ -108,6 +117,16 @@ class ClassificationData:
     @property
     def n_classes(self) -> int:
         return len(self.classes)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A digest of the rows, classes and limits: equal data (in any session) have equal fingerprints."""
+        h = hashlib.blake2b(digest_size=16)
+        for a in (self.X_train, self.y_train, self.X_test, self.y_test):
+            h.update(str(a.shape).encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        h.update(repr((self.classes, self.xlim, self.ylim)).encode())
+        return h.hexdigest()
 
     def counts(self) -> dict:
         """Rows of the training set by pattern: complete, missing x only, missing y only, missing both."""
@@ -419,6 +438,61 @@ def score_method(name: str, data: ClassificationData, seed: int = 0) -> dict:
     return row | {"loss": loss, "error_pct": err, "seconds": time.perf_counter() - t0, "status": "done"}
 
 
+class _SharedResults:
+    """Results shared by every session of the server: the ``size`` most recently used, thread-safe."""
+
+    def __init__(self, size: int):
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(self, key):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_SURFACES = _SharedResults(SURFACES_SHARED)
+_SCORES = _SharedResults(SCORES_SHARED)
+
+
+def shared_surface(name: str, data: ClassificationData, seed: int = 0, revision: int = -1) -> Surface:
+    """:func:`fit_surface`, fitted once for every session of the server (same method, data and seed).
+
+    Raises what :func:`fit_surface` raises (a failure is not kept).
+    """
+    key = (name, data.fingerprint, seed)
+    surface = _SURFACES.get(key)
+    if surface is None:
+        surface = fit_surface(name, data, seed)
+        _SURFACES.put(key, surface)
+    return dataclasses.replace(surface, revision=revision)
+
+
+def known_score(name: str, data: ClassificationData, seed: int = 0) -> dict | None:
+    """The table row of ``name`` if some session of the server has scored it on these data (else None)."""
+    row = _SCORES.get((name, data.fingerprint, seed))
+    return None if row is None else dict(row)
+
+
+def shared_score(name: str, data: ClassificationData, seed: int = 0) -> dict:
+    """:func:`score_method`, scored once for every session of the server (same method, data and seed)."""
+    row = known_score(name, data, seed)
+    if row is None:
+        row = score_method(name, data, seed)
+        _SCORES.put((name, data.fingerprint, seed), dict(row))
+    return row
+
+
 def empty_table(methods=None) -> pd.DataFrame:
     """The table before any method is scored (every row 'pending')."""
     rows = [{"method": k, "label": METHODS[k].label, "family": METHODS[k].family, "loss": np.nan,
@@ -573,16 +647,17 @@ class DecisionModel(Settings):
         for name in METHODS:
             if cancel is not None and cancel.is_set():
                 break
-            row = score_method(name, data, seed)
+            row = shared_score(name, data, seed)
             rows.append(row)
             if progress is not None:
                 progress(row)
         return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
     def iter_scores(self, data: ClassificationData, seed: int) -> Iterator[dict]:
-        """Rows of the table one method at a time (for a worker that publishes as it goes)."""
+        """Rows of the table one method at a time (for a worker that publishes as it goes; shared between
+        sessions, see :func:`shared_score`)."""
         for name in METHODS:
-            yield score_method(name, data, seed)
+            yield shared_score(name, data, seed)
 
     # ------------------------------------------------------------------ publish (the owner's thread)
     def publish_surface(self, surface: Surface | None, revision: int, error: str = "") -> bool:
@@ -594,13 +669,20 @@ class DecisionModel(Settings):
 
     def publish_row(self, row: dict, revision: int) -> bool:
         """Put one scored method into :attr:`table` if computed for the current data; False when stale."""
+        return self.publish_rows([row], revision)
+
+    def publish_rows(self, rows: list[dict], revision: int) -> bool:
+        """Put scored methods into :attr:`table` (one new table) if computed for the current data; False when stale."""
         if revision != self.revision or self.table is None:
             return False
+        if not rows:
+            return True
         table = self.table.copy()
-        i = table.index[table["method"] == row["method"]]
-        if len(i):
-            for k in TABLE_COLUMNS:
-                table.at[i[0], k] = row[k]
+        for row in rows:
+            i = table.index[table["method"] == row["method"]]
+            if len(i):
+                for k in TABLE_COLUMNS:
+                    table.at[i[0], k] = row[k]
         self._publish(table=table)
         return True
 
@@ -611,7 +693,7 @@ class DecisionModel(Settings):
         if data is None:
             return None
         try:
-            surf = fit_surface(method, data, seed, rev)
+            surf = shared_surface(method, data, seed, rev)
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.publish_surface(None, rev, f"{METHODS[method].label if method in METHODS else method}: {exc}")
             return None
@@ -671,6 +753,11 @@ class EMClassifierRun(LockedStepping, param.Parameterized):
     @property
     def finished(self) -> bool:
         return bool(self.stop_reason) or self.state is None
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock ``step`` and ``reset`` hold: hold it to read a state with its iteration and stop reason."""
+        return self._lock
 
     @property
     def revision(self) -> int:

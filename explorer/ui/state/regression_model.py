@@ -28,16 +28,26 @@ detects that case on a density grid.
 :class:`~explorer.ui.components.player.StepPlayer` can Step / Play / Reset it) whose data are the two chosen
 columns of its :class:`~explorer.ui.state.data_model.DataModel` (``pair_only``). Run to
 convergence, its state is the one :class:`explorer.learn.joint.GaussianMixtureRegressor` reaches
-with the same settings (same EM, same initialisation seed). :func:`compare_methods` scores the
-joint-density regression against regressions fitted after imputation on held-out rows. No Panel
-import here.
+with the same settings (same EM, same initialisation seed). :meth:`RegressionModel.readouts` computes
+everything a page draws of one state at once, as an immutable :class:`Readouts` (a page computes it on
+its session's worker and draws it on the event loop). :func:`compare_methods` scores the joint-density
+regression against regressions fitted after imputation on held-out rows; :func:`cached_comparison`
+shares its results between sessions (the start screen's comparison is computed once per server). EM is
+deterministic given the data, the settings and the seed, so the states of a run are shared too: a
+session stepping a run that another session already stepped (the start screen, played at every open)
+reads the states instead of computing them again (:class:`SharedRun`). No Panel import here.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import threading
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import param
@@ -45,13 +55,14 @@ import param
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture, regression
-from explorer.core.mixture_regression import target_mixtures
+from explorer.core.mixture_regression import mixture_quantile, target_mixtures
 from explorer.ui.state._settings import MAX_SEED
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 
-__all__ = ["Comparison", "DensitySlice", "RegressionCurve", "RegressionModel", "Scatter", "between_modes",
-           "between_modes_rows", "compare_methods", "mixture_density", "significant_modes"]
+__all__ = ["Comparison", "ComparisonRequest", "DensitySlice", "Readouts", "RegressionCurve", "RegressionModel",
+           "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows", "cached_comparison", "compare_methods",
+           "mixture_density", "significant_modes"]
 
 #: A local maximum of a density counts as a mode when it is at least this fraction of the highest one.
 MODE_MIN_HEIGHT = 0.1
@@ -60,6 +71,10 @@ MODE_MIN_HEIGHT = 0.1
 VALLEY_RATIO = 0.5
 _SETTINGS = ("input_column", "target_column", "n_components", "covariance_type", "seed", "level", "x0",
              "test_fraction", "split_seed")
+#: Comparisons kept for every session of the server (each a handful of numbers).
+COMPARISONS_CACHED = 64
+#: EM runs whose states are kept for every session of the server (the most recently started ones).
+RUNS_SHARED = 8
 
 
 # ============================================================================ pure functions
@@ -75,11 +90,15 @@ def mixture_density(weights, means, sds, grid) -> np.ndarray:
     -------
     ndarray of shape (n, G): :math:`\\sum_k w_k N(g; m_k, s_k^2)`.
     """
-    w, m, s = (np.asarray(a, dtype=float)[:, :, None] for a in (weights, means, sds))
+    w, m, s = (np.asarray(a, dtype=float) for a in (weights, means, sds))
     g = np.asarray(grid, dtype=float)
     g = g[None, None, :] if g.ndim == 1 else g[:, None, :]
-    z = (g - m) / s
-    return np.sum(w * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * s), axis=1)
+    z = g - m[:, :, None]
+    z /= s[:, :, None]
+    z *= z
+    z *= -0.5
+    np.exp(z, out=z)  # (n, K, G): one array, updated in place (this runs on every frame of the regression page)
+    return np.einsum("nk,nkg->ng", w / (np.sqrt(2.0 * np.pi) * s), z)
 
 
 def significant_modes(density, min_height: float = MODE_MIN_HEIGHT) -> np.ndarray:
@@ -148,6 +167,45 @@ def between_modes_rows(grid, density, mean, mean_density, *, min_height: float =
     lower = np.where(peak & (g < mean), d, -np.inf).max(axis=1)
     upper = np.where(peak & (g > mean), d, -np.inf).max(axis=1)
     return np.isfinite(lower) & np.isfinite(upper) & (np.asarray(mean_density) < valley * np.minimum(lower, upper))
+
+
+@dataclass(frozen=True)
+class TargetMixtures:
+    """p(y | x) of many inputs as 1-D Gaussian mixtures: weights ``w``, means ``m`` and sds ``s``, each (n, K).
+
+    What every read-out of :class:`RegressionModel` is computed from (one conditioning of the joint
+    density serves the curve, the draws, the imputed rows and the density slice of a frame).
+    """
+
+    w: np.ndarray
+    m: np.ndarray
+    s: np.ndarray
+
+    def take(self, rows) -> TargetMixtures:
+        """The mixtures of some rows (a slice or an index array)."""
+        return TargetMixtures(self.w[rows], self.m[rows], self.s[rows])
+
+    def mean(self) -> np.ndarray:
+        """E[y | x] (eq. 13), shape (n,)."""
+        return np.einsum("nk,nk->n", self.w, self.m)
+
+    def variance(self) -> np.ndarray:
+        """The predictive variance (law of total variance), shape (n,)."""
+        dev = self.m - self.mean()[:, None]
+        return np.maximum(np.einsum("nk,nk->n", self.w, self.s * self.s + dev * dev), 0.0)
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed intervals at ``level`` (quantiles of the mixtures, by bisection): ``(lower, upper)``."""
+        return (mixture_quantile(self.w, self.m, self.s, 0.5 * (1.0 - level)),
+                mixture_quantile(self.w, self.m, self.s, 0.5 * (1.0 + level)))
+
+    def sample(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws from every row's mixture, shape (n_draws, n): a component by its weight, then its Gaussian."""
+        n = self.w.shape[0]
+        u = rng.random((n_draws, n))
+        comp = (u[:, :, None] >= np.cumsum(self.w, axis=1)[None, :, :-1]).sum(axis=2)
+        rows = np.arange(n)[None, :]
+        return self.m[rows, comp] + self.s[rows, comp] * rng.standard_normal((n_draws, n))
 
 
 # ============================================================================ read-out records
@@ -228,6 +286,36 @@ class Comparison:
         """The method with the lowest RMSE."""
         ok = [r for r in self.rows if not r["error"]]
         return min(ok, key=lambda r: r["rmse"])["method"] if ok else ""
+
+
+@dataclass(frozen=True)
+class Readouts:
+    """Everything a page draws of one state of a run, computed together (see :meth:`RegressionModel.readouts`).
+
+    Immutable: a page computes it on its session's worker (under the model's lock, so the state, the data
+    and the settings belong to one run) and draws it on the event loop. Without a run (an error) the
+    arrays are None; ``problem`` says why the read-outs of an existing state could not be computed (a
+    numerically broken state), else "".
+    """
+
+    run_id: int
+    iteration: int
+    stop_reason: str
+    finished: bool  # no step is left in this run (it stopped, or there is none)
+    log_likelihood: float | None
+    error: str
+    problem: str
+    data_name: str
+    columns: tuple | None
+    counts: dict | None  # rows: "complete", "y_missing", "x_missing", "both_missing"
+    x_range: tuple | None
+    y_range: tuple | None
+    x0: float | None
+    curve: RegressionCurve | None
+    slice: DensitySlice | None
+    draws: np.ndarray | None
+    scatter: Scatter | None
+    comparison: ComparisonRequest | None
 
 
 # ============================================================================ comparison
@@ -343,6 +431,99 @@ def compare_methods(values, *, n_components: int, covariance_type: str = "full",
             add(method, error=str(exc))
     return Comparison(rows=tuple(rows), n_train=int(train.size), n_train_labelled=int(lab.sum()), n_test=n_test,
                       n_test_x_missing=int(x_missing.sum()), seconds=time.perf_counter() - start)
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonRequest:
+    """What :func:`compare_methods` computes on: the run's (input, target) values and the settings.
+
+    Equal (and hashed) by content, so :func:`cached_comparison` finds a comparison made for the same
+    values and settings in another session, and a page recomputes only when ``key`` changes.
+    """
+
+    values: np.ndarray
+    settings: tuple  # (name, value) pairs: the keyword arguments of compare_methods
+
+    @functools.cached_property
+    def key(self) -> tuple:
+        values = np.ascontiguousarray(self.values, dtype=float)
+        digest = hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest()
+        return (digest, values.shape, self.settings)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ComparisonRequest) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+@functools.lru_cache(maxsize=COMPARISONS_CACHED)
+def cached_comparison(request: ComparisonRequest) -> Comparison:
+    """:func:`compare_methods` on ``request``, computed once for every session of the server.
+
+    Raises what :func:`compare_methods` raises (a failure is not kept).
+    """
+    return compare_methods(request.values, **dict(request.settings))
+
+
+class SharedRun:
+    """The EM states of one run (data, settings and seed), computed once for every session of the server.
+
+    Stands in for :mod:`explorer.core.em_gmm` as a model's ``_CORE`` (``init``, ``step``, ``snapshot``):
+    ``init`` gives the run's first state, ``step(old)`` the state after ``old`` when some session has
+    already computed it (the very same object), else computes it with :func:`explorer.core.em_gmm.step`
+    and keeps it for the next session. States are immutable; EM is deterministic, so a session that
+    reads them sees exactly what it would have computed.
+    """
+
+    _runs: ClassVar[OrderedDict] = OrderedDict()  # run key -> SharedRun, the RUNS_SHARED most recently started
+    _runs_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self):
+        self._states: list = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, values: np.ndarray, config: em_gmm.EMConfig, seed: int) -> SharedRun:
+        """The shared run of ``values`` (NaN = missing) with ``config`` from ``seed``."""
+        values = np.ascontiguousarray(values, dtype=float)
+        key = (hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest(), values.shape, config, seed)
+        with cls._runs_lock:
+            run = cls._runs.get(key)
+            if run is None:
+                run = cls._runs[key] = cls()
+            cls._runs.move_to_end(key)
+            while len(cls._runs) > RUNS_SHARED:
+                cls._runs.popitem(last=False)
+        return run
+
+    @property
+    def computed(self) -> int:
+        """States of the run computed so far (by any session)."""
+        return len(self._states)
+
+    def init(self, data, config, rng):
+        with self._lock:
+            if self._states:
+                return self._states[0]
+        state = em_gmm.init(data, config, rng)
+        with self._lock:
+            if not self._states:
+                self._states.append(state)
+            return self._states[0]
+
+    def step(self, old, data, config):
+        i = old.iteration
+        with self._lock:
+            if i + 1 < len(self._states) and self._states[i] is old:
+                return self._states[i + 1]
+        new = em_gmm.step(old, data, config)
+        with self._lock:
+            if len(self._states) == i + 1 and self._states[i] is old:
+                self._states.append(new)
+        return new
+
+    snapshot = staticmethod(em_gmm.snapshot)
 
 
 # ============================================================================ the model
@@ -470,6 +651,7 @@ class RegressionModel(EMModel):
         self._config = self.config()
         self._data = em_gmm.prepare(values, missing, columns=[inp, tgt])
         self._run_columns = (inp, tgt)
+        self._CORE = SharedRun.of(self._data.X, self._config, self.seed)  # this run's states, shared
 
     # ------------------------------------------------------------------ read-outs
     @property
@@ -523,19 +705,55 @@ class RegressionModel(EMModel):
             return float(self.x0)
         return 0.5 * (lo + hi)
 
-    def _y_grids(self, cond: ConditionalMixture, n_grid: int) -> np.ndarray:
-        """One target grid per row of ``cond`` (n, n_grid): mean ± 4 sd of each component of weight > 1e-3.
+    def target_mixtures(self, x) -> TargetMixtures | None:
+        """p(y | x) for the inputs ``x`` as 1-D mixtures (None without a state)."""
+        cond = self.predictive(x)
+        if cond is None:
+            return None
+        w, m, s = target_mixtures(cond)
+        return TargetMixtures(w, m[:, 0], s[:, 0])
+
+    def _y_grids(self, mix: TargetMixtures, n_grid: int) -> np.ndarray:
+        """One target grid per row of ``mix`` (n, n_grid): mean ± 4 sd of each component of weight > 1e-3.
 
         Every grid spans at least 2 % of the observed targets' range (a near-deterministic
         conditional is not drawn as a zero-width spike).
         """
-        w, m, s = target_mixtures(cond)
-        keep = w > 1e-3
-        lo = np.min(np.where(keep, m[:, 0] - 4 * s[:, 0], np.inf), axis=1)
-        hi = np.max(np.where(keep, m[:, 0] + 4 * s[:, 0], -np.inf), axis=1)
+        keep = mix.w > 1e-3
+        lo = np.min(np.where(keep, mix.m - 4 * mix.s, np.inf), axis=1)
+        hi = np.max(np.where(keep, mix.m + 4 * mix.s, -np.inf), axis=1)
         ylo, yhi = self.y_range()
         pad = np.maximum(0.0, 0.02 * (yhi - ylo) - (hi - lo)) / 2
         return np.linspace(lo - pad, hi + pad, n_grid, axis=1)
+
+    def _curve_of(self, x, mix: TargetMixtures, interval, n_density: int) -> RegressionCurve:
+        mean = mix.mean()
+        lower, upper = interval
+        grid = self._y_grids(mix, n_density)
+        dens = mixture_density(mix.w, mix.m, mix.s, grid)
+        z = (mean[:, None] - mix.m) / mix.s
+        at_mean = np.sum(mix.w * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * mix.s), axis=1)  # p(mean(x) | x)
+        between = between_modes_rows(grid, dens, mean, at_mean)
+        return RegressionCurve(x=x, mean=mean, lower=lower, upper=upper, between=between, level=self.level)
+
+    def _slice_of(self, x0: float, mix: TargetMixtures, interval, n_grid: int, n_draws: int,
+                  rng: np.random.Generator) -> DensitySlice:
+        grid = self._y_grids(mix, n_grid)[0]
+        w, m, s = mix.w[0], mix.m[0], mix.s[0]
+        z = (grid[None, :] - m[:, None]) / s[:, None]
+        components = w[:, None] * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * s[:, None])
+        density = components.sum(axis=0)
+        mean = float(mix.mean()[0])
+        mean_density = float(mixture_density(mix.w, mix.m, mix.s, [mean])[0, 0])
+        verdict = between_modes(grid, density, mean, mean_density)
+        return DensitySlice(x0=x0, grid=grid, density=density, components=components, weights=np.array(w),
+                            mean=mean, mean_density=mean_density, sd=float(np.sqrt(mix.variance()[0])),
+                            lower=float(interval[0][0]), upper=float(interval[1][0]), level=self.level,
+                            draws=mix.sample(n_draws, rng)[:, 0], verdict=verdict)
+
+    def _draw_inputs(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        lo, hi = self.x_range()
+        return np.sort(rng.uniform(lo, hi, size=n_draws))
 
     def curve(self, n_grid: int = 160, n_density: int = 240) -> RegressionCurve | None:
         """E[y | x] (eq. 13), the band at ``level`` and the bimodal flag along the observed inputs.
@@ -546,29 +764,17 @@ class RegressionModel(EMModel):
         """
         if self.state is None or self._data is None:
             return None
-        lo, hi = self.x_range()
-        x = np.linspace(lo, hi, n_grid)
-        cond = self.predictive(x)
-        mean = cond.mean()[:, 0]
-        lower, upper = cond.interval(self.level)
-        w, m, s = target_mixtures(cond)
-        grid = self._y_grids(cond, n_density)
-        dens = mixture_density(w, m[:, 0], s[:, 0], grid)
-        z = (mean[:, None] - m[:, 0]) / s[:, 0]
-        at_mean = np.sum(w * np.exp(-0.5 * z * z) / (np.sqrt(2.0 * np.pi) * s[:, 0]), axis=1)  # p(mean(x) | x)
-        between = between_modes_rows(grid, dens, mean, at_mean)
-        return RegressionCurve(x=x, mean=mean, lower=lower[:, 0], upper=upper[:, 0], between=between,
-                               level=self.level)
+        x = np.linspace(*self.x_range(), n_grid)
+        mix = self.target_mixtures(x)
+        return self._curve_of(x, mix, mix.interval(self.level), n_density)
 
     def draws(self, n_draws: int = 400, rng: np.random.Generator | None = None) -> np.ndarray | None:
         """``n_draws`` stochastic estimates at inputs spread uniformly over the observed ones: (n_draws, 2) (x, y)."""
         if self.state is None or self._data is None:
             return None
         rng = np.random.default_rng(self.seed) if rng is None else rng
-        lo, hi = self.x_range()
-        x = np.sort(rng.uniform(lo, hi, size=n_draws))
-        y = self.predictive(x).sample(1, rng)[0, :, 0]
-        return np.column_stack([x, y])
+        x = self._draw_inputs(n_draws, rng)
+        return np.column_stack([x, self.target_mixtures(x).sample(1, rng)[0]])
 
     def slice_at(self, x0: float | None = None, n_grid: int = 400, n_draws: int = 200,
                  rng: np.random.Generator | None = None) -> DensitySlice | None:
@@ -580,41 +786,94 @@ class RegressionModel(EMModel):
             return None
         x0 = self.x0_used if x0 is None else float(x0)
         rng = np.random.default_rng(self.seed) if rng is None else rng
-        cond = self.predictive([x0])
-        grid = self._y_grids(cond, n_grid)[0]
-        density, components = cond.marginal_pdf(0, 0, grid)
-        mean = float(cond.mean()[0, 0])
-        w, m, s = target_mixtures(cond)
-        mean_density = float(mixture_density(w, m[:, 0], s[:, 0], [mean])[0, 0])
-        lower, upper = cond.interval(self.level)
-        verdict = between_modes(grid, density, mean, mean_density)
-        return DensitySlice(x0=x0, grid=grid, density=density, components=components, weights=np.array(cond.weights[0]),
-                            mean=mean, mean_density=mean_density, sd=float(np.sqrt(cond.variance()[0, 0])),
-                            lower=float(lower[0, 0]), upper=float(upper[0, 0]), level=self.level,
-                            draws=cond.sample(n_draws, rng)[:, 0, 0], verdict=verdict)
+        mix = self.target_mixtures([x0])
+        return self._slice_of(x0, mix, mix.interval(self.level), n_grid, n_draws, rng)
 
     def scatter(self) -> Scatter | None:
         """Observed rows, rows with y missing at (x, E[y | x]), the observed y of rows whose x is missing."""
         if self._data is None:
             return None
+        x = self._imputed_inputs()
+        y = self.target_mixtures(x).mean() if x.size and self.state is not None else None
+        return self._scatter_of(y)
+
+    def _imputed_inputs(self) -> np.ndarray:
+        miss = self._data.missing
+        return self._data.X[miss[:, 1] & ~miss[:, 0], 0]
+
+    def _scatter_of(self, imputed_y) -> Scatter:
         X, miss = self._data.X, self._data.missing
-        full = ~miss.any(axis=1)
-        y_only = miss[:, 1] & ~miss[:, 0]
-        imputed = np.zeros((0, 2))
-        if y_only.any() and self.state is not None:
-            x = X[y_only, 0]
-            imputed = np.column_stack([x, self.predictive(x).mean()[:, 0]])
-        return Scatter(observed=X[full], imputed=imputed, strip=X[miss[:, 0] & ~miss[:, 1], 1],
+        x = self._imputed_inputs()
+        imputed = np.zeros((0, 2)) if imputed_y is None else np.column_stack([x, imputed_y])
+        return Scatter(observed=X[~miss.any(axis=1)], imputed=imputed, strip=X[miss[:, 0] & ~miss[:, 1], 1],
                        n_both_missing=int(miss.all(axis=1).sum()))
 
-    def compare(self) -> Comparison:
-        """Held-out RMSE of the joint mixture and of regressions after imputation (:func:`compare_methods`)."""
+    def comparison_request(self) -> ComparisonRequest | None:
+        """The values and settings :meth:`compare` works on (None without a run). Hold :attr:`lock` for a
+        request that matches the current run."""
         if self._data is None:
-            raise BadInputError(self.error or "No data to compare on.")
-        return compare_methods(self._data.X, n_components=self.n_components, covariance_type=self.covariance_type,
-                               seed=self.seed, test_fraction=self.test_fraction, split_seed=self.split_seed,
-                               tol=self.tol, max_iter=self.max_iter, reg_covar=self.reg_covar)
+            return None
+        values = np.array(self._data.X, dtype=float)
+        values.setflags(write=False)
+        settings = (("n_components", self.n_components), ("covariance_type", self.covariance_type),
+                    ("seed", self.seed), ("test_fraction", self.test_fraction), ("split_seed", self.split_seed),
+                    ("tol", self.tol), ("max_iter", self.max_iter), ("reg_covar", self.reg_covar))
+        return ComparisonRequest(values=values, settings=settings)
 
-    def comparison_key(self) -> tuple:
-        """What :meth:`compare` depends on (a view recomputes it when this changes)."""
-        return (self.run_id, self.test_fraction, self.split_seed)
+    def compare(self) -> Comparison:
+        """Held-out RMSE of the joint mixture and of regressions after imputation (:func:`compare_methods`;
+        shared with the other sessions through :func:`cached_comparison`)."""
+        request = self.comparison_request()
+        if request is None:
+            raise BadInputError(self.error or "No data to compare on.")
+        return cached_comparison(request)
+
+    def readouts(self, n_draws: int = 300, n_slice_draws: int = 200) -> Readouts:
+        """Everything a page draws of the current state, computed together under :attr:`lock`.
+
+        The curve (:meth:`curve`), the density slice at :attr:`x0_used` (:meth:`slice_at`, ``n_slice_draws``
+        draws), ``n_draws`` stochastic estimates (:meth:`draws`), the scatter (:meth:`scatter`), the row
+        counts, the ranges and the :meth:`comparison_request`. A numerically broken state gives read-outs
+        without arrays and its error in ``problem``.
+        """
+        with self._lock:
+            dm = self.data_model.data
+            base = {"run_id": self.run_id, "iteration": self.iteration, "stop_reason": self.stop_reason,
+                    "finished": self.finished, "log_likelihood": self.log_likelihood, "error": self.error,
+                    "data_name": (dm.name if dm is not None else "") or "data"}
+            none = {"problem": "", "columns": None, "counts": None, "x_range": None, "y_range": None, "x0": None,
+                    "curve": None, "slice": None, "draws": None, "scatter": None, "comparison": None}
+            if self._data is None or self.columns is None:
+                return Readouts(**base, **none)
+            miss = self._data.missing
+            counts = {"complete": int((~miss.any(axis=1)).sum()), "y_missing": int((miss[:, 1] & ~miss[:, 0]).sum()),
+                      "x_missing": int((miss[:, 0] & ~miss[:, 1]).sum()), "both_missing": int(miss.all(axis=1).sum())}
+            shared = {"columns": self.columns, "counts": counts, "x_range": self.x_range(), "y_range": self.y_range(),
+                      "x0": self.x0_used, "comparison": self.comparison_request()}
+            try:
+                arrays = self._readout_arrays(n_draws, n_slice_draws)
+            except BadInputError as exc:
+                arrays = {"curve": None, "slice": None, "draws": None, "scatter": None, "problem": str(exc)}
+            return Readouts(**base, **shared, **arrays)
+
+    def _readout_arrays(self, n_draws: int, n_slice_draws: int, n_grid: int = 160, n_density: int = 240,
+                        n_slice_grid: int = 400) -> dict:
+        """The curve, the draws, the scatter and the slice of :meth:`readouts` from ONE conditioning of the joint
+        density (the same numbers as :meth:`curve`, :meth:`draws`, :meth:`scatter` and :meth:`slice_at`)."""
+        if self.state is None:
+            return {"curve": None, "slice": None, "draws": None, "scatter": self._scatter_of(None), "problem": ""}
+        rng = np.random.default_rng(self.seed)
+        x_curve = np.linspace(*self.x_range(), n_grid)
+        x_draws = self._draw_inputs(n_draws, rng)
+        x_imputed = self._imputed_inputs()
+        x0 = self.x0_used
+        mix = self.target_mixtures(np.concatenate([x_curve, x_draws, x_imputed, [x0]]))
+        ends = np.cumsum([n_grid, n_draws, x_imputed.size])
+        banded = np.r_[0:n_grid, ends[2]]  # the curve's rows and x0's: one bisection for both
+        lower, upper = mix.take(banded).interval(self.level)
+        curve = self._curve_of(x_curve, mix.take(slice(0, n_grid)), (lower[:-1], upper[:-1]), n_density)
+        draws = np.column_stack([x_draws, mix.take(slice(ends[0], ends[1])).sample(1, rng)[0]])
+        imputed = mix.take(slice(ends[1], ends[2])).mean() if x_imputed.size else None
+        density = self._slice_of(x0, mix.take(slice(ends[2], ends[2] + 1)), (lower[-1:], upper[-1:]), n_slice_grid,
+                                 n_slice_draws, np.random.default_rng(self.seed))
+        return {"curve": curve, "slice": density, "draws": draws, "scatter": self._scatter_of(imputed), "problem": ""}
