@@ -164,7 +164,8 @@ def empty_frame(data: ClassificationData | None = None) -> dict:
     full, mx, my = ~miss.any(axis=1), miss[:, 0] & ~miss[:, 1], miss[:, 1] & ~miss[:, 0]
     white = np.ones((2, 2, 3))
     return {
-        "xlim": xlim, "ylim": ylim, "xlabel": str(labels[0]), "ylabel": str(labels[1]), "rgb": white, "left_rgb": white[:, :1], "bottom_rgb": white[:1],
+        "xlim": xlim, "ylim": ylim, "xlabel": str(labels[0]), "ylabel": str(labels[1]),
+        "rgb": white, "left_rgb": white[:, :1], "bottom_rgb": white[:1],
         "solid": [], "dashed": [],
         "points": _pts(X[full, 0], X[full, 1], y[full]),
         "imputed": _pts([], [], []),

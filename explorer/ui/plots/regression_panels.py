@@ -4,9 +4,9 @@
   strip at the left), faint draws from p(y | x), the equal-tailed predictive band (a ``varea``), the
   conditional-mean curve E[y | x] (eq. 13) and, over it, its part that lies between two modes, and the
   input x0 of the density panel (a dashed vertical line). A click reports its x (``on_tap``).
-* :class:`DensitySlicePlot`: the density p(y | x = x0), its components (one ``multi_line``), the
-  equal-tailed interval (a ``varea``), the modes, the mean E[y | x0] and the draws as short ticks under
-  the curve (one ``segment`` glyph).
+* :class:`DensitySlicePlot`: the density p(y | x = x0), its components (one dashed line broken by NaN),
+  the equal-tailed interval (a ``varea``), the modes, the mean E[y | x0] and the draws as short ticks
+  under the curve (one ``segment`` glyph).
 
 Both are plain Bokeh figures with a fixed set of renderers; :meth:`update` only assigns their sources'
 data (same columns) and scalar properties (title, axis labels, ranges, a legend label), so a frame costs
@@ -54,8 +54,8 @@ def _xy(pair) -> dict:
 
 
 def _figure(title: str, x_label: str, y_label: str, css_classes, **kw):
-    fig = figure(css_classes=list(css_classes), height=_HEIGHT, sizing_mode="stretch_width", tools=_TOOLS, toolbar_location="above",
-                 title=title, x_axis_label=x_label, y_axis_label=y_label, min_border_left=40,
+    fig = figure(css_classes=list(css_classes), height=_HEIGHT, sizing_mode="stretch_width", tools=_TOOLS,
+                 toolbar_location="above", title=title, x_axis_label=x_label, y_axis_label=y_label, min_border_left=40,
                  x_range=Range1d(0.0, 1.0), y_range=Range1d(0.0, 1.0), **kw)
     fig.title.text_font_size = "12pt"
     return fig

@@ -61,8 +61,8 @@ from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 
 __all__ = ["Comparison", "ComparisonRequest", "DensitySlice", "Readouts", "RegressionCurve", "RegressionModel",
-           "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows", "cached_comparison", "compare_methods",
-           "mixture_density", "significant_modes"]
+           "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows", "cached_comparison",
+           "compare_methods", "mixture_density", "significant_modes"]
 
 #: A local maximum of a density counts as a mode when it is at least this fraction of the highest one.
 MODE_MIN_HEIGHT = 0.1
