@@ -5,7 +5,7 @@ its plug-in Gaussian or Student-t posterior-predictive conditional), chosen on t
 
 Serve on its own with ``panel serve apps/conditional.py`` (or as part of the gallery,
 ``panel serve apps/``, which imports :func:`create_view`). Every browser session builds its own
-models; EM runs in a background thread, and the data and model settings live in the URL.
+models; EM runs on the session's worker thread, and the data and model settings live in the URL.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Serve on its own with ``panel serve apps/sensitivity.py`` (or as part of the gallery, ``panel serve
 apps/``, which imports :func:`create_view`). Every browser session builds its own model; the mixture is
-fitted and the imputations drawn in a background thread, and the data and analysis settings live in
+fitted and the imputations drawn on the session's worker thread, and the data and analysis settings live in
 the URL.
 """
 
