@@ -8,6 +8,8 @@ import time
 import numpy as np
 import panel as pn
 import pytest
+
+from tests._fake_session import FakeDoc
 from bokeh.document import Document
 
 from explorer.learn.methods import METHODS
@@ -73,33 +75,6 @@ def test_the_table_reuses_what_any_session_scored(monkeypatch):
     assert view.model.table_progress() == (len(METHODS), len(METHODS))
     assert view.model.table.equals(m.table)
     assert f"{len(METHODS)} / {len(METHODS)} methods scored" in view._progress_text.object
-
-
-class FakeDoc:
-    """A served session's document as a page and its worker use it: what they hand to the event loop is queued,
-    :meth:`run_callbacks` runs it (as the loop would)."""
-
-    def __init__(self):
-        self.session_context = object()
-        self.calls = []
-        self._lock = threading.Lock()
-
-    def add_next_tick_callback(self, fn):
-        with self._lock:
-            self.calls.append(fn)
-
-    def on_session_destroyed(self, *callbacks):
-        pass
-
-    def run_callbacks(self) -> int:
-        n = 0
-        while True:
-            with self._lock:
-                if not self.calls:
-                    return n
-                fn = self.calls.pop(0)
-            fn()
-            n += 1
 
 
 @pytest.fixture
