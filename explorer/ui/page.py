@@ -187,8 +187,12 @@ def page_template(title: str, create_view: Callable, *, extensions: tuple = (), 
     bindings = url(view) if url is not None else view.url_bindings()
     notice = url_notice()
     show_notices(notice, bind_url(bindings))
+    # busy_indicator=None: Panel keeps every template's spinner in one process-wide list and sets all of them
+    # whenever any session handles an event, so each student's click also sent a patch to every other open
+    # tab (and cost ~10-15 % of a Step here); the pages show their own progress instead
     return pn.template.BootstrapTemplate(title=title, sidebar=[view.sidebar], main=[notice, view.main],
-                                         sidebar_width=sidebar_width, header_background=HEADER_BACKGROUND)
+                                         sidebar_width=sidebar_width, header_background=HEADER_BACKGROUND,
+                                         busy_indicator=None)
 
 
 class ModelPage(Viewer):
