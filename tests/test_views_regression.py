@@ -190,3 +190,42 @@ def test_frame_builders_on_read_outs(view):
     np.testing.assert_array_equal(sf["between"][1][r.curve.between], r.curve.mean[r.curve.between])
     assert np.isnan(sf["between"][1][~r.curve.between]).all()
     assert df["top"] == pytest.approx(r.slice.density.max()) and df["slice"] is r.slice
+
+
+def test_served_open_fits_to_convergence_in_one_job_and_draws_its_end_once(served):
+    """Issue 19: the fit the page starts at open is one job on the worker and one frame, not a frame per tick."""
+    v = _view(auto_fit=True)
+    worker = SessionWorker.of(served)
+    _settle(served, worker)
+    computed = []
+    readouts = v.model.readouts
+    v.model.readouts = lambda *a, **k: (computed.append(v.model.iteration), readouts(*a, **k))[1]
+    assert v.model.iteration == 0 and not v.model.finished
+    v.start()
+    _settle(served, worker)
+    final = v.model.iteration
+    assert v.model.finished and final > 5  # it converged, many iterations from the start
+    assert not v.player.playing  # nothing was played tick by tick
+    assert computed == [final]  # one frame, of the end
+    assert v.readouts.iteration == final and v.readouts.finished
+    assert v._scatter.figure.title.text.endswith("converged")
+    # a later settings change plays its new run tick by tick, as before
+    v.model.n_components = 2
+    assert v.player.playing
+    v.player.pause()
+    _settle(served, worker)
+
+
+def test_served_open_fit_gives_way_to_a_new_run(served):
+    """A new run started while the open fit computes is not drawn as the old run's end: it plays."""
+    v = _view(auto_fit=True)
+    worker = SessionWorker.of(served)
+    _settle(served, worker)
+    first = v.model.run_id
+    v.start()
+    v.model.n_components = 3  # a new run before the worker's job ends (or right after)
+    _settle(served, worker)
+    assert v.model.run_id != first
+    assert v.player.playing or v.model.finished
+    v.player.pause()
+    _settle(served, worker)

@@ -33,6 +33,7 @@ from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.weak import weak_callback
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["MARTableView", "SweepPlot", "create_model", "sweep_frame", "table_html", "validity_markdown"]
 
@@ -160,7 +161,7 @@ class SweepPlot:
         fig.add_layout(Legend(items=[LegendItem(label=self._LABELS[k], renderers=r) for k, r in items.items()],
                               ncols=2, label_text_font_size="9pt", location="center"), "below")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=480)
+        self.pane = figure_pane(fig, sizing_mode="stretch_width", min_height=480)
         # the figure in a marked box (a Bokeh pane's own CSS classes go to the figure's shadow root)
         self.view = pn.Column(self.pane, sizing_mode="stretch_width", min_width=520, css_classes=["mar-sweep"])
         self.frame: dict | None = None

@@ -31,6 +31,7 @@ from explorer.ui.page import sync_with_url
 from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["GalleryPlots", "MechanismGalleryView", "create_model", "gallery_frame"]
 
@@ -97,7 +98,7 @@ def _figure(title: str, css: str, **kw) -> tuple:
     fig = figure(title=title, sizing_mode="stretch_width", height=340, min_height=330, toolbar_location="above",
                  tools="pan,wheel_zoom,box_zoom,save,reset", **kw)
     # the figure in a marked box (a Bokeh pane's own CSS classes go to the figure's shadow root)
-    pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=340)
+    pane = figure_pane(fig, sizing_mode="stretch_width", min_height=340)
     return fig, pane, pn.Column(pane, sizing_mode="stretch_width", min_height=340, css_classes=[css])
 
 

@@ -34,6 +34,7 @@ from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
 from explorer.ui.state.fa_model import MASK_TYPES, METHOD_LABELS, FAModel
 from explorer.ui.session import push
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["NeumannView", "decay_frame", "error_frame", "padded_range", "rho_histograms", "trace_columns"]
 
@@ -187,7 +188,7 @@ class NeumannView(FAPage):
             "### Mask of the error curve", mask_widgets(m, masks=MASK_TYPES),
             "### Model", *model_widgets(m),
             sizing_mode="stretch_width")
-        self._panes = [pn.pane.Bokeh(self.figures[k], sizing_mode="stretch_width") for k in ("rho", "decay", "error")]
+        self._panes = [figure_pane(self.figures[k], sizing_mode="stretch_width") for k in ("rho", "decay", "error")]
         self.main = pn.Column(self._alert, self._info, self._window,
                               flow(*self._panes[:2]), self._panes[2],
                               pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"), sizing_mode="stretch_width")

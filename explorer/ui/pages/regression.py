@@ -40,7 +40,7 @@ from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.frame_jobs import LatestFrame
 from explorer.ui.plots.regression_panels import DensitySlicePlot, RegressionScatter
-from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.regression_model import (
     JOINT_DRAW,
@@ -326,9 +326,34 @@ class RegressionView(ModelPage):
 
     # ------------------------------------------------------------------ actions
     def start(self) -> None:
-        """Play the current run to convergence (the page calls this once loaded)."""
-        if self.auto_fit and not self.model.finished:
+        """Fit the current run to convergence (the page calls this once loaded).
+
+        Served, the fit is one job on the session's worker (the EM states of a run are shared by the sessions
+        of the process, so a page opened before costs no maths) and the page draws its end once: opening the
+        page costs the fit and one frame, not a frame per tick. A settings change later plays its new run
+        tick by tick. Elsewhere the player plays it.
+        """
+        if not self.auto_fit or self.model.finished:
+            return
+        doc = self._frames.doc
+        if SessionWorker.of(doc) is None:
             self.player.play()
+            return
+        model, run_id = self.model, self.model.run_id
+
+        def work() -> None:
+            while model.step(run_id):  # False once converged, or when a new run started meanwhile
+                pass
+
+        def then(result, error) -> None:
+            if self._destroyed:
+                return
+            if model.run_id == run_id and model.finished:
+                self.player.tick()  # nothing left to step: the read-out and the plots show the end
+            elif not model.finished:
+                self.player.play()  # a new run started meanwhile (or the fit stopped early): play it
+
+        run_then(work, then, key=("regression-fit", id(self)), doc=doc)
 
     def refresh(self) -> None:
         """Draw the model's current state: its read-outs are computed on the session's worker, then both plots,

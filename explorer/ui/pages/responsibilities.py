@@ -34,6 +34,7 @@ from explorer.ui.session import push
 from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.textline import TextLine
 from explorer.ui.state.fa_model import FAModel
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["ResponsibilitiesView", "ShiftHistogram", "accuracy_frame", "create_model", "selected_frame", "shift_frame",
            "shift_histogram"]
@@ -156,7 +157,7 @@ class ShiftHistogram:
         fig.add_layout(Legend(items=[LegendItem(label={"field": "digit"}, renderers=[bars])], orientation="horizontal",
                               ncols=4, location="center", label_text_font_size="9pt"), "above")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.pane = figure_pane(fig, sizing_mode="stretch_width")
         self.frame: dict | None = None
         self._inputs = None  # what the frame drawn was made of
 

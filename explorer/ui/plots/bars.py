@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import panel as pn
 from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Range1d
 from bokeh.plotting import figure
 
 from explorer.ui.plots.images import TITLE_SIZE
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["BarChart"]
 
@@ -70,7 +70,7 @@ class BarChart:
                 box.location = legend
                 fig.add_layout(box)
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, **({"width": width} if width else {"sizing_mode": "stretch_width"}))
+        self.pane = figure_pane(fig, **({"width": width} if width else {"sizing_mode": "stretch_width"}))
 
     @property
     def factors(self) -> list:

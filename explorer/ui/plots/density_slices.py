@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contourpy
 import numpy as np
-import panel as pn
 from bokeh.models import BoxAnnotation, ColumnDataSource, FixedTicker, Legend, LegendItem, LinearColorMapper, Range1d
 from bokeh.models import Span
 from bokeh.palettes import Purples256
 from bokeh.plotting import figure
 
 from explorer.ui.plots.conditional_frames import BAND, COMPONENT, CURVE, MEAN, POSTERIOR, PRIOR, SAMPLE, TRUTH
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["Slice1DPlot", "Slice2DPlot", "WeightBars", "contour_lines"]
 
@@ -82,7 +82,7 @@ class Slice1DPlot:
         truth = fig.scatter("x", "y", source=self.truth, marker="star", size=18, fill_color=TRUTH, line_color=TRUTH)
         _legend(fig, [("conditional density", curve), ("true value", truth)])
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:
@@ -155,7 +155,7 @@ class Slice2DPlot:
         truth = fig.scatter("x", "y", source=self.truth, marker="star", size=18, fill_color=TRUTH, line_color=TRUTH)
         _legend(fig, [("samples", samples), ("mean imputation", mean), ("true value", truth)])
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:
@@ -219,7 +219,7 @@ class WeightBars:
         _legend(fig, [(PRIOR, prior), (POSTERIOR, post)], location="center", place="above",
                 orientation="horizontal")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:

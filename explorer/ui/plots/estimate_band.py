@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import panel as pn
+from explorer.ui.plots.figures import figure_pane
 from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
 from bokeh.plotting import figure
 
@@ -84,7 +84,7 @@ class EstimateBand:
                               location="center", ncols=legend_columns, click_policy="mute",
                               label_text_font_size=legend_font_size), "below")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, **(pane_options or {}))
+        self.pane = figure_pane(fig, **(pane_options or {}))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import panel as pn
+from explorer.ui.plots.figures import figure_pane
 from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d, Span
 from bokeh.plotting import figure
 
@@ -101,7 +101,7 @@ class HistogramOverlay:
         fig.add_layout(Legend(items=items, location="center" if legend == "below" else "bottom_left",
                               click_policy="mute", ncols=legend_columns, label_text_font_size=legend_font_size), legend)
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, **(pane_options or {}))
+        self.pane = figure_pane(fig, **(pane_options or {}))
         self.frame: dict | None = None
 
     def update(self, edges, counts: Mapping[str, np.ndarray], *, markers: Mapping[str, float | None] | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import panel as pn
+from explorer.ui.plots.figures import figure_pane
 from bokeh.events import Pan, PanEnd, PanStart, Tap
 from bokeh.models import ColumnDataSource, Image, LinearColorMapper, Range1d
 from bokeh.palettes import Greys256
@@ -96,7 +96,7 @@ class ImagePanel:
             fig.on_event(Pan, lambda event: on_drag(event.x, event.y, self._strokes))
             fig.on_event(PanEnd, lambda event: on_drag(event.x, event.y, self._strokes))
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="fixed", margin=(5, 5, 0, 5))
+        self.pane = figure_pane(fig, sizing_mode="fixed", margin=(5, 5, 0, 5))
 
     @property
     def shape(self) -> tuple:

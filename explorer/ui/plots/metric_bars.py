@@ -11,7 +11,6 @@ Bokeh model is added or removed after the panel is built.
 from __future__ import annotations
 
 import numpy as np
-import panel as pn
 from bokeh.models import (
     ColumnDataSource,
     HoverTool,
@@ -25,6 +24,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["MetricBars", "BAR_COLUMNS"]
 
@@ -106,7 +106,7 @@ class MetricBars:
             fig.add_layout(Span(location=target, dimension="width", line_color="#555555", line_dash="dashed",
                                 line_width=1))
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.pane = figure_pane(fig, sizing_mode="stretch_width")
         self.frame: dict | None = None
         self._limits = None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import panel as pn
+from explorer.ui.plots.figures import figure_pane
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, LinearColorMapper, Range1d, Span
 from bokeh.plotting import figure
 
@@ -79,7 +79,7 @@ class MissingnessMatrix:
         fig.add_tools(HoverTool(renderers=[image], tooltips=[("column", "$x{0.0}"), ("row", "$y{0}"),
                                                              ("missing", "@image")]))
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:
@@ -129,7 +129,7 @@ class RateBars:
         self.line = Span(location=0.0, dimension="height", line_color=line_color, line_dash="dashed", line_width=2)
         fig.add_layout(self.line)
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:
@@ -171,7 +171,7 @@ class RGBMosaic:
         self.source = ColumnDataSource({"image": [np.zeros((1, 1), dtype=np.uint32)], "dw": [1.0], "dh": [1.0]})
         fig.image_rgba(image="image", x=0.0, y=0.0, dw="dw", dh="dh", source=self.source)
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode=None, margin=(0, 10))
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
         self.rgb: np.ndarray | None = None
 
     def update(self, rgb: np.ndarray) -> None:

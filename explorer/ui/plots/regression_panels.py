@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import panel as pn
 from bokeh.core.properties import value
 from bokeh.events import Tap
 from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
@@ -32,6 +31,7 @@ from bokeh.plotting import figure
 from explorer.ui.plots.figures import SMALL_COLUMN
 from explorer.ui.plots.sources import set_data
 from explorer.ui.plots.surface_panels import nan_joined
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["COLORS", "MEAN_LABEL", "DensitySlicePlot", "RegressionScatter"]
 
@@ -120,7 +120,7 @@ class RegressionScatter:
         if on_tap is not None:
             fig.on_event(Tap, lambda event: on_tap(event.x))
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=_HEIGHT)
+        self.pane = figure_pane(fig, sizing_mode="stretch_width", min_height=_HEIGHT)
         self.frame: dict | None = None
         self._limits = None
 
@@ -183,7 +183,7 @@ class DensitySlicePlot:
         legend.items.insert(0, self._interval_item)
         fig.add_layout(legend, "below")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_height=_HEIGHT)
+        self.pane = figure_pane(fig, sizing_mode="stretch_width", min_height=_HEIGHT)
         self.frame: dict | None = None
 
     def update(self, frame: dict) -> None:

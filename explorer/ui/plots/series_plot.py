@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import panel as pn
 from bokeh.models import (
     ColumnDataSource,
     HoverTool,
@@ -24,6 +23,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["SeriesPlot"]
 
@@ -81,7 +81,7 @@ class SeriesPlot:
         fig.add_layout(Legend(items=items, ncols=legend_columns, label_text_font_size="8pt", click_policy="hide"),
                        "below")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.pane = figure_pane(fig, sizing_mode="stretch_width")
         self.frame: dict | None = None
         self._limits = None
 

@@ -21,13 +21,13 @@ two binary buffers whatever their number of paths.
 from __future__ import annotations
 
 import numpy as np
-import panel as pn
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["MAIN", "PALETTE", "STRIP", "SurfacePanels", "nan_joined", "rgba"]
 
@@ -126,7 +126,7 @@ class SurfacePanels:
         self.main, self.left, self.bottom = main, left, bottom
         grid = gridplot([[left, main], [None, bottom]], toolbar_location="right")
         grid.css_classes = list(css_classes)
-        self.pane = pn.pane.Bokeh(grid, sizing_mode="fixed")
+        self.pane = figure_pane(grid, sizing_mode="fixed")
         self.frame: dict | None = None
         self._limits = None
 

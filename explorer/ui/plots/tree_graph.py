@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-import panel as pn
 from bokeh.events import Tap
 from bokeh.models import (
     ColumnDataSource,
@@ -27,6 +26,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["TreeGraph", "NODE_COLUMNS"]
 
@@ -93,7 +93,7 @@ class TreeGraph:
         if on_tap is not None:
             fig.on_event(Tap, lambda event: on_tap(event.x, event.y))
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.pane = figure_pane(fig, sizing_mode="stretch_width")
         self.frame: dict | None = None
         self._limits = None
 

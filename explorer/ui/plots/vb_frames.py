@@ -15,12 +15,12 @@ location, legend labels).
 from __future__ import annotations
 
 import numpy as np
-import panel as pn
 from bokeh.core.properties import value
 from bokeh.models import FixedTicker, Legend, LegendItem, Range1d, Span
 from bokeh.plotting import ColumnDataSource, figure
 
 from explorer.ui.plots.sources import set_data
+from explorer.ui.plots.figures import figure_pane
 
 __all__ = [
     "POINT_COLUMNS",
@@ -267,7 +267,7 @@ class StickWeightsPlot:
         fig.add_layout(Legend(items=self.legend_items, orientation="horizontal", location="center", ncols=2,
                               label_text_font_size="9pt"), "above")
         self.figure = fig
-        self.pane = pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+        self.pane = figure_pane(fig, sizing_mode="stretch_width")
         self.frame: dict | None = None
         self._shown = {"labels": first["labels"], "colors": first["colors"], "ticks": first["ticks"]}
 
