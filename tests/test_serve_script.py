@@ -36,7 +36,8 @@ def _listening_addresses(port: int) -> set[str]:
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads listening sockets from /proc (Linux)")
 def test_serve_script_serves_the_gallery_on_localhost_only():
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("ADDRESS", "ORIGIN", "NUM_PROCS")} | {"PORT": str(port)}
+    unset = ("ADDRESS", "ORIGIN", "NUM_PROCS", "BOKEH_PERFORM_ERROR_DIAGNOSTICS", "BOKEH_VALIDATE_DOC")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | {"PORT": str(port)}
     proc = subprocess.Popen(["bash", "scripts/serve.sh"], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -52,6 +53,11 @@ def test_serve_script_serves_the_gallery_on_localhost_only():
         assert status == 200, f"the gallery did not answer (exit code {proc.poll()})"
         assert "Imputation explorer" in body
         assert _listening_addresses(port) == {"127.0.0.1"}
+        # the server runs with Bokeh's production settings (issue 19: what opening a page costs); serve.sh execs it
+        environ = dict(item.split("=", 1) for item in
+                       Path(f"/proc/{proc.pid}/environ").read_text().split("\0") if "=" in item)
+        assert environ.get("BOKEH_PERFORM_ERROR_DIAGNOSTICS") == "false"
+        assert environ.get("BOKEH_VALIDATE_DOC") == "false"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -60,11 +60,20 @@ class LeanBokeh(pn.pane.Bokeh):
     """
 
     def _get_model(self, doc, root=None, parent=None, comm=None):
-        if self.object is not None:
-            for renderer in self.object.select({"type": GlyphRenderer}):
-                renderer.nonselection_glyph = "auto"
-                renderer.muted_glyph = "auto"
+        for renderer in _glyph_renderers(self.object):
+            renderer.nonselection_glyph = "auto"
+            renderer.muted_glyph = "auto"
         return super()._get_model(doc, root, parent, comm)
+
+
+def _glyph_renderers(obj) -> list:
+    """The glyph renderers of a figure (its ``renderers`` list: no walk of its model graph, which cost more than
+    what leaving the glyphs out saves) or of a layout of figures."""
+    if obj is None:
+        return []
+    if hasattr(obj, "renderers"):
+        return [r for r in obj.renderers if isinstance(r, GlyphRenderer)]
+    return list(obj.select({"type": GlyphRenderer}))
 
 
 def figure_pane(obj, **options) -> LeanBokeh:
