@@ -83,3 +83,20 @@ def test_lean_panes_leave_the_unused_glyphs_to_the_browser():
     lean_models = {m.id for m in fig.references()}
     plain_models = {m.id for m in plain.references()}
     assert len(lean_models) == len(plain_models) - 4  # two glyph models fewer per renderer
+
+
+def test_the_imports_are_frozen_out_of_later_collections_once(monkeypatch):
+    import gc
+
+    from explorer.ui import page
+
+    monkeypatch.setattr(page, "_startup_frozen", False)
+    before = gc.get_freeze_count()
+    try:
+        assert page.freeze_startup_objects() is True
+        frozen = gc.get_freeze_count()
+        assert frozen > before + 10_000  # NumPy, Panel, Bokeh, ...: many objects
+        assert page.freeze_startup_objects() is False  # once per process
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
