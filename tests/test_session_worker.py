@@ -141,3 +141,57 @@ def test_redraw_without_a_server_draws_at_once():
     drawn = []
     Redraw(lambda: drawn.append(1))()
     assert drawn == [1]
+
+
+class _LoopDocument:
+    """A real Bokeh Document of a served session whose event loop is run by hand."""
+
+    def __new__(cls):
+        from bokeh.document import Document
+
+        class LoopDocument(Document):
+            session_context = object()  # served
+
+            def __init__(self):
+                super().__init__()
+                self.loop_calls = []
+
+            def add_next_tick_callback(self, cb):
+                self.loop_calls.append(cb)
+
+            def on_session_destroyed(self, *cbs):
+                pass
+
+            def run_loop(self):
+                calls, self.loop_calls = self.loop_calls, []
+                for cb in calls:
+                    cb()
+
+        return LoopDocument()
+
+
+def test_on_the_loop_panel_sees_the_sessions_own_document_whatever_bokeh_patched():
+    """Bokeh keeps its "current document" in a process-wide list that Panel's thread pool pushes to for other
+    sessions at the same moment; Panel then took another session's document (and handed its cached stylesheet
+    models to this one: "Models must be owned by only a single document" under a class of 30). What a job shows,
+    and what Redraw draws, runs with Panel's current document set to the job's session."""
+    import panel as pn
+    from bokeh.io.doc import patch_curdoc
+
+    from explorer.ui.session import Redraw
+
+    mine, other = _LoopDocument(), _LoopDocument()
+    worker = SessionWorker.of(mine)
+    seen = []
+    try:
+        worker.submit(lambda: 1, lambda r, e: seen.append(pn.state.curdoc))
+        assert _wait(lambda: worker.jobs_done == 1)
+        redraw = Redraw(lambda: seen.append(pn.state.curdoc), doc=mine)
+        threading.Thread(target=redraw).start()  # from another thread: scheduled on the loop
+        assert _wait(lambda: len(mine.loop_calls) == 2)
+        with patch_curdoc(other):  # what a pool thread handling another session's event does meanwhile
+            assert pn.state.curdoc is other
+            mine.run_loop()
+        assert seen == [mine, mine]
+    finally:
+        worker.stop()

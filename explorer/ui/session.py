@@ -12,6 +12,7 @@ None and callers run the work directly (see :func:`run_then`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -20,6 +21,8 @@ from collections import Counter
 from collections.abc import Callable
 
 import panel as pn
+from bokeh.document import Document
+from panel.io.state import set_curdoc
 
 __all__ = ["Redraw", "SessionWorker", "push", "run_then", "served_doc"]
 
@@ -90,7 +93,17 @@ class Redraw:
     def _run(self) -> None:
         with self._lock:
             self._scheduled = False
-        self._draw()
+        doc = self._doc_ref() if self._doc_ref is not None else None
+        if doc is None:
+            return
+        with current(doc):  # see SessionWorker._show: Panel must know whose document this is
+            self._draw()
+
+
+def current(doc):
+    """A context in which Panel takes ``doc`` as the current document (for a real Bokeh document; the stand-ins
+    of the view tests are left alone). See :meth:`SessionWorker._show` for why callbacks on the loop need it."""
+    return set_curdoc(doc) if isinstance(doc, Document) else contextlib.nullcontext()
 
 
 _WORKERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -193,7 +206,13 @@ class SessionWorker:
             with self._lock:
                 self._pending[key] = max(0, self._pending[key] - 1)
             if then is not None and not self._stopped:
-                then(result, error)
+                # Bokeh runs this with its "current document" patched in a process-wide list, which Panel's
+                # thread pool (``--num-threads``) pushes to at the same time for other sessions' events: Panel
+                # then took another session's document for this one and handed that session's cached
+                # stylesheet models to this one ("Models must be owned by only a single document", seen
+                # with 30 sessions). Panel's own, per-task current document is set here instead.
+                with current(doc):
+                    then(result, error)
 
         if doc is None or self._stopped:
             with self._lock:
