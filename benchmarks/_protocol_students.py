@@ -92,22 +92,39 @@ def find_readout(doc_json) -> tuple[str | None, float | None]:
 
 def text_changes(content: str, model_id: str) -> int:
     """How many times one ``PATCH-DOC`` content changes the ``text`` of ``model_id`` (a read-out shown anew)."""
+    return len(new_texts(content, model_id))
+
+
+def new_texts(content: str, model_id: str) -> list[str]:
+    """The new ``text`` values of ``model_id`` in one ``PATCH-DOC`` content, in order."""
     if model_id not in content or '"text"' not in content:
-        return 0
+        return []
     events = json.loads(content).get("events", [])
-    return sum(1 for e in events if e.get("kind") == "ModelChanged" and e.get("attr") == "text"
-               and (e.get("model") or {}).get("id") == model_id)
+    return [e.get("new") if isinstance(e.get("new"), str) else "" for e in events
+            if e.get("kind") == "ModelChanged" and e.get("attr") == "text" and (e.get("model") or {}).get("id") == model_id]
 
 
-def playing_pace(times: list[float], asked: float | None, gap: float = 3.0) -> float | None:
+_ITERATION = re.compile(r"(?:strong>|strong&gt;): (\d+)")
+
+
+def readout_progress(text: str) -> int | None:
+    """The sum of the iterations a Step/Play read-out shows ("Iteration: **EM**: 12 · **naive**: 10"), None when
+    it shows none. A tick shown advances it; a Reset lowers it; a change of the rate note leaves it."""
+    found = _ITERATION.findall(text or "")
+    return sum(int(n) for n in found) if found else None
+
+
+def playing_pace(times: list, asked: float | None, gap: float = 3.0) -> float | None:
     """Ticks shown per second while a page really plays, as a fraction of the ``asked`` ticks per second.
 
-    ``times`` are the moments the read-out changed. Intervals longer than ``gap`` asked periods (a run that ended,
+    ``times`` are the moments a tick was shown (the read-out's iterations advanced); a None in it breaks the
+    series (a Reset: no interval across it). Intervals longer than ``gap`` asked periods (a run that ended,
     the student's Reset and the pause before Play) are left out: they measure the student, not the server.
     """
-    if not asked or len(times) < 3:
+    if not asked:
         return None
-    d = np.diff(np.asarray(times, dtype=float))
+    intervals = [b - a for a, b in zip(times, times[1:]) if a is not None and b is not None]
+    d = np.asarray(intervals, dtype=float)
     d = d[d <= gap / asked]
     if d.size < 2 or d.sum() <= 0:
         return None
@@ -169,7 +186,8 @@ class ProtocolStudent:
         self.widgets: dict[str, str] = {}
         self.readout: str | None = None  # the Step/Play read-out's model id
         self.asked_ticks_per_s: float | None = None
-        self.tick_times: list[float] = []  # when the read-out changed while playing
+        self.tick_times: list = []  # when a tick was shown while playing (None: a Reset broke the series)
+        self._progress: int | None = None  # the iterations the read-out showed last
         self.browser_errors: list[str] = []  # the load test's report reads it for every kind of session
         self._ws = None
         self._reader = None
@@ -255,7 +273,15 @@ class ProtocolStudent:
             head, content = msg
             if self.readout and self.playing and head.get("msgtype") == "PATCH-DOC":
                 now = time.monotonic()
-                self.tick_times += [now] * min(1, text_changes(content, self.readout))
+                for text in new_texts(content, self.readout):
+                    progress = readout_progress(text)
+                    if progress is None:
+                        continue
+                    if self._progress is not None and progress > self._progress:
+                        self.tick_times.append(now)  # a tick shown
+                    elif self._progress is not None and progress < self._progress:
+                        self.tick_times.append(None)  # a Reset: no interval across it
+                    self._progress = progress
             if toggle and head.get("msgtype") == "PATCH-DOC" and self.playing:
                 changes = play_state_changes(content, toggle)
                 if changes and not changes[-1] and not self._restarting:  # the run ended: as a student would

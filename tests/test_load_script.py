@@ -264,7 +264,15 @@ def test_protocol_students_read_the_pace_off_the_readout():
     assert ps.find_readout(doc) == ("p1", 5.0)
     content = '{"events": [{"kind": "ModelChanged", "model": {"id": "p1"}, "attr": "text", "new": "x"}]}'
     assert ps.text_changes(content, "p1") == 1 and ps.text_changes(content, "p9") == 0
+    assert ps.new_texts(content, "p1") == ["x"]
     # 5 ticks/s asked; ticks every 0.25 s (80 %), with a 2 s pause (a Reset) left out
     times = [0.0, 0.25, 0.5, 0.75, 2.75, 3.0, 3.25]
     assert abs(ps.playing_pace(times, 5.0) - 0.8) < 1e-9
     assert ps.playing_pace([0.0, 1.0], 5.0) is None  # too few ticks to say
+    # a Reset breaks the series: the quick changes around it are no ticks
+    assert abs(ps.playing_pace([0.0, 0.25, 0.5, None, 0.55, 0.8, 1.05], 5.0) - 0.8) < 1e-9
+    # ticks are read-outs whose iterations advanced (escaped HTML as Bokeh sends it); a rate note is none
+    text = "&lt;p&gt;Iteration: &lt;strong&gt;EM&lt;/strong&gt;: 12 · &lt;strong&gt;naive&lt;/strong&gt;: 10&lt;/p&gt;"
+    assert ps.readout_progress(text) == 22
+    assert ps.readout_progress("<p>Iteration: <strong>EM</strong>: 3 (converged)</p>") == 3
+    assert ps.readout_progress("<p>Playing at 2.4 ticks/s: each tick takes longer than the 200 ms</p>") is None
