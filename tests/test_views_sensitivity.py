@@ -117,3 +117,21 @@ def test_served_draws_run_on_the_sessions_worker_and_are_shown_on_its_loop(monke
         assert "Without adjustment" in v._sentence.object
     finally:
         worker.stop()
+
+
+def test_the_selection_model_checkbox_draws_again_and_is_kept_in_the_url():
+    """Switching the NMAR reference off or on draws at once (it used to wait for another setting to change)."""
+    from explorer.ui.pages.sensitivity import MODEL_URL
+
+    v = _view()
+    v.start()
+    m = v.model
+    assert not m.needs_draw and m.selection
+    with_reference = m.selection_estimate
+    m.selection = False
+    assert not m.needs_draw  # drawn again, without the reference
+    assert m.selection_estimate is None
+    m.selection = True
+    assert not m.needs_draw
+    assert (m.selection_estimate is None) == (with_reference is None)
+    assert "selection" in MODEL_URL and ("selection", "selection") in v.url_bindings()[1][1].items()

@@ -48,7 +48,7 @@ MAX_FEATURES = 64
 FIRST_DATASETS = ("iris", "wine", "boston")
 DATA_URL = ("dataset", "n_samples", "data_seed", "mechanism", "rate", "mask_seed", "standardize")
 MODEL_URL = ("column", "mode", "delta_max", "n_deltas", "delta_index", "estimate", "mean_column", "target",
-             "predictor", "n_imputations", "n_components", "bootstrap", "seed", "level")
+             "predictor", "n_imputations", "n_components", "bootstrap", "selection", "seed", "level")
 COLORS = {"observed": "#1f77b4", "imputed": "#ff7f0e", "hidden": "#2ca02c", "estimate": "#111111",
           "band": "#aec7e8", "neutral": "#7f7f7f", "tipping": "#d62728", "reference": "#9467bd",
           "truth": "#2ca02c", "current": "#ff7f0e", "selection": "#8c564b"}
@@ -199,7 +199,8 @@ class SensitivityView(ModelPage):
         m.param.watch(weak_callback(self._on_table), ["revision"])
         m.param.watch(weak_callback(self._on_delta), ["delta_index"])
         m.param.watch(weak_callback(self._on_grid), ["n_deltas", "delta_max", "mode", "column"])
-        m.param.watch(weak_callback(self._on_draw_settings), ["n_imputations", "n_components", "bootstrap", "seed"])
+        m.param.watch(weak_callback(self._on_draw_settings), ["n_imputations", "n_components", "bootstrap", "seed",
+                                                               "selection"])
         dm.param.watch(weak_callback(self._on_data), ["revision"])
         if self._doc is not None:
             self._doc.on_session_destroyed(self._on_destroyed)
