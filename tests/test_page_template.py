@@ -97,6 +97,6 @@ def test_the_imports_are_frozen_out_of_later_collections_once(monkeypatch):
         frozen = gc.get_freeze_count()
         assert frozen > before + 10_000  # NumPy, Panel, Bokeh, ...: many objects
         assert page.freeze_startup_objects() is False  # once per process
-        assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() <= frozen  # nothing frozen again (frozen objects can still be freed)
     finally:
         gc.unfreeze()
