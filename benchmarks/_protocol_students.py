@@ -361,11 +361,16 @@ class Classroom(threading.Thread):
         self.call(opening(), timeout_s + 30)
         return students
 
-    def close_all(self, students: list[ProtocolStudent], timeout_s: float = 30.0) -> None:
+    def close(self, students: list[ProtocolStudent], timeout_s: float = 30.0) -> None:
+        """Close ``students`` (their sockets); the class's loop keeps running for the others."""
         async def closing():
             await asyncio.gather(*(s.close() for s in students), return_exceptions=True)
 
+        self.call(closing(), timeout_s)
+
+    def close_all(self, students: list[ProtocolStudent], timeout_s: float = 30.0) -> None:
+        """Close ``students`` and stop the class's loop (the end of the run)."""
         try:
-            self.call(closing(), timeout_s)
+            self.close(students, timeout_s)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)

@@ -5,8 +5,10 @@ What it does, in order (every wait is bounded, and the whole run stops by itself
 1. starts ``bash scripts/serve.sh`` itself (PORT = a free port, ADDRESS = loopback only: any other address
    is refused; ``--num-procs`` is passed as NUM_PROCS), waits for ``/liveness``, samples the server's
    memory (RSS summed over its process tree) and threads: the **cold baseline**;
-2. warm-up: opens one session on every page used, closes it, waits ``--warm-wait`` s (60): the **warm
-   baseline** (the pages' modules are imported and cached by then; the memory target is judged on it);
+2. warm-up: opens one session on every page used, closes it; then (protocol students) plays every playing
+   page once, all together, for 5 s and closes them; waits ``--warm-wait`` s (60): the **warm baseline**
+   (the pages' modules are imported, their Play paths run and Panel's thread pool started by then; the
+   memory and thread targets are judged on it);
 3. opens ``--sessions`` sessions (30) round-robin over the pages, ``--wave`` at a time (5). By default
    (``--clients protocol``) they are *protocol students* (``benchmarks/_protocol_students.py``): each makes
    the requests a browser makes (the page's GET, then Bokeh's websocket protocol: the whole document, the
@@ -389,7 +391,7 @@ def format_run_markdown(res: dict) -> str:
 
     mem = res.get("memory") or {}
     rows = [("cold baseline (right after /liveness)", mem.get("cold_baseline")),
-            ("warm baseline (every page opened once, closed, waited)", mem.get("warm_baseline")),
+            ("warm baseline (every page opened once and every playing page played once, closed, waited)", mem.get("warm_baseline")),
             ("peak while open and playing", mem.get("peak"))]
     rows += [(f"{a.get('after_s', 0):g} s after closing every session", a) for a in mem.get("after_close") or []]
     if any(r for _, r in rows):
@@ -1138,6 +1140,28 @@ def run(args) -> dict:
     return res
 
 
+WARM_PLAY_S = 5.0  # the warm-up's Play on every playing page, all together
+
+
+def _warm_play(classroom, base: str, slugs: list[str], res: dict, log) -> None:
+    """Open one protocol student per page in ``slugs``, play them together for WARM_PLAY_S, close them."""
+    if not slugs:
+        return
+    log(f"warm-up Play ({WARM_PLAY_S:.0f} s): {', '.join(slugs)}")
+    students = classroom.open_wave(base, [(-2 - i, slug) for i, slug in enumerate(slugs)], LOAD_TIMEOUT_S)
+    played = []
+    for st in students:
+        if st.error is None:
+            try:
+                classroom.call(st.play(), CLICK_TIMEOUT_MS / 1000)
+                played.append(st.slug)
+            except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+                log(f"  warm-up Play on {st.slug} FAILED: {str(exc).splitlines()[0][:200]}")
+    time.sleep(WARM_PLAY_S)
+    classroom.close(students)
+    res["warmup_played"] = played
+
+
 def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log, cut) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -1164,6 +1188,8 @@ def _browse(args, res, base, sampler, proc, holder, deadline, work_deadline, log
                 (s,) = open_wave(browser, base, [(-1, slug)], work_deadline, log)
                 res["warmup"].append({"slug": slug, "first_render_s": s.first_render_s, "error": s.error})
                 s.context.close()
+            if classroom is not None:  # and every playing page played once: its Play path's imports and caches
+                _warm_play(classroom, base, [slug for slug in warm_slugs if slug in PLAY_PAGES], res, log)
             sampler.phase = "warm_wait"
             wait = min(args.warm_wait, max(0.0, work_deadline - time.monotonic() - 60))
             if wait < args.warm_wait:

@@ -36,7 +36,8 @@ def _listening_addresses(port: int) -> set[str]:
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads listening sockets from /proc (Linux)")
 def test_serve_script_serves_the_gallery_on_localhost_only():
     port = _free_port()
-    unset = ("ADDRESS", "ORIGIN", "NUM_PROCS", "BOKEH_PERFORM_ERROR_DIAGNOSTICS", "BOKEH_VALIDATE_DOC")
+    unset = ("ADDRESS", "ORIGIN", "NUM_PROCS", "BOKEH_PERFORM_ERROR_DIAGNOSTICS", "BOKEH_VALIDATE_DOC", "PYTHONMALLOC",
+             "MALLOC_ARENA_MAX")
     env = {k: v for k, v in os.environ.items() if k not in unset} | {"PORT": str(port)}
     proc = subprocess.Popen(["bash", "scripts/serve.sh"], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -58,6 +59,8 @@ def test_serve_script_serves_the_gallery_on_localhost_only():
                        Path(f"/proc/{proc.pid}/environ").read_text().split("\0") if "=" in item)
         assert environ.get("BOKEH_PERFORM_ERROR_DIAGNOSTICS") == "false"
         assert environ.get("BOKEH_VALIDATE_DOC") == "false"
+        # and glibc's malloc for every object, so that a class's memory goes back after it left
+        assert environ.get("PYTHONMALLOC") == "malloc" and environ.get("MALLOC_ARENA_MAX") == "2"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -24,7 +24,10 @@ from explorer.ui.text import md
 from explorer.ui.url import UrlBinding, UrlState
 
 from explorer.ui.components.notebook import notebook_layout
+from explorer.ui.model_defaults import install as _install_model_defaults
 from explorer.ui.session import served_doc
+
+_install_model_defaults()  # Bokeh's stable property defaults once per class: ~20 % of a page's open
 
 __all__ = ["HEADER_BACKGROUND", "ModelPage", "PageTemplate", "freeze_startup_objects", "bind_url", "page_template", "prefixed", "show_notices", "sync_with_url",
            "url_bindings_of", "url_notice", "weak_callback"]
