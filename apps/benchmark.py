@@ -1,4 +1,4 @@
-"""Page "Benchmark": the seed000 imputation benchmark (thesis Figures A.1-A.5), run in the browser.
+"""Page "Benchmark": the garriga2017 imputation benchmark (thesis Figures A.1-A.5), run in the browser.
 
 Serve on its own with ``panel serve apps/benchmark.py`` (add ``--num-threads 4`` so progress polling
 runs off the event loop), or as part of the gallery (``panel serve apps/``, which imports
@@ -15,7 +15,7 @@ from explorer.ui.state.benchmark_model import BenchmarkModel
 from explorer.ui.page import page_template
 from explorer.ui.pages.benchmark import BenchmarkPage
 
-TITLE = "Imputation benchmark (seed000)"
+TITLE = "Imputation benchmark (garriga2017)"
 
 
 def create_view(**settings) -> BenchmarkPage:

@@ -16,7 +16,7 @@ from explorer.ui.page import page_template
 from explorer.ui.pages.em_playground import EMPlayground
 
 TITLE = "EM playground"
-#: The default screen: seed001 Fig. 1 (bivariate Gaussian, y hidden where x is large, K = 1).
+#: The default screen: ghahramani1994 Fig. 1 (bivariate Gaussian, y hidden where x is large, K = 1).
 DEFAULT_DATA = {"dataset": "ghahramani_bivariate", "n_samples": 200, "mechanism": "mar_threshold", "rate": 0.35}
 
 

@@ -23,7 +23,7 @@ Usage::
 
 ``--all`` also runs, after the EM cases, the other rows of issue 11's table, each by its own script (in a
 subprocess, with ``--quick`` / tiny sizes when asked): the variational mixture against scikit-learn's
-``BayesianGaussianMixture`` (``benchmarks/bench_vb.py``), seed 002's tree against the naive per-pattern EM
+``BayesianGaussianMixture`` (``benchmarks/bench_vb.py``), delalleau2012's tree against the naive per-pattern EM
 (full: ``experiments/delalleau_mnist.py``, the ten MNIST digits; quick: ``benchmarks/bench_pattern_tree.py``,
 one component's E-step), EM on Dask with 1 and 2 workers (``benchmarks/bench_dask.py``) and, when the separate
 environment of ``benchmarks/bench_peers.py`` exists, pygmmis. It then writes ``bench_targets.md`` in ``--out``:
@@ -320,10 +320,10 @@ def run_other_rows(out: Path, *, quick: bool, tiny: bool) -> None:
         vb += ["--quick"] + (["--repeats", "2", "--numpy-repeats", "1"] if tiny else [])
     _run(vb, "variational mixture vs BayesianGaussianMixture")
     if not quick:
-        _run([py, ROOT / "experiments" / "delalleau_mnist.py"], "seed 002 on MNIST (writes results/)")
+        _run([py, ROOT / "experiments" / "delalleau_mnist.py"], "delalleau2012 on MNIST (writes results/)")
     else:
         tree = [py, ROOT / "benchmarks" / "bench_pattern_tree.py", "--repeats", "1", "--json", out / "bench_pattern_tree.json"]
-        _run(tree + (["--rows", "200"] if tiny else ["--mnist", "3"]), "seed 002: one E-step, tree vs naive")
+        _run(tree + (["--rows", "200"] if tiny else ["--mnist", "3"]), "delalleau2012: one E-step, tree vs naive")
     dask = [py, ROOT / "benchmarks" / "bench_dask.py", "--out", out / ("bench_dask_quick" if quick else "bench_dask")]
     if quick:
         dask += ["--n", "20000", "--iters", "2"] if tiny else ["--quick"]
@@ -372,12 +372,12 @@ def targets_table(out: Path, *, quick: bool, how: str = "--all") -> str:
     if mnist:
         sp = [c["timing"]["naive"]["seconds_per_iter"] / c["timing"]["tree"]["seconds_per_iter"] for c in mnist["classes"]]
         diff = max(c["timing"]["tree"]["max_rel_diff_loglik"] for c in mnist["classes"])
-        rows.append(("seed 002: MNIST, 5x5 square per image, per-digit mixtures, tree vs naive per-pattern EM",
+        rows.append(("delalleau2012: MNIST, 5x5 square per image, per-digit mixtures, tree vs naive per-pattern EM",
                      ">= 8-20x (paper), same log-likelihood", f"{np.mean(sp):.1f}x (range {min(sp):.1f}-{max(sp):.1f}), "
                      f"log-likelihoods within {diff:.0e}", _verdict(8.0, float(np.mean(sp))) if np.mean(sp) < 8 else "met"))
     tree = _load(out / "bench_pattern_tree.json") if quick else None
     if tree:
-        rows.append((f"seed 002, one E-step ({tree['rows']} rows, {tree['n_patterns']} patterns, D={tree['n_features']}), "
+        rows.append((f"delalleau2012, one E-step ({tree['rows']} rows, {tree['n_patterns']} patterns, D={tree['n_features']}), "
                      "tree vs naive", ">= 8x", f"{tree['naive_over_tree']:.1f}x", _verdict(8.0, tree["naive_over_tree"])
                      if tree["naive_over_tree"] < 8 else "met"))
     dask = _load(out / f"bench_dask{sfx}.json")

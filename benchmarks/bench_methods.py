@@ -1,4 +1,4 @@
-"""Wall time of every imputation method of the seed000 benchmark on one cell, in the same run.
+"""Wall time of every imputation method of the garriga2017 benchmark on one cell, in the same run.
 
 Each method imputes the same masked data set (MCAR, rate 0.3, repetition 0, seed 0, the benchmark's
 full settings) one after the other, on one BLAS thread, ``--repeats`` times interleaved; the median is

@@ -1,4 +1,4 @@
-"""Micro-benchmark of one component's E-step on the MNIST-like 5x5-square case (seed 002, digest section 3.1).
+"""Micro-benchmark of one component's E-step on the MNIST-like 5x5-square case (delalleau2012, digest section 3.1).
 
 D = 784 (28 x 28), every row misses one 5 x 5 square at a uniformly drawn corner among the 24 x 24 = 576
 inside positions (so n_o = 759, n_m = 25), ``--rows`` rows (4500, the paper's per-class training set).

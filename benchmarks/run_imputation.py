@@ -1,4 +1,4 @@
-"""Imputation benchmark of seed000 (issue 3): mechanisms x rates x methods on Boston / Ionosphere.
+"""Imputation benchmark of garriga2017 (issue 3): mechanisms x rates x methods on Boston / Ionosphere.
 
 Runs :func:`explorer.benchmark.run_benchmark` and writes, into ``--out``:
 
@@ -7,12 +7,12 @@ Runs :func:`explorer.benchmark.run_benchmark` and writes, into ``--out``:
 * ``summary.nc``: the summary as an xarray Dataset (NetCDF), when xarray can write it.
 
 A line is printed per finished job with its time, the elapsed time and an ETA. Without ``--rates``
-each mechanism uses the rates of seed000 (§2.2): mcar 0.1-0.9, mcar_rows 0.1/0.3, the others 0.1/0.3/0.5.
+each mechanism uses the rates of garriga2017 (§2.2): mcar 0.1-0.9, mcar_rows 0.1/0.3, the others 0.1/0.3/0.5.
 
 Usage::
 
     .venv/bin/python benchmarks/run_imputation.py --quick --out /tmp/bench      # Boston, MCAR .1/.3, cheap settings
-    .venv/bin/python benchmarks/run_imputation.py --datasets boston ionosphere --repetitions 5 --out results/seed000
+    .venv/bin/python benchmarks/run_imputation.py --datasets boston ionosphere --repetitions 5 --out results/garriga2017
     .venv/bin/python benchmarks/run_imputation.py --list-methods
 """
 
@@ -38,7 +38,7 @@ import pandas as pd
 
 from explorer.benchmark import METHODS, run_benchmark, summarise
 
-SEED000_RATES = {
+GARRIGA2017_RATES = {
     "mcar": (0.1, 0.3, 0.5, 0.7, 0.9),
     "mcar_rows": (0.1, 0.3),
     "mar_rows": (0.1, 0.3, 0.5),
@@ -67,14 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=None, help="built-in data sets (default boston ionosphere)")
-    p.add_argument("--mechanisms", nargs="+", default=None, help=f"default {' '.join(SEED000_RATES)}")
-    p.add_argument("--rates", nargs="+", type=float, default=None, help="default: seed000 rates per mechanism")
+    p.add_argument("--mechanisms", nargs="+", default=None, help=f"default {' '.join(GARRIGA2017_RATES)}")
+    p.add_argument("--rates", nargs="+", type=float, default=None, help="default: garriga2017 rates per mechanism")
     p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS), help="default: all")
     p.add_argument("--repetitions", type=int, default=None, help="default 3 (1 with --quick)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", choices=("code", "thesis"), default="code", help="mechanism variant")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes (-1 = all cores)")
-    p.add_argument("--out", type=Path, default=ROOT / "results" / "seed000_benchmark")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "garriga2017_benchmark")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: boston, mcar 0.1 0.3, 1 repetition, cheap method settings (unless overridden)")
     p.add_argument("--missforest-runs", type=int, default=None,
@@ -91,7 +91,7 @@ def _write_netcdf(summary: pd.DataFrame, path: Path) -> str:
         ds = summary.set_index(["dataset", "mechanism", "rate", "method", "metric"]).to_xarray()
         for name in ("dataset", "mechanism", "method", "metric"):
             ds[name] = ds[name].astype(str)
-        ds.attrs["description"] = "seed000 imputation benchmark summary (explorer.benchmark.summarise)"
+        ds.attrs["description"] = "garriga2017 imputation benchmark summary (explorer.benchmark.summarise)"
         ds.to_netcdf(path)
         return str(path)
     except Exception as exc:  # noqa: BLE001 - the CSVs are the primary output
@@ -105,11 +105,11 @@ def main(argv=None) -> int:
             print(f"{m.name} [{m.kind}]\n  {m.description}\n  differs: {m.differs}\n")
         return 0
     datasets = args.datasets or (["boston"] if args.quick else ["boston", "ionosphere"])
-    mechanisms = args.mechanisms or (["mcar"] if args.quick else list(SEED000_RATES))
+    mechanisms = args.mechanisms or (["mcar"] if args.quick else list(GARRIGA2017_RATES))
     rates = args.rates or ([0.1, 0.3] if args.quick else None)
     methods = args.methods or list(DEFAULT_METHODS)
     reps = args.repetitions or (1 if args.quick else 3)
-    groups = [(mechanisms, rates)] if rates else [([m], list(SEED000_RATES.get(m, (0.1, 0.3, 0.5))))
+    groups = [(mechanisms, rates)] if rates else [([m], list(GARRIGA2017_RATES.get(m, (0.1, 0.3, 0.5))))
                                                   for m in mechanisms]
     t0 = time.perf_counter()
     frames = []

@@ -1,4 +1,4 @@
-"""Seed 002 (Delalleau, Courville & Bengio): per-digit Gaussian mixtures on MNIST with a random 5x5 square
+"""delalleau2012 (Delalleau, Courville & Bengio): per-digit Gaussian mixtures on MNIST with a random 5x5 square
 missing in every image; the minimum-spanning-tree E-step against the naive per-pattern EM.
 
 Usage (from the repository root)::
@@ -9,7 +9,7 @@ Usage (from the repository root)::
 Writes ``results/delalleau_mnist.{json,md}`` and ``docs/figures/delalleau_mnist_inpainting.png``
 (``--quick`` writes ``*_quick`` files).
 
-Protocol (seed002 digest §3.1 and §7.10; what the document leaves open, and where this departs from it):
+Protocol (delalleau2012 digest §3.1 and §7.10; what the document leaves open, and where this departs from it):
 
 * **Data.** The project ships the MNIST *test* set (10,000 images); the paper trained on the first 4,500 images of
   each class of the 60,000-image training set and selected hyper-parameters on the rest. Here, per class, the first
@@ -221,7 +221,7 @@ def _environment():
 
 def write_markdown(res, command: str) -> str:
     cl = res["classes"]
-    L = ["# Seed 002: fast EM on MNIST with a 5x5 square missing per image", "",
+    L = ["# delalleau2012: fast EM on MNIST with a 5x5 square missing per image", "",
          f"Command: `{command}` (one BLAS thread; {res['environment']['blas']}; numpy {res['environment']['numpy']}, "
          f"numba {res['environment']['numba']}, Python {res['environment']['python']}; load average at the end "
          f"{'/'.join(f'{v:.1f}' for v in res['environment']['load_average'])} on 2 CPUs).", "",

@@ -1,6 +1,6 @@
 """Reproduce Ghahramani & Jordan (1994) Fig. 2: clustering noisy 5x7 digits with 50 % missing pixels.
 
-Protocol (seed001 digest section 4 and 5; unstated details chosen and recorded here):
+Protocol (ghahramani1994 digest, section 4 and 5; unstated details chosen and recorded here):
 
 * ten 5x7 binary templates, 10 noisy copies each (Gaussian noise, sd ``--noise``), 100 rows x 35 pixels;
 * 50 % of the pixels missing completely at random, per entry (``mcar``);

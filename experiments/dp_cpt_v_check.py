@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, section 5.5; digest 4.2): does DP/CPT-v recover the selection model mu?
+"""marlin2008 (section 5.5; digest 4.2): does DP/CPT-v recover the selection model mu?
 
 Usage (from the repository root)::
 

@@ -1,6 +1,6 @@
 """Reproduce Ghahramani & Jordan (1994) Fig. 3: iris classification accuracy against the proportion of missing features.
 
-Protocol (seed001 digest sections 4.1, 4.3 and 5; the details the paper leaves open are chosen and recorded here):
+Protocol (ghahramani1994 digest, sections 4.1, 4.3 and 5; the details the paper leaves open are chosen and recorded here):
 
 * Fisher's iris (the scikit-learn bundled copy in ``assets/iris.csv``), 150 rows, 4 features, 3 classes;
 * every repetition draws a new random split, 100 rows for training and 50 for testing (plain random,
@@ -200,7 +200,7 @@ def report(result: dict) -> str:
     lines += [
         "",
         "Reference: the numbers given with the task for the published curve (EM / MI). The digest of the memo "
-        "(seed001, section 5) says the values of Fig. 3 cannot be read from the text, which keeps only the caption; "
+        "(ghahramani1994, section 5) says the values of Fig. 3 cannot be read from the text, which keeps only the caption; "
         "they are not verified here.",
         "",
         "Maximum likelihood at high missing rates: with 60-80 % of the entries missing, few training rows of a "

@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, section 5.4; digest 2.7 and 4.1): recovering the CPT-v selection model mu.
+"""marlin2008 (section 5.4; digest 2.7 and 4.1): recovering the CPT-v selection model mu.
 
 Usage (from the repository root)::
 

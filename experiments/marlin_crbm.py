@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, section 5.7): cRBM against cRBM/E-v on the synthetic rating world.
+"""marlin2008 (section 5.7): cRBM against cRBM/E-v on the synthetic rating world.
 
 Usage (from the repository root)::
 

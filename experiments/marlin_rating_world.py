@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, chapter 5): MAR against NMAR rating models on a synthetic world with a known value effect.
+"""marlin2008 (chapter 5): MAR against NMAR rating models on a synthetic world with a known value effect.
 
 Usage (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, Section 3.4): Table 3.3, "MAR is not enough", by simulation.
+"""marlin2008 (Section 3.4): Table 3.3, "MAR is not enough", by simulation.
 
 Usage (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, chapter 6): Table 6.1, LDA-FA trained generatively and discriminatively, missing features.
+"""marlin2008 (chapter 6): Table 6.1, LDA-FA trained generatively and discriminatively, missing features.
 
 Usage (from the repository root)::
 

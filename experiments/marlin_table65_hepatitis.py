@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, section 6.5): Table 6.5, UCI Hepatitis with its real missing values, 10-fold CV.
+"""marlin2008 (section 6.5): Table 6.5, UCI Hepatitis with its real missing values, 10-fold CV.
 
 Usage (from the repository root)::
 

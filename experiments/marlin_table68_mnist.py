@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, section 6.5): Table 6.8, MNIST digits with one quadrant of every image missing.
+"""marlin2008 (section 6.5): Table 6.8, MNIST digits with one quadrant of every image missing.
 
 Usage (from the repository root)::
 

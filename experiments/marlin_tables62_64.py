@@ -1,4 +1,4 @@
-"""Seed 004 (Marlin 2008, chapter 6): Tables 6.2-6.4, classification with missing features on synthetic 2-D data.
+"""marlin2008 (chapter 6): Tables 6.2-6.4, classification with missing features on synthetic 2-D data.
 
 Usage (from the repository root)::
 

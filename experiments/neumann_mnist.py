@@ -1,4 +1,4 @@
-"""Reproduce seed 003's experiments (Antypas 2023, the Neumann series for FA with missing data) on MNIST.
+"""Reproduce antypas2023's experiments (the Neumann series for FA with missing data) on MNIST.
 
 Usage (from the repository root)::
 
@@ -9,7 +9,7 @@ Usage (from the repository root)::
 Writes ``results/neumann_mnist.{json,md}`` and ``docs/figures/neumann_mnist_*.png`` (``--quick``
 writes ``neumann_mnist_quick.*`` and no figures unless ``--figures`` is given).
 
-Protocol (seed003 digest §2, §4, §5.1; the choices the document leaves open are recorded here):
+Protocol (antypas2023 digest §2, §4, §5.1; the choices the document leaves open are recorded here):
 
 * **Data.** Only the MNIST *test* set is available. Experiment A ("Frey-faces protocol": Frey faces
   are not available) uses 2000 MNIST test digits of all classes (about Frey's 1965 images);
@@ -172,7 +172,7 @@ def mixture_outputs(params, X, miss, latents, terms, us) -> dict:
 
 
 def thesis_sign_assignments(params, X, miss, joint, latents, us) -> np.ndarray:
-    """Arg-max of the log-responsibilities **as printed** in seed003 (eq. 2.47, Algorithm 2): the
+    """Arg-max of the log-responsibilities **as printed** in antypas2023 (eq. 2.47, Algorithm 2): the
     quadratic term r^T Psi^-1 r and u^T y with flipped signs (the digest's erratum). Only to test
     whether the printed formula explains the thesis's 74-78 % cluster accuracy."""
     quad = np.stack([(np.where(miss, 0.0, X - c.mean) ** 2) @ (1.0 / c.psi) for c in params.components], axis=1)

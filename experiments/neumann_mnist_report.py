@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-# seed003 digest Table 1 (Frey faces, x 1e-2, mean +- s.e.; l = 100 chosen on the test set).
+# antypas2023 digest Table 1 (Frey faces, x 1e-2, mean +- s.e.; l = 100 chosen on the test set).
 PUBLISHED_A = {
     ("R", "train"): ("4.6215 ± 0.0013", "1.9331 ± 0.0006", "1.0648 ± 0.0003", "0.6483 ± 0.003*", "0.6515 ± 0.003*"),
     ("R", "test"): ("4.6893 ± 0.0053", "1.9932 ± 0.0026", "1.1401 ± 0.0017", "0.7146 ± 0.0016", "0.7135 ± 0.0015"),
     ("Q", "train"): ("4.5877 ± 0.0018", "2.7591 ± 0.0012", "2.5140 ± 0.0011", "1.2621 ± 0.0008", "1.0619 ± 0.0007"),
     ("Q", "test"): ("4.7333 ± 0.0073", "2.8862 ± 0.0043", "2.6424 ± 0.0043", "1.3741 ± 0.0040", "1.1784 ± 0.0028"),
 }
-# seed003 digest Table 2 (MNIST 1s and 7s, x 1e-2; the mixture columns use the oracle "min over components").
+# antypas2023 digest Table 2 (MNIST 1s and 7s, x 1e-2; the mixture columns use the oracle "min over components").
 PUBLISHED_B = {
     ("R", "train"): ("0.7688 ± 0.0001", "0.7515 ± 0.0001", "0.6685 ± 0.0001", "0.5953 ± 0.0002"),
     ("R", "test"): ("0.8256 ± 0.0005", "0.8225 ± 0.0007", "0.6865 ± 0.0001", "0.6146 ± 0.0009"),
@@ -67,7 +67,7 @@ def _section_a(a, cfg) -> list[str]:
                 cells.append(_fmt(_find(a["table"], m, split, pixels, "NSA (l = 100, thesis)")))
                 rows.append([m, split, *cells[:4], f"{cells[4]} (l={lt})", cells[5]])
         L += _md_table(["mask", "split", "MI", "FCA", "SCA", "exact", "NSA (l tuned)", "NSA (l = 100)"], rows)
-    L += ["**Published (seed003 Table 1, Frey faces 28x20 in [-1, 1], q = 43, l = 100 chosen on the test set; "
+    L += ["**Published (antypas2023 Table 1, Frey faces 28x20 in [-1, 1], q = 43, l = 100 chosen on the test set; "
           "x 1e-2; pixel set unstated, probably the missing pixels)**", ""]
     L += _md_table(["mask", "split", "MI", "FCA", "SCA", "exact", "NSA (l = 100)"],
                    [[m, s, *v] for (m, s), v in PUBLISHED_A.items()])
@@ -139,7 +139,7 @@ def _section_b(b) -> list[str]:
                                      for meth, lv in (("exact mixture (oracle)", None), ("NSA-M (oracle)", 300))]])
     L += _md_table(["mask", "split", "exact mixture, missing px", "NSA-M 300, missing px",
                     "exact mixture, all px", "NSA-M 300, all px"], rows)
-    L += ["**Published (seed003 Table 2: 4000 training-set 1s and 7s, 3200/800, l = 300 chosen on the test set; "
+    L += ["**Published (antypas2023 Table 2: 4000 training-set 1s and 7s, 3200/800, l = 300 chosen on the test set; "
           "mixture columns are the oracle; x 1e-2; pixel set unstated)**", ""]
     L += _md_table(["mask", "split", "standard exact (FA)", "NSA 300 (FA)", "exact mixture (oracle)",
                     "NSA-M 300 (oracle)"], [[m, s, *v] for (m, s), v in PUBLISHED_B.items()])
@@ -277,7 +277,7 @@ def _section_timing(rows, load=None) -> list[str]:
 
 def write_markdown(res) -> str:
     cfg = res["config"]
-    L = ["# Seed 003 on MNIST: NSA and NSA-M against exact, SCA, FCA and mean imputation", "",
+    L = ["# antypas2023 on MNIST: NSA and NSA-M against exact, SCA, FCA and mean imputation", "",
          f"Made by `{res.get('command', 'experiments/neumann_mnist.py')}` in {res['seconds'].get('total', 0):.0f} s "
          f"(A {res['seconds']['A']:.0f} s, B {res['seconds']['B']:.0f} s, timing {res['seconds']['timing']:.0f} s). "
          "Protocol and the choices the thesis leaves open: see the module docstring of the script.", "",

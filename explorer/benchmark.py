@@ -1,6 +1,6 @@
-"""Imputation benchmark of seed000 (issue 3): amputate, standardise, impute, score.
+"""Imputation benchmark of garriga2017 (issue 3): amputate, standardise, impute, score.
 
-Pipeline of one job (seed000 §2.3), for a data set x mechanism x rate x repetition x method:
+Pipeline of one job (garriga2017 §2.3), for a data set x mechanism x rate x repetition x method:
 
 1. amputate the complete data with :func:`~explorer.core.mechanisms.apply_mechanism` (the mask
    depends on data set, mechanism, rate, repetition and ``seed`` only, so every method of a
@@ -119,7 +119,7 @@ class Method:
 
 
 def _from_draws(X, missing, draws: np.ndarray) -> Imputed:
-    """Reduce multiple imputations (n_draws, n, d) as seed000 §1.8."""
+    """Reduce multiple imputations (n_draws, n, d) as garriga2017 §1.8."""
     draws = np.where(missing[None], draws, X[None])
     mean = draws.mean(axis=0)
     var = draws.var(axis=0, ddof=1) if draws.shape[0] > 1 else np.zeros_like(mean)
@@ -583,7 +583,7 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
     seed : int
         Non-negative; masks and method randomness derive from it and the cell's names.
     variant : {"code", "thesis"}
-        Mechanism variant of seed000 (author's code or thesis text).
+        Mechanism variant of garriga2017 (author's code or thesis text).
     progress : callable, optional
         Called after each finished job with a dict: ``done, total, elapsed, eta`` (seconds),
         ``dataset, mechanism, rate, method, repetition, seconds, error``.

@@ -134,7 +134,7 @@ def _bivariate_params() -> dict:
     DatasetInfo(
         "ghahramani_bivariate", "Bivariate Gaussian (Ghahramani & Jordan Fig. 1)", 200, 2,
         "Gaussian with mean (5, 5) and covariance [[5/4, 9/4], [9/4, 17/4]] (correlation 0.976).",
-        "seed001, Ghahramani & Jordan (1994), Fig. 1; generated", "n/a (synthetic)", True, labels="zeros",
+        "ghahramani1994 (Ghahramani & Jordan 1994), Fig. 1; generated", "n/a (synthetic)", True, labels="zeros",
     ),
     params=_bivariate_params,
 )
@@ -144,7 +144,7 @@ def _bivariate(n_samples=200, random_state=0):
     X = _BIVARIATE_MEAN + rng.standard_normal((n, 2)) @ _BIVARIATE_FACTOR.T
     data = IncompleteData.from_complete(
         X, columns=("x", "y"), name="ghahramani_bivariate",
-        description=f"{n} draws from N((5, 5), [[5/4, 9/4], [9/4, 17/4]]) (seed001 Fig. 1)",
+        description=f"{n} draws from N((5, 5), [[5/4, 9/4], [9/4, 17/4]]) (ghahramani1994 Fig. 1)",
     )
     return data, np.zeros(n, dtype=np.intp)
 
@@ -270,7 +270,7 @@ def _digits_params(noise=DEFAULT_DIGIT_NOISE) -> dict:
     DatasetInfo(
         "digits_5x7", "Noisy 5x7 digits (Ghahramani & Jordan Fig. 2)", 100, 35,
         "10 noisy copies of each 5x7 digit template (Gaussian noise sd 0.2); rows are 7x5 images flattened row-major.",
-        "seed001, Ghahramani & Jordan (1994), Fig. 2; templates designed for this project", "CC0 (synthetic)",
+        "ghahramani1994 (Ghahramani & Jordan 1994), Fig. 2; templates designed for this project", "CC0 (synthetic)",
         True, labels="digit",
     ),
     params=_digits_params,
@@ -334,12 +334,12 @@ _TABLES = [
                  "scikit-learn bundled copy (UCI Wine)", "CC BY 4.0 (UCI)", False, labels="cultivar 0-2"),
      dict(filename="wine.csv", drop=(), label_col="target")),
     (DatasetInfo("boston", "Boston housing", 506, 13,
-                 "1970 Boston census tracts, 12 numeric + CHAS (0/1), MEDV dropped (seed000). Caveat: column B "
-                 "encodes a racial statistic; kept only for faithful reproduction of seed000.",
+                 "1970 Boston census tracts, 12 numeric + CHAS (0/1), MEDV dropped (garriga2017). Caveat: column B "
+                 "encodes a racial statistic; kept only for faithful reproduction of garriga2017.",
                  "Harrison & Rubinfeld (1978) via UCI/StatLib", "public domain (StatLib)", False, labels="MEDV"),
      dict(filename="boston.csv", drop=(), label_col="MEDV", label_type=float, binary_cols=("CHAS",))),
     (DatasetInfo("ionosphere", "Ionosphere", 351, 33,
-                 "Radar returns: V1 binary, V3-V34 numeric; constant V2 and the class dropped (seed000).",
+                 "Radar returns: V1 binary, V3-V34 numeric; constant V2 and the class dropped (garriga2017).",
                  "UCI Machine Learning Repository (Sigillito et al. 1989)", "CC BY 4.0", False,
                  labels="class 'g'/'b'"),
      dict(filename="ionosphere.csv", drop=("V2",), label_col="Class", label_type=str, binary_cols=("V1",))),

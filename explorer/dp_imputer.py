@@ -2,7 +2,7 @@
 
 :class:`DPGMMImputer` fits the truncated stick-breaking variational DP mixture of
 :mod:`explorer.core.vb_dpgmm` (the POIGMM of Garriga Alonso 2017) directly on the incomplete
-data and imputes from the "semi-Bayesian" plug-in density (reference digest ``seed000`` §1.6):
+data and imputes from the "semi-Bayesian" plug-in density (the ``garriga2017`` reference digest, §1.6):
 :math:`\\hat\\mu_k = m_k`, :math:`\\hat\\Sigma_k = \\Psi_k/\\nu_k` and, per row, component weights
 either predictive, :math:`\\propto E_q[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigma_k^{oo})` (the
 author's code, and the only choice for new rows), or the fitted responsibilities

@@ -8,7 +8,7 @@
 Both impute with the conditional mean :math:`E[x^m \\mid x^o]` (``transform``). With
 ``solver="exact"`` the factor posterior of every row is solved exactly (one Cholesky factor per
 missingness pattern); with ``solver="neumann"`` it is the scaled Neumann series with ``n_terms``
-terms (NSA, seed003 Algorithm 1; NSA-M, Algorithm 2, for the mixture, whose responsibilities then
+terms (NSA, antypas2023 Algorithm 1; NSA-M, Algorithm 2, for the mixture, whose responsibilities then
 use the Neumann estimates too), which is an *approximation* of the conditional mean (the thesis
 reports that early stopping can lower the reconstruction error on image data). Fitting is always
 the exact EM, and :meth:`conditional` (samples, intervals, densities) is always the exact
@@ -148,7 +148,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
         Floor on the noise variances (squared data units).
     init : {"pca", "random"}, default "pca"
     update : {"px", "em"}, default "px"
-        M-step: parameter-expanded EM (faster, same fixed points) or seed004's plain EM
+        M-step: parameter-expanded EM (faster, same fixed points) or marlin2008's plain EM
         (:data:`explorer.core.factor_analysis.UPDATES`).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None

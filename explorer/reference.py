@@ -1,10 +1,10 @@
-"""Reference numbers of seed000 (the thesis notebook behind Figures A.1-A.5), as a tidy table.
+"""Reference numbers of garriga2017 (the thesis notebook behind Figures A.1-A.5), as a tidy table.
 
 The thesis itself has no numeric results: Appendix A only has bar charts. The digest
 (``/work/shared/reference/seed000-poigmm-variational-dp-gmm.md``, section 4.2) transcribes the
 author's notebook ``timeless-imputation/Plot report.ipynb`` (commit 2339431), which very likely holds
 the data of those figures. Every number of its tables is in
-``assets/reference/seed000_reference.csv``, one row per data set x mechanism x rate x method x metric:
+``assets/reference/garriga2017_reference.csv``, one row per data set x mechanism x rate x method x metric:
 
 =============  ======================================================================================
 column         meaning
@@ -37,15 +37,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["REFERENCE_COLUMNS", "REFERENCE_CSV", "SEED000_FIGURES", "SEED000_RATES", "seed000_reference",
+__all__ = ["REFERENCE_COLUMNS", "REFERENCE_CSV", "GARRIGA2017_FIGURES", "GARRIGA2017_RATES", "garriga2017_reference",
            "reference_cells"]
 
 #: Location of the transcription (found relative to the repository, like the data sets).
-REFERENCE_CSV = Path(__file__).resolve().parents[1] / "assets" / "reference" / "seed000_reference.csv"
-#: Columns of :func:`seed000_reference`.
+REFERENCE_CSV = Path(__file__).resolve().parents[1] / "assets" / "reference" / "garriga2017_reference.csv"
+#: Columns of :func:`garriga2017_reference`.
 REFERENCE_COLUMNS = ("dataset", "mechanism", "rate", "method", "metric", "mean", "std", "note")
 #: Requested missing rates of the thesis experiments per mechanism (digest section 2.2).
-SEED000_RATES: dict[str, tuple[float, ...]] = {
+GARRIGA2017_RATES: dict[str, tuple[float, ...]] = {
     "mcar": (0.1, 0.3, 0.5, 0.7, 0.9),
     "mcar_rows": (0.1, 0.3),
     "mar_rows": (0.1, 0.3, 0.5),
@@ -53,7 +53,7 @@ SEED000_RATES: dict[str, tuple[float, ...]] = {
     "nmar_random": (0.1, 0.3, 0.5),
 }
 #: Thesis figure of each mechanism (Appendix A) and the thesis's name for it.
-SEED000_FIGURES: dict[str, tuple[str, str]] = {
+GARRIGA2017_FIGURES: dict[str, tuple[str, str]] = {
     "nmar_random": ("A.1", "NMAR_random"),
     "nmar_lowest": ("A.2", "NMAR"),
     "mar_rows": ("A.3", "MAR_rows"),
@@ -65,7 +65,7 @@ SEED000_FIGURES: dict[str, tuple[str, str]] = {
 @lru_cache(maxsize=1)
 def _load() -> pd.DataFrame:
     if not REFERENCE_CSV.is_file():
-        raise FileNotFoundError(f"{REFERENCE_CSV} is missing: the seed000 reference table ships with the "
+        raise FileNotFoundError(f"{REFERENCE_CSV} is missing: the garriga2017 reference table ships with the "
                                 "repository (assets/reference/); restore it from git.")
     df = pd.read_csv(REFERENCE_CSV, dtype={"dataset": str, "mechanism": str, "method": str, "metric": str,
                                            "note": str}, keep_default_na=False, na_values={"mean": [""],
@@ -76,8 +76,8 @@ def _load() -> pd.DataFrame:
     return df[list(REFERENCE_COLUMNS)]
 
 
-def seed000_reference() -> pd.DataFrame:
-    """The seed000 reference numbers (digest section 4.2) as a tidy table.
+def garriga2017_reference() -> pd.DataFrame:
+    """The garriga2017 reference numbers (digest section 4.2) as a tidy table.
 
     Returns
     -------
@@ -87,7 +87,7 @@ def seed000_reference() -> pd.DataFrame:
 
     Examples
     --------
-    >>> ref = seed000_reference()
+    >>> ref = garriga2017_reference()
     >>> row = ref.query("dataset == 'boston' and mechanism == 'mcar' and rate == 0.1 "
     ...                 "and method == 'poigmm' and metric == 'nrmse'")
     >>> float(row["mean"].iloc[0]), float(row["std"].iloc[0])
@@ -112,7 +112,7 @@ def reference_cells(mechanism: str, metric: str, datasets=None, methods=None) ->
     Returns
     -------
     pandas.DataFrame
-        Rows of :func:`seed000_reference` (same columns), sorted by dataset, rate, method.
+        Rows of :func:`garriga2017_reference` (same columns), sorted by dataset, rate, method.
     """
     ref = _load()
     keep = (ref["mechanism"] == mechanism) & (ref["metric"] == metric)
@@ -123,3 +123,24 @@ def reference_cells(mechanism: str, metric: str, datasets=None, methods=None) ->
     out = ref[keep].sort_values(["dataset", "rate", "method"], kind="stable").reset_index(drop=True)
     out["mean"] = out["mean"].astype(np.float64)
     return out
+
+
+#: Old names (before the source documents were cited by key) -> new names. Kept importable for one
+#: release with a DeprecationWarning; not in ``__all__``.
+_RENAMED = {
+    "SEED000_RATES": "GARRIGA2017_RATES",
+    "SEED000_FIGURES": "GARRIGA2017_FIGURES",
+    "seed000_reference": "garriga2017_reference",
+}
+
+
+def __getattr__(name: str):
+    try:
+        new = _RENAMED[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    import warnings
+
+    warnings.warn(f"explorer.reference.{name} is renamed explorer.reference.{new}; the old name will be removed",
+                  DeprecationWarning, stacklevel=2)
+    return globals()[new]

@@ -47,7 +47,7 @@ fi
 
 # Everything, in two phases (the slowest tests are listed at the end of each):
 #  1. the unit / property / oracle tests on 2 pytest-xdist workers, a whole file per worker (--dist loadfile:
-#     module fixtures such as the seed000 reproduction are computed once, not once per worker);
+#     module fixtures such as the garriga2017 reproduction are computed once, not once per worker);
 #  2. the browser tests, one at a time: they time pages and players, and two chromiums on 2 cores would make
 #     those timings measure the load instead of the app.
 # The exit status is non-zero if either phase fails; both always run.

@@ -1,4 +1,4 @@
-"""Tests of the seed000 imputation benchmark runner (explorer.benchmark, benchmarks/run_imputation.py)."""
+"""Tests of the garriga2017 imputation benchmark runner (explorer.benchmark, benchmarks/run_imputation.py)."""
 
 from __future__ import annotations
 

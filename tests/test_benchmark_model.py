@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from explorer import benchmark as bm
-from explorer.reference import SEED000_RATES
+from explorer.reference import GARRIGA2017_RATES
 from explorer.ui.state import benchmark_model as bmm
 from explorer.ui.state.benchmark_model import SUMMARY_COLUMNS, BenchmarkModel
 
@@ -117,13 +117,13 @@ def test_start_while_running_is_refused():
     assert m.wait(60) in ("cancelled", "done")
 
 
-def test_mechanism_change_keeps_valid_rates_else_uses_seed000():
+def test_mechanism_change_keeps_valid_rates_else_uses_garriga2017():
     m = BenchmarkModel(rates=[0.1, 0.3])
     m.mechanism = "nmar_lowest"
     assert m.rates == [0.1, 0.3]
     m.rates = [0.7, 0.9]
     m.mechanism = "mar_rows"
-    assert m.rates == list(SEED000_RATES["mar_rows"])
+    assert m.rates == list(GARRIGA2017_RATES["mar_rows"])
 
 
 def test_settings_round_trip():

@@ -20,7 +20,7 @@ def _load(name):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_digits_em_beats_mean_imputation(seed):
-    """seed001 Fig. 2: EM on incomplete data beats mean imputation + EM on log-likelihood and recovers the
+    """ghahramani1994 Fig. 2: EM on incomplete data beats mean imputation + EM on log-likelihood and recovers the
     templates better, with 50 % of the pixels missing and 12 diagonal Gaussians."""
     digits = _load("digits_5x7")
     run = digits.run_once(seed, noise=0.2, rate=0.5, n_components=12, reg_covar=1e-3, tol=1e-6)

@@ -1,4 +1,4 @@
-"""experiments/neumann_mnist.py --quick: output structure and facts that must hold (seed003 on MNIST)."""
+"""experiments/neumann_mnist.py --quick: output structure and facts that must hold (antypas2023 on MNIST)."""
 
 from __future__ import annotations
 

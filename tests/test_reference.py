@@ -1,4 +1,4 @@
-"""The seed000 reference table (explorer.reference) against the digest it transcribes.
+"""The garriga2017 reference table (explorer.reference) against the digest it transcribes.
 
 Three layers: every cell of the digest's section 4.2 tables is parsed from the markdown (when
 ``/work/shared/reference`` is available) and compared with the CSV; a handful of values copied by
@@ -15,20 +15,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.reference import (REFERENCE_COLUMNS, SEED000_FIGURES, SEED000_RATES, reference_cells,
-                                seed000_reference)
+from explorer.reference import (REFERENCE_COLUMNS, GARRIGA2017_FIGURES, GARRIGA2017_RATES, reference_cells,
+                                garriga2017_reference)
 
 REPO = Path(__file__).resolve().parents[1]
 DIGEST = REPO.parent / "shared" / "reference" / "seed000-poigmm-variational-dp-gmm.md"
 
-FIG_MECH = {fig: mech for mech, (fig, _) in SEED000_FIGURES.items()}
+FIG_MECH = {fig: mech for mech, (fig, _) in GARRIGA2017_FIGURES.items()}
 METHOD = {"GMM": "poigmm", "MissForest": "missforest", "MICE": "mice", "mean": "mean"}
 METRIC = {"NRMSE": "nrmse", "LL": "nll", "PFC": "pfc"}
 
 
 @pytest.fixture(scope="module")
 def ref() -> pd.DataFrame:
-    return seed000_reference()
+    return garriga2017_reference()
 
 
 def cell(ref, dataset, mechanism, rate, method, metric) -> pd.Series:
@@ -82,11 +82,11 @@ def _digest_cells() -> list[tuple]:
         elif line.startswith("Ionosphere PFC, GMM only"):
             values = re.search(r": ([\d., ]+) for r", line).group(1).split(",")
             out += [("ionosphere", "mcar", r, "poigmm", "pfc", float(v), None)
-                    for r, v in zip(SEED000_RATES["mcar"], values)]
+                    for r, v in zip(GARRIGA2017_RATES["mcar"], values)]
     return out
 
 
-@pytest.mark.skipif(not DIGEST.is_file(), reason="the seed000 digest (../shared/reference) is not available")
+@pytest.mark.skipif(not DIGEST.is_file(), reason="the garriga2017 digest (../shared/reference) is not available")
 def test_every_digest_cell_is_in_the_table(ref):
     cells = _digest_cells()
     assert len(cells) == len(ref) == 279
@@ -141,11 +141,11 @@ def test_infinite_ll_is_infinite_nll_and_nan_stays_nan(ref):
 def test_schema_and_coverage(ref):
     assert tuple(ref.columns) == REFERENCE_COLUMNS
     assert set(ref.dataset) == {"boston", "ionosphere"}
-    assert set(ref.mechanism) == set(SEED000_RATES)
+    assert set(ref.mechanism) == set(GARRIGA2017_RATES)
     assert set(ref.method) == {"poigmm", "missforest", "mice", "mean"}
     assert set(ref.metric) == {"nrmse", "pfc", "nll"}
     assert not ref.duplicated(["dataset", "mechanism", "rate", "method", "metric"]).any()
-    for mech, rates in SEED000_RATES.items():
+    for mech, rates in GARRIGA2017_RATES.items():
         assert tuple(sorted(ref.loc[ref.mechanism == mech, "rate"].unique())) == rates
     # no PFC for the NMAR mechanisms, no Ionosphere MAR_rows (as the digest says)
     assert ref[ref.mechanism.str.startswith("nmar") & (ref.metric == "pfc")].empty
@@ -159,7 +159,7 @@ def test_rates_match_the_benchmark_runner():
     spec = importlib.util.spec_from_file_location("run_imputation", REPO / "benchmarks" / "run_imputation.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert {k: tuple(v) for k, v in module.SEED000_RATES.items()} == SEED000_RATES
+    assert {k: tuple(v) for k, v in module.GARRIGA2017_RATES.items()} == GARRIGA2017_RATES
 
 
 def test_reference_cells_filters_one_panel():
@@ -186,12 +186,12 @@ def test_gmm_beats_missforest_at_mcar_09(ref):
 
 def test_ionosphere_mcar_mice_beats_gmm_at_most_rates(ref):
     wins = [mean_of(ref, "ionosphere", "mcar", r, "mice", "nrmse")
-            < mean_of(ref, "ionosphere", "mcar", r, "poigmm", "nrmse") for r in SEED000_RATES["mcar"]]
+            < mean_of(ref, "ionosphere", "mcar", r, "poigmm", "nrmse") for r in GARRIGA2017_RATES["mcar"]]
     assert sum(wins) >= 3
 
 
 def test_nmar_gmm_best_nrmse_on_ionosphere_and_boston_01(ref):
-    for r in SEED000_RATES["nmar_lowest"]:
+    for r in GARRIGA2017_RATES["nmar_lowest"]:
         g = mean_of(ref, "ionosphere", "nmar_lowest", r, "poigmm", "nrmse")
         assert all(g < mean_of(ref, "ionosphere", "nmar_lowest", r, m, "nrmse") for m in ("missforest", "mice", "mean"))
     g = mean_of(ref, "boston", "nmar_lowest", 0.1, "poigmm", "nrmse")
@@ -214,3 +214,26 @@ def test_gmm_nll_finite_where_others_overflow(ref):
         assert np.isfinite(g)
         assert all(g < mean_of(ref, "boston", "mar_rows", r, m, "nll") for m in ("missforest", "mice", "mean"))
         assert mean_of(ref, "boston", "mar_rows", r, "missforest", "nll") > 1e270
+
+
+@pytest.mark.parametrize("old, new", [("SEED000_RATES", "GARRIGA2017_RATES"),
+                                      ("SEED000_FIGURES", "GARRIGA2017_FIGURES"),
+                                      ("seed000_reference", "garriga2017_reference")])
+def test_old_names_still_import_with_a_deprecation_warning(old, new):
+    """The names before the citation keys keep working for one release, with a warning, outside ``__all__``."""
+    import explorer.reference as module
+
+    with pytest.warns(DeprecationWarning, match=rf"{old} is renamed .*{new}; the old name will be removed"):
+        value = getattr(module, old)
+    assert value is getattr(module, new)
+    assert old not in module.__all__ and new in module.__all__
+
+
+def test_old_name_from_import_warns_and_unknown_names_still_fail():
+    import explorer.reference as module
+
+    with pytest.warns(DeprecationWarning, match="seed000_reference is renamed"):
+        from explorer.reference import seed000_reference
+    assert seed000_reference is module.garriga2017_reference
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018

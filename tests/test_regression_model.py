@@ -36,7 +36,7 @@ def ring():
 
 @pytest.fixture(scope="module")
 def linear():
-    """The bivariate Gaussian of seed001 Fig. 1 (a linear Gaussian regression), MCAR 20 %, K = 3."""
+    """The bivariate Gaussian of ghahramani1994 Fig. 1 (a linear Gaussian regression), MCAR 20 %, K = 3."""
     m = RegressionModel(data_model=DataModel(dataset="ghahramani_bivariate", mechanism="mcar", rate=0.2),
                         n_components=3)
     m.run()

@@ -174,7 +174,7 @@ def test_rates_widget_and_model_stay_in_sync():
     view = BenchmarkPage()
     view._rates.value = [0.5, 0.1]
     assert view.model.rates == [0.1, 0.5]
-    view.model.mechanism = "mcar_rows"  # 0.5 is not a seed000 rate of mcar_rows
+    view.model.mechanism = "mcar_rows"  # 0.5 is not a garriga2017 rate of mcar_rows
     assert view.model.rates == [0.1] and view._rates.value == [0.1]
 
 

@@ -2,7 +2,7 @@ r"""Density imputation: :math:`p(x^m \mid x^o)` of every row as a Gaussian mixtu
 
 For a Gaussian mixture :math:`p(x) = \sum_k \pi_k N(x; \mu_k, \Sigma_k)` and a row split into
 observed ``o`` and missing ``m`` coordinates, the conditional density is again a mixture
-(Ghahramani & Jordan 1994 §4.3; seed000 eq. 3.27):
+(Ghahramani & Jordan 1994 §4.3; garriga2017 eq. 3.27):
 
 .. math::
 
@@ -25,7 +25,7 @@ Summaries, with :math:`\bar x^m = \sum_k h_k \hat x_k^m`:
 * law of total covariance: :math:`\mathrm{Cov}[x^m \mid x^o] = \sum_k h_k\,[Q_k + (\hat x_k^m - \bar x^m)(\hat x_k^m - \bar x^m)^\top]`,
   whose diagonal is the per-entry predictive variance;
 * multiple imputation: :math:`k \sim \mathrm{Cat}(h)`, then :math:`x^m = \hat x_k^m + L_k z`, :math:`z \sim N(0, I)`;
-* joint log-density of a row's true missing block (the seed000 NLL, "joint per row"):
+* joint log-density of a row's true missing block (the garriga2017 NLL, "joint per row"):
   :math:`\log\sum_k h_k N(x^m; \hat x_k^m, Q_k)` with :math:`\log N = -\tfrac12(m\log 2\pi + 2\sum_i\log L_{k,ii} + \|L_k^{-1}(x^m-\hat x^m_k)\|^2)`,
   combined by log-sum-exp;
 * equal-tailed intervals: the marginal of one missing entry is the 1-D mixture

@@ -3,7 +3,7 @@ r"""Density imputation with Student-t mixtures: the posterior predictive of the 
 The plug-in conditional of :func:`explorer.core.vb_dpgmm.conditional` uses Gaussians
 :math:`N(m_k, \Psi_k/\nu_k)` and ignores the posterior uncertainty of the parameters, so the
 likelihood of a value several standard deviations away vanishes (the NLL overflow of the POIGMM
-thesis, digest seed000 §3.2 and §6). Integrating the Normal-Wishart posterior out gives the
+thesis, garriga2017 digest, §3.2 and §6). Integrating the Normal-Wishart posterior out gives the
 posterior predictive (Bishop eq. 10.81, with :math:`W_k = \Psi_k^{-1}`): component ``k`` is the
 multivariate Student-t
 

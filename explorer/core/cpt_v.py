@@ -1,6 +1,6 @@
 r"""MM/CPT-v: a finite multinomial mixture with the CPT-v NMAR selection model, by MAP-EM (Marlin 2008, Section 5.4).
 
-Digest (seed004) section 4.1, with the identifiability section 2.7 and the errata of Appendix A.
+marlin2008 digest, section 4.1, with the identifiability section 2.7 and the errata of Appendix A.
 
 Model (eqs. 5.4.1-5.4.6): :math:`\theta \sim \mathrm{Dir}(\alpha)`, :math:`\beta_{dk} \sim \mathrm{Dir}(\phi)`,
 :math:`\mu_v \sim \mathrm{Beta}(\xi_1, \xi_0)`, :math:`z_n \sim \theta`,

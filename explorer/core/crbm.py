@@ -1,6 +1,6 @@
 r"""Conditional RBMs for missing ratings, trained by contrastive divergence (Marlin 2008, Section 5.7).
 
-Digest (seed004) section 4.4. Data: :class:`~explorer.core.ratings_data.RatingData` (codes 0..V-1, response
+marlin2008 digest, section 4.4. Data: :class:`~explorer.core.ratings_data.RatingData` (codes 0..V-1, response
 :math:`r_{dn}`, availability :math:`a_{dn}`). K binary hidden units :math:`z_k`, one categorical visible unit per
 item. ``W[d, v, k]`` stores :math:`W_{vdk}`, ``b1[d, v]`` :math:`b^1_{vd}`, ``b0[v]`` :math:`b^0_v`,
 ``c[k]`` :math:`c_k`.

@@ -7,7 +7,7 @@ columns are binary (0/1), a name and a one-line description. All arrays are floa
 and read-only, so an instance can be shared freely (e.g. cached by :mod:`explorer.datasets`).
 
 :class:`Standardizer` centres and scales each column with statistics computed from its
-**observed** entries only (seed000 §2.3: mean and standard deviation with ``ddof=0``; binary
+**observed** entries only (garriga2017 §2.3: mean and standard deviation with ``ddof=0``; binary
 columns are left as 0/1 by default, as the author's code does; a constant column gets scale 1).
 """
 
@@ -322,7 +322,7 @@ class Standardizer:
         data : IncompleteData or array_like of shape (n_samples, n_features)
             Arrays use NaN for missing entries (binary columns are auto-detected).
         skip_binary : bool, default True
-            Leave 0/1 columns unscaled (mean 0, scale 1), as seed000's code does.
+            Leave 0/1 columns unscaled (mean 0, scale 1), as garriga2017's code does.
         """
         if not isinstance(data, IncompleteData):
             data = IncompleteData.from_array(data)

@@ -1,6 +1,6 @@
 r"""Gaussian discriminant classifiers (LDA, QDA, RDA) fitted to incomplete features by EM.
 
-Marlin (2008), chapter 6.2 (reference digest ``seed004``, sections 5.1-5.2). The labels are complete,
+Marlin (2008), chapter 6.2 (the ``marlin2008`` reference digest, sections 5.1-5.2). The labels are complete,
 the features may be missing (MAR). Class-conditional model:
 
 .. math::

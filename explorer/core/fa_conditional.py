@@ -6,7 +6,7 @@ Shared by :mod:`explorer.core.factor_analysis` (one factor analyser / PPCA),
 * :class:`FAParams`: :math:`\mu` (D,), :math:`W` (D, q), diagonal :math:`\Psi` (D,), so that
   :math:`x \sim N(\mu, WW^\top + \Psi)`;
 * the batched E-step kernel: the posterior of the factors given the observed entries ``o``
-  (seed003 eqs. 2.12-2.13, seed004 4.3)
+  (antypas2023 eqs. 2.12-2.13, marlin2008 4.3)
 
   .. math::
 
@@ -16,7 +16,7 @@ Shared by :mod:`explorer.core.factor_analysis` (one factor analyser / PPCA),
 
   with one Cholesky factor of :math:`A_o` per distinct missingness pattern (no ``D x D`` matrix
   is ever factored), and the observed-data log-likelihood from Woodbury and the determinant
-  lemma (seed003 eqs. 2.39, 2.44, 2.47 with the **corrected signs** of its erratum):
+  lemma (antypas2023 eqs. 2.39, 2.44, 2.47 with the **corrected signs** of its erratum):
 
   .. math::
 
@@ -25,7 +25,7 @@ Shared by :mod:`explorer.core.factor_analysis` (one factor analyser / PPCA),
 
 * :class:`FAConditional` (:func:`conditional`): :math:`p(x_m \mid x_o)` of every row, and
   :class:`MFAConditional`: the same for a mixture of factor analysers, a Gaussian mixture per
-  row whose weights are the responsibilities given the observed entries (seed004 4.4.13).
+  row whose weights are the responsibilities given the observed entries (marlin2008 4.4.13).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def log_likelihood(params, X, missing=None) -> np.ndarray:
 # ----------------------------------------------------------------------------- conditional
 @dataclass(frozen=True, eq=False, slots=True)
 class FAConditional:
-    """:math:`p(x_m \\mid x_o)` of every row under a factor model (seed003 §1.2 [NOTE], seed004 4.3.14).
+    """:math:`p(x_m \\mid x_o)` of every row under a factor model (antypas2023 §1.2 [NOTE], marlin2008 4.3.14).
 
     .. math::
 
@@ -355,7 +355,7 @@ class _SharedRows:
 
 @dataclass(frozen=True, eq=False, slots=True)
 class MFAConditional(_SharedRows):
-    """:math:`p(x_m \\mid x_o)` of every row under a mixture of factor analysers (seed004 4.4.13).
+    """:math:`p(x_m \\mid x_o)` of every row under a mixture of factor analysers (marlin2008 4.4.13).
 
     .. math::
 

@@ -1,14 +1,14 @@
 r"""Factor analysis and PPCA on complete data and with missing values (exact EM).
 
-Model (seed003 §1.1, seed004 §3.3): :math:`z \sim N(0, I_q)`, :math:`x \mid z \sim N(\mu + W z, \Psi)`,
+Model (antypas2023 §1.1, marlin2008 §3.3): :math:`z \sim N(0, I_q)`, :math:`x \mid z \sim N(\mu + W z, \Psi)`,
 so :math:`x \sim N(\mu, WW^\top + \Psi)`; :math:`\Psi` is diagonal (FA) or :math:`\sigma^2 I` (PPCA).
 
 The E-step (posterior of the factors given the observed entries, one Cholesky factor of
 :math:`A_o = I_q + W_o^\top\Psi_o^{-1}W_o` per distinct missingness pattern) and the observed-data
-log-likelihood (Woodbury and the determinant lemma, with the corrected signs of seed003's erratum)
+log-likelihood (Woodbury and the determinant lemma, with the corrected signs of antypas2023's erratum)
 live in :mod:`explorer.core.fa_conditional`, shared with the mixtures of :mod:`explorer.core.mfa`.
 
-**Exact EM with missing data** (seed004 §3.3: the missing values are handled jointly with the
+**Exact EM with missing data** (marlin2008 §3.3: the missing values are handled jointly with the
 factors, not imputed then refitted). With :math:`\tilde W = [W, \mu]` and :math:`\tilde z = [z; 1]`,
 :math:`T_n = E[\tilde z\tilde z^\top \mid x_o]`, the M-step is
 
@@ -21,7 +21,7 @@ where, for an entry ``d`` missing in row ``n`` (``x_d`` is independent of ``x_o`
 :math:`E[x_{nd}\tilde z_n^\top] = \tilde W^{old}_d T_n` and
 :math:`E[x_{nd}^2] = \tilde W^{old}_d T_n \tilde W^{old\top}_d + \psi^{old}_d`; observed entries give
 :math:`x_{nd}\tilde z_n^\top` and :math:`x_{nd}^2`. PPCA pools the residuals:
-:math:`\sigma^2 = \frac{1}{ND}\sum_d(\cdot)` (seed004 erratum: the thesis prints ``1/N``). The
+:math:`\sigma^2 = \frac{1}{ND}\sum_d(\cdot)` (marlin2008 erratum: the thesis prints ``1/N``). The
 joint :math:`[W, \mu]` update is the exact maximiser of the expected complete-data
 log-likelihood, and :math:`\psi_d` is floored at ``min_psi`` (the constrained maximiser), so the
 observed-data log-likelihood never decreases. The mixture M-step is the same with every row
@@ -37,7 +37,7 @@ covariance of :math:`E[z]`, read off :math:`\sum_n T_n`), then folds them back:
 :math:`\mu \leftarrow \mu + Wb`, :math:`W \leftarrow W\,\mathrm{chol}(S)`. The expanded model
 has the same marginal of x, so the observed-data log-likelihood still never decreases and the
 fixed points are those of EM; on complete data :math:`\mu` is the (weighted) sample mean after one
-step. ``update="em"`` keeps seed004's plain M-step.
+step. ``update="em"`` keeps marlin2008's plain M-step.
 
 API as :mod:`explorer.core.em_gmm`: :func:`prepare`, :func:`init`, :func:`step`, :func:`fit`;
 frozen states. :func:`ppca_closed_form` is Tipping & Bishop's ML solution on complete data,
@@ -81,7 +81,7 @@ __all__ = [
 
 KINDS = ("fa", "ppca")
 INIT_METHODS = ("pca", "random")
-#: M-step variants. ``"em"``: seed004's M-step, the joint regression of x on (z, 1) for
+#: M-step variants. ``"em"``: marlin2008's M-step, the joint regression of x on (z, 1) for
 #: :math:`[W, \mu]`; converges slowly along the principal directions when the noise is small
 #: (a shift of :math:`\mu` along :math:`W` is absorbed by :math:`E[z]`, contraction
 #: :math:`\lambda/(\lambda+\sigma^2)` per iteration). ``"px"`` (default): parameter-expanded EM
@@ -89,7 +89,7 @@ INIT_METHODS = ("pca", "random")
 #: are folded back, :math:`\mu \leftarrow \mu + Wb`, :math:`W \leftarrow W\,\mathrm{chol}(S)`.
 #: Same fixed points, still monotone, and on complete data :math:`\mu` is the (weighted) sample mean
 #: after one step.
-UPDATES = {"px": "parameter-expanded EM", "em": "EM (seed004 M-step)"}
+UPDATES = {"px": "parameter-expanded EM", "em": "EM (marlin2008 M-step)"}
 #: E-step / M-step statistics kernels (``FAConfig.strategy``; see :func:`resolve_strategy`).
 STRATEGIES = ("auto", "compiled", "numpy")
 #: ``strategy="auto"`` compiles when fitted rows x features x factors reaches this (see :func:`resolve_strategy`).
@@ -109,7 +109,7 @@ def _ppca_from_covariance(S: np.ndarray, q: int) -> tuple[np.ndarray, float]:
 
 
 def ppca_closed_form(X, n_factors: int) -> FAParams:
-    """Maximum-likelihood PPCA on complete data (Tipping & Bishop 1999; seed003 §1.1).
+    """Maximum-likelihood PPCA on complete data (Tipping & Bishop 1999; antypas2023 §1.1).
 
     :math:`\\hat\\mu` = sample mean; with the ML covariance :math:`S = U\\Lambda U^\\top`
     (eigenvalues decreasing), :math:`\\hat\\sigma^2 = \\frac{1}{D-q}\\sum_{j>q}\\lambda_j` and
@@ -167,7 +167,7 @@ class FAConfig:
         ``"pca"``: the PPCA closed form on the column-mean-imputed data (for FA too, with
         :math:`\\Psi = \\sigma^2 I`); ``"random"``: Gaussian loadings scaled to the column variances.
     update : {"px", "em"}
-        ``"em"``: the M-step of seed004 (joint :math:`[W, \\mu]`); ``"px"``: the same followed by the
+        ``"em"``: the M-step of marlin2008 (joint :math:`[W, \\mu]`); ``"px"``: the same followed by the
         parameter-expanded (PX-EM) reduction, see :data:`UPDATES`.
     strategy : {"auto", "compiled", "numpy"}
         The E-step and M-step statistics: ``"compiled"`` (:mod:`explorer.core._kernels_fa`: rows sorted by

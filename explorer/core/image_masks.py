@@ -1,4 +1,4 @@
-"""Image masks (seed001, seed002, seed003, seed004): random pixels, quarters, halves, squares.
+"""Image masks (ghahramani1994, delalleau2012, antypas2023, marlin2008): random pixels, quarters, halves, squares.
 
 Each row of ``X`` is a flattened image of ``image_shape=(height, width)`` in row-major order; the
 masks are bool arrays of the same shape as ``X``, True = missing. Registered in
@@ -24,7 +24,7 @@ __all__ = ["random_pixels", "image_quarter", "image_half", "image_square"]
 
 
 def random_pixels(X, rate=0.5, *, rng, image_shape=None) -> np.ndarray:
-    """MCAR pixels (seed003 "Random", seed001 Fig. 2): each pixel missing w.p. ``rate``.
+    """MCAR pixels (antypas2023 "Random", ghahramani1994 Fig. 2): each pixel missing w.p. ``rate``.
 
     ``image_shape=(height, width)`` with height * width = n_features is required (checked).
     Returns a bool ndarray of shape (n_samples, n_features).
@@ -46,7 +46,7 @@ def _block_masks(h: int, w: int) -> dict[str, np.ndarray]:
 
 
 def image_quarter(X, *, rng, image_shape=None, quarter=None) -> np.ndarray:
-    """MCAR quarter mask (seed003 "Quarters", seed004 MNIST): one quarter of each image missing.
+    """MCAR quarter mask (antypas2023 "Quarters", marlin2008 MNIST): one quarter of each image missing.
 
     ``quarter`` = 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right, or None to draw one
     uniformly per image. A quarter is an (height//2) x (width//2) corner block; for an odd
@@ -72,7 +72,7 @@ def image_quarter(X, *, rng, image_shape=None, quarter=None) -> np.ndarray:
 def image_half(
     X, *, rng, image_shape=None, side: Literal["top", "bottom", "left", "right"] = "top"
 ) -> np.ndarray:
-    """MCAR half mask (seed003 "Halves": the top half of every image is removed).
+    """MCAR half mask (antypas2023 "Halves": the top half of every image is removed).
 
     The half is height//2 rows (top/bottom) or width//2 columns (left/right); for an odd
     dimension the middle row/column stays observed. Deterministic; ``rng`` is unused.
@@ -89,7 +89,7 @@ def image_half(
 
 
 def image_square(X, *, rng, image_shape=None, size=5) -> np.ndarray:
-    """MCAR square mask (seed002 Sec. 3.1): a size x size square per image, fully inside it.
+    """MCAR square mask (delalleau2012 Sec. 3.1): a size x size square per image, fully inside it.
 
     The top-left corner is uniform over the (height - size + 1) x (width - size + 1) positions
     (576 positions for 5 x 5 squares on 28 x 28 MNIST).

@@ -1,6 +1,6 @@
 r"""LDA with a factor-analysis covariance (LDA-FA) and missing features, generative or discriminative.
 
-Marlin (2008), sections 6.2.5-6.2.6 (reference digest ``seed004`` section 5.3, errata in Appendix A).
+Marlin (2008), sections 6.2.5-6.2.6 (the ``marlin2008`` reference digest, section 5.3, errata in Appendix A).
 Model: class priors :math:`\theta_c`, class means :math:`\mu_c` and one shared covariance with a
 factor-analysis structure,
 

@@ -1,6 +1,6 @@
 r"""MAR is not enough: the Table 3.1 MAR mechanism for 2-D binary data and the Section 3.4 demonstration.
 
-Marlin (2008), Section 3.2 (Tables 3.1 / 3.2) and Section 3.4; reference digest seed004, sections 2.3-2.5
+Marlin (2008), Section 3.2 (Tables 3.1 / 3.2) and Section 3.4; the marlin2008 reference digest, sections 2.3-2.5
 and Appendix A. Codes: ``x = 2 x1 + x2`` and ``r = 2 r1 + r2`` (rows / columns 00, 01, 10, 11), r_d = 1
 when x_d is **observed** (the thesis's convention; the library's masks are ``missing = ~r``).
 

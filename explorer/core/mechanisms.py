@@ -19,34 +19,34 @@ that row (see each function). On complete data nothing changes: n_observed = N D
 are those of the complete-data rules. :func:`apply_mechanism` reports the realised rate
 relative to the observed entries.
 
-seed004 (Marlin) writes the response indicator with the opposite convention, ``r = 1`` for
+marlin2008 (Marlin) writes the response indicator with the opposite convention, ``r = 1`` for
 *observed*; here ``missing = ~r`` everywhere, and Marlin's ``mu_v = P(r = 1 | x = v)`` stays an
 *observation* probability.
 
 =======================  =====  ======================================================================
 key                      kind   rule (source)
 =======================  =====  ======================================================================
-``mcar``                 MCAR   each entry missing independently with probability r (seed000
-                                MCAR_total, seed004 ``mcar_bernoulli``)
+``mcar``                 MCAR   each entry missing independently with probability r (garriga2017
+                                MCAR_total, marlin2008 ``mcar_bernoulli``)
 ``mcar_rows``            MCAR   rows marked w.p. sqrt(r); thesis: a sqrt(r) fraction of a marked row
-                                removed; code: each entry of a marked row w.p. sqrt(r) (seed000)
+                                removed; code: each entry of a marked row w.p. sqrt(r) (garriga2017)
 ``mar_rows``             MAR    1/5 "controlling" columns, alpha = X_C w, w ~ U[-1/2, 1/2]; the rows
-                                with the lowest alpha lose values w.p. sqrt(r) (seed000 MAR_rows)
+                                with the lowest alpha lose values w.p. sqrt(r) (garriga2017 MAR_rows)
 ``mar_threshold``        MAR    target column(s) missing where the control column is above/below a
-                                quantile (seed001 Fig. 1)
+                                quantile (ghahramani1994 Fig. 1)
 ``mar_logistic``         MAR    P(target missing) = sigmoid(a + b z_control), a solved for the rate
-``nmar_lowest``          NMAR   marked columns lose their lowest values (seed000 NMAR / "MNAR_rows")
-``nmar_random``          NMAR   marked columns lose a random part of their lowest values (seed000
+``nmar_lowest``          NMAR   marked columns lose their lowest values (garriga2017 NMAR / "MNAR_rows")
+``nmar_random``          NMAR   marked columns lose a random part of their lowest values (garriga2017
                                 NMAR_random / "MNAR_R_rows"); the code variant realises ~ r**1.5
 ``self_masking``         NMAR   P(x_ij missing) = sigmoid(a_j + strength z_ij), a_j solved per column
-``cpt_v``                NMAR   P(observed | x = v) = mu_v for discrete levels v = 1..V (seed004 CPT-v)
-``logit_vd``             NMAR   P(observed | x = v, column d) = sigmoid(sigma_v + omega_d) (seed004 Logit-vd)
-``linear_value_effect``  NMAR   CPT-v with mu_v = s (v - (V+1)/2) + 1/2 (seed004 Sec. 5.2.1)
-``patterns``             MCAR   each row draws one pattern from a fixed list (seed004 Ch. 6)
-``random_pixels``        MCAR   image pixels missing independently w.p. r (seed003 "Random")
-``quarter``              MCAR   one quarter of each image, random or fixed (seed003/seed004 MNIST)
-``half``                 MCAR   one half of each image, e.g. the top half (seed003 "Halves")
-``square``               MCAR   a k x k square, uniform over the fully-inside positions (seed002)
+``cpt_v``                NMAR   P(observed | x = v) = mu_v for discrete levels v = 1..V (marlin2008 CPT-v)
+``logit_vd``             NMAR   P(observed | x = v, column d) = sigmoid(sigma_v + omega_d) (marlin2008 Logit-vd)
+``linear_value_effect``  NMAR   CPT-v with mu_v = s (v - (V+1)/2) + 1/2 (marlin2008 Sec. 5.2.1)
+``patterns``             MCAR   each row draws one pattern from a fixed list (marlin2008 Ch. 6)
+``random_pixels``        MCAR   image pixels missing independently w.p. r (antypas2023 "Random")
+``quarter``              MCAR   one quarter of each image, random or fixed (antypas2023/marlin2008 MNIST)
+``half``                 MCAR   one half of each image, e.g. the top half (antypas2023 "Halves")
+``square``               MCAR   a k x k square, uniform over the fully-inside positions (delalleau2012)
 =======================  =====  ======================================================================
 
 :func:`apply_mechanism` validates the parameter names against the registry and wraps the result
@@ -165,7 +165,7 @@ class MaskResult:
 
 _VARIANT = Param(
     "variant", "thesis", "choice", choices=("thesis", "code"),
-    doc="'thesis' follows the text of seed000, 'code' the author's utils.py",
+    doc="'thesis' follows the text of garriga2017, 'code' the author's utils.py",
 )
 _BINARY = Param("binary", None, "bool_vector", doc="binary columns are never amputated by the code variant")
 _TARGET = Param("target", -1, "columns", doc="column(s) that can go missing")
@@ -179,56 +179,56 @@ _STRENGTH = Param("strength", 2.0, "float", (-10.0, 10.0), doc="logistic slope p
 
 _REGISTRY = (
     Mechanism("mcar", mcar, "MCAR", "Each entry missing independently with probability rate",
-              (), "seed000 MCAR_total"),
+              (), "garriga2017 MCAR_total"),
     Mechanism("mcar_rows", mcar_rows, "MCAR",
               "Rows marked w.p. sqrt(rate) lose about sqrt(rate) of their entries",
-              (_VARIANT,), "seed000 MCAR_rows"),
+              (_VARIANT,), "garriga2017 MCAR_rows"),
     Mechanism("mar_rows", mar_rows, "MAR",
               "Rows with a low score of random controlling columns lose values",
               (_VARIANT, Param("n_controlling", None, "int", (1, None), doc="default max(1, int(0.2 D))"),
-               _BINARY), "seed000 MAR_rows"),
+               _BINARY), "garriga2017 MAR_rows"),
     Mechanism("mar_threshold", mar_threshold, "MAR",
               "Target missing where the control column is above a threshold",
               (_TARGET, _CONTROL, Param("side", "above", "choice", choices=("above", "below"))),
-              "seed001 Fig. 1"),
+              "ghahramani1994 Fig. 1"),
     Mechanism("mar_logistic", mar_logistic, "MAR",
               "Target missing with logistic probability in the control column",
               (_TARGET, _CONTROL, _STRENGTH), "logistic MAR"),
     Mechanism("nmar_lowest", nmar_lowest, "NMAR", "Random columns lose their lowest values",
-              (_VARIANT, _BINARY), "seed000 NMAR"),
+              (_VARIANT, _BINARY), "garriga2017 NMAR"),
     Mechanism("nmar_random", nmar_random, "NMAR",
               "Random columns lose a random part of their lowest values (code variant: ~rate**1.5)",
-              (_VARIANT, _BINARY), "seed000 NMAR_random"),
+              (_VARIANT, _BINARY), "garriga2017 NMAR_random"),
     Mechanism("self_masking", self_masking, "NMAR",
               "Each value hides itself with logistic probability in its own value",
               (_STRENGTH,), "self-masking logistic"),
     Mechanism("cpt_v", cpt_v, "NMAR", "Value level v is observed with probability mu_v",
               (Param("mu", (0.1, 0.3, 0.5, 0.7, 0.9), "float_vector", (0.0, 1.0), doc="P(observed | v)"),
-               _LEVELS), "seed004 CPT-v"),
+               _LEVELS), "marlin2008 CPT-v"),
     Mechanism("logit_vd", logit_vd, "NMAR",
               "Value level v of column d is observed with probability sigmoid(sigma_v + omega_d)",
               (Param("sigma", (-2.0, -1.0, 0.0, 1.0, 2.0), "float_vector", (None, None), doc="value logits"),
                Param("omega", None, "float_vector", (None, None), doc="column logits (default 0)"),
-               _LEVELS), "seed004 eq. 5.6.1"),
+               _LEVELS), "marlin2008 eq. 5.6.1"),
     Mechanism("linear_value_effect", linear_value_effect, "NMAR",
               "Observation probability rises linearly with the value level",
               (Param("s", 0.125, "float", (0.0, 0.25), doc="slope, at most 1/(n_levels - 1)"),
-               Param("n_levels", 5, "int", (2, 20)), _LEVELS), "seed004 Sec. 5.2.1"),
+               Param("n_levels", 5, "int", (2, 20)), _LEVELS), "marlin2008 Sec. 5.2.1"),
     Mechanism("patterns", fixed_patterns, "MCAR", "Each row draws a pattern from a fixed list",
               (Param("patterns", None, "bool_matrix", doc="(K, D), True = missing; default: see docstring"),
                Param("probs", None, "float_vector", (0.0, 1.0), doc="pattern probabilities (uniform)")),
-              "seed004 Ch. 6"),
+              "marlin2008 Ch. 6"),
     Mechanism("random_pixels", random_pixels, "MCAR", "Each pixel missing independently w.p. rate",
-              (_SHAPE,), "seed003 Random"),
+              (_SHAPE,), "antypas2023 Random"),
     Mechanism("quarter", image_quarter, "MCAR", "One quarter of each image is missing",
               (_SHAPE, Param("quarter", None, "choice", choices=(None, 0, 1, 2, 3),
                              doc="None = random; 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right")),
-              "seed003 Quarters"),
+              "antypas2023 Quarters"),
     Mechanism("half", image_half, "MCAR", "One half of each image is missing",
               (_SHAPE, Param("side", "top", "choice", choices=("top", "bottom", "left", "right"))),
-              "seed003 Halves"),
+              "antypas2023 Halves"),
     Mechanism("square", image_square, "MCAR", "A random k x k square of each image is missing",
-              (_SHAPE, Param("size", 5, "int", (1, None))), "seed002 Sec. 3.1"),
+              (_SHAPE, Param("size", 5, "int", (1, None))), "delalleau2012 Sec. 3.1"),
 )
 #: Registry of the mechanisms, keyed by name.
 MECHANISMS: dict[str, Mechanism] = {m.name: m for m in _REGISTRY}

@@ -5,11 +5,11 @@ boolean ``missing`` matrix (True = the entry was hidden and imputed), all of the
 usually ``(n_samples, n_features)``. Observed entries never enter a metric.
 
 * :func:`rmse`, :func:`mae`: root mean squared / mean absolute error.
-* :func:`nrmse`: seed000 eq. 4.1 (Oba et al. 2003), pooled over all masked entries, with the
+* :func:`nrmse`: garriga2017 eq. 4.1 (Oba et al. 2003), pooled over all masked entries, with the
   author's optional per-column min-max scaling.
-* :func:`pfc`: proportion of falsely classified binary entries (seed000 eq. 4.2).
+* :func:`pfc`: proportion of falsely classified binary entries (garriga2017 eq. 4.2).
 * :func:`gaussian_nll`: per-entry diagonal Gaussian negative log-likelihood, used for
-  sample-based methods (seed000 §1.8: mean and variance of the multiple imputations).
+  sample-based methods (garriga2017 §1.8: mean and variance of the multiple imputations).
 * :func:`nll_from_logpdf`: reduce per-row log-densities of the missing block (e.g. from
   ``ConditionalMixture.logpdf``) to an NLL, keeping infinities.
 * :func:`interval_coverage`: fraction of true values inside predictive intervals.
@@ -158,7 +158,7 @@ def _minmax_arrays(minmax, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nrmse(truth, imputed, missing, *, minmax=None, columns=None) -> float:
-    """Normalised RMSE of seed000 eq. 4.1 (Oba et al. 2003).
+    """Normalised RMSE of garriga2017 eq. 4.1 (Oba et al. 2003).
 
     ``NRMSE = sqrt(mean((v_true - v_imp)**2) / var(v_true))`` where ``v`` pools every masked entry
     (of the selected columns): the denominator is the variance (``ddof=0``) of the **true values of
@@ -201,7 +201,7 @@ def nrmse(truth, imputed, missing, *, minmax=None, columns=None) -> float:
 
 
 def pfc(truth, imputed, missing, *, columns=None, threshold: float = 0.5) -> float:
-    """Proportion of falsely classified binary entries (seed000 eq. 4.2).
+    """Proportion of falsely classified binary entries (garriga2017 eq. 4.2).
 
     Imputations are thresholded: a value ``>= threshold`` counts as 1, below as 0 (so
     probabilities and continuous GMM imputations can be passed directly).
@@ -249,7 +249,7 @@ def gaussian_nll(truth, mean, var, missing, *, columns=None, reduction: str = "s
     """Per-entry diagonal Gaussian negative log-likelihood of the true hidden values.
 
     ``nll_ij = 0.5 * (log(2 pi var_ij) + (truth_ij - mean_ij)**2 / var_ij)`` for masked entries.
-    This is the seed000 metric for sample-based imputers: ``mean`` and ``var`` are the sample
+    This is the garriga2017 metric for sample-based imputers: ``mean`` and ``var`` are the sample
     mean and variance (``ddof=1``) of the multiple imputations.
 
     Parameters
@@ -258,7 +258,7 @@ def gaussian_nll(truth, mean, var, missing, *, columns=None, reduction: str = "s
     missing : array_like of bool, same shape
     columns : sequence of int or bool mask, optional
     reduction : {'sum', 'mean', 'none'}, default 'sum'
-        'sum' matches seed000 (summed, not averaged); 'none' returns the 1-D array of per-entry
+        'sum' matches garriga2017 (summed, not averaged); 'none' returns the 1-D array of per-entry
         values in row-major order of the masked entries.
     var_floor : float, optional
         Variances are clipped below at this value (default: float64 tiny, 2.2e-308, as the
@@ -294,7 +294,7 @@ def nll_from_logpdf(logpdf_per_row, *, reduction: str = "sum"):
         ``-inf`` (a true value with zero model density) is legitimate and makes the result
         ``+inf``: it is reported, not dropped.
     reduction : {'sum', 'mean', 'none'}, default 'sum'
-        seed000 sums over rows.
+        garriga2017 sums over rows.
 
     Raises
     ------

@@ -1,6 +1,6 @@
 r"""Mixtures of factor analysers / of PPCA (MFA / MPPCA), fitted by EM on complete or incomplete data.
 
-Model (seed003 §1.9, seed004 §3.4; Ghahramani & Hinton 1996, Tipping & Bishop 1999a):
+Model (antypas2023 §1.9, marlin2008 §3.4; Ghahramani & Hinton 1996, Tipping & Bishop 1999a):
 
 .. math::
 
@@ -17,17 +17,17 @@ pattern (the shared kernel of :mod:`explorer.core.fa_conditional`), and the resp
     \log r_{nk} = \log\pi_k - \tfrac12\big[|o|\log 2\pi + \log|\Psi_{k,o}| + \log|A_{o,k}|
         + r_k^\top\Psi_{k,o}^{-1}r_k - b_k^\top\mu_{z|o,k}\big] - \log Z_n,
 
-:math:`r_k = x_o - \mu_{k,o}`, :math:`b_k = W_{k,o}^\top\Psi_{k,o}^{-1}r_k`: seed003's eq. 2.47 with the
+:math:`r_k = x_o - \mu_{k,o}`, :math:`b_k = W_{k,o}^\top\Psi_{k,o}^{-1}r_k`: antypas2023's eq. 2.47 with the
 **signs corrected** (the document's :math:`+\tfrac12 r^\top\Psi^{-1}r - \tfrac12 b^\top\mu_z` would favour
 distant components; its erratum), :math:`\log|\Psi_{k,o}|` summed over the observed entries only
-(never :math:`|M\Psi M| = 0`), and seed004's erratum (the normaliser is :math:`|2\pi\Sigma|^{-1/2}`).
+(never :math:`|M\Psi M| = 0`), and marlin2008's erratum (the normaliser is :math:`|2\pi\Sigma|^{-1/2}`).
 
-**M-step** (seed004 4.4.8-4.4.12). :math:`\pi_k = \frac1N\sum_n r_{nk}`, and per component the exact
+**M-step** (marlin2008 4.4.8-4.4.12). :math:`\pi_k = \frac1N\sum_n r_{nk}`, and per component the exact
 single-FA M-step of :mod:`explorer.core.factor_analysis` with every row weighted by :math:`r_{nk}`:
 the joint :math:`[W_k, \mu_k]` from :math:`\sum_n r_{nk}E[x\tilde z^\top]` and
 :math:`\sum_n r_{nk}E[\tilde z\tilde z^\top]` (expected sufficient statistics of the factors **and of
 the missing entries**), :math:`\psi_{k,d}` the weighted residual over :math:`N_k = \sum_n r_{nk}`
-(PPCA: pooled over the D features, seed004's 1/(N_kD)), floored at ``min_psi``. Each piece is the
+(PPCA: pooled over the D features, marlin2008's 1/(N_kD)), floored at ``min_psi``. Each piece is the
 exact maximiser of the expected complete-data log-likelihood, so the observed-data log-likelihood
 never decreases (with ``reg = 0``; ``reg > 0`` adds a ridge to :math:`\sum_n r_{nk}T_n`, i.e. a
 Gaussian prior on :math:`[W_k, \mu_k]`, which keeps a component that loses all its rows solvable).
@@ -36,7 +36,7 @@ With ``update="px"`` (default) each component's M-step ends with the PX-EM reduc
 
 **Initialisation** ``"kmeans"``: k-means with partial distances (:mod:`explorer.core.kmeans`, no
 value imputed), then per cluster the PPCA closed form of its partial covariance around the centre
-(:math:`\Psi_k = \sigma_k^2 I` for FA too), :math:`\pi_k` = cluster fractions (seed003 §1.12).
+(:math:`\Psi_k = \sigma_k^2 I` for FA too), :math:`\pi_k` = cluster fractions (antypas2023 §1.12).
 ``"random"``: the same from a uniformly random partition.
 
 API as the single factor analyser: :func:`prepare`, :func:`init`, :func:`step`, :func:`fit`, frozen
@@ -210,7 +210,7 @@ class MFAConfig:
     reg : float
         Ridge (>= 0) on :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]`; 0 is exact maximum-likelihood EM.
     update : {"px", "em"}
-        Per-component M-step: seed004's joint :math:`[W_k, \\mu_k]` (``"em"``) or with the PX-EM
+        Per-component M-step: marlin2008's joint :math:`[W_k, \\mu_k]` (``"em"``) or with the PX-EM
         reduction (``"px"``, default; :data:`explorer.core.factor_analysis.UPDATES`).
     """
 

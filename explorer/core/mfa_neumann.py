@@ -4,7 +4,7 @@ For a fitted mixture (:mod:`explorer.core.mfa`) and a row with observed set ``o`
 component ``k`` has its own posterior mean of the factors :math:`\mu_{z|o,k} = A_{o,k}^{-1}u_k`,
 :math:`u_k = W_{k,o}^\top\Psi_{k,o}^{-1}(x_o - \mu_{k,o})`, its reconstruction
 :math:`\hat x_k = \mu_k + W_k\mu_{z|o,k}` (all pixels), and a responsibility on the visible pixels
-(seed003 eqs. 2.47, 2.49, with the **corrected signs** of its erratum):
+(antypas2023 eqs. 2.47, 2.49, with the **corrected signs** of its erratum):
 
 .. math::
 
@@ -116,7 +116,7 @@ class MixtureEncoding:
         return np.where(self.missing, xhat, self.values) if keep_observed else xhat
 
     def oracle_impute(self, truth, *, pixels: str = "missing", keep_observed: bool = True):
-        """**Oracle** (seed003 Table 2's error measure): per row, the component whose reconstruction is
+        """**Oracle** (antypas2023 Table 2's error measure): per row, the component whose reconstruction is
         closest to the ground truth. It looks at ``truth``, so it is not an imputation method; use it only
         to reproduce the published numbers, and label it as an oracle wherever shown.
 

@@ -1,4 +1,4 @@
-"""Kernels for inputs with missing features (seed004 section 5.6; thesis section 6.5).
+"""Kernels for inputs with missing features (marlin2008 section 5.6; thesis section 6.5).
 
 Every kernel is a function :math:`K(x_i, r_i, x_j, r_j)` of two inputs and their **response
 indicators** :math:`r` (Marlin's convention: :math:`r_d = 1` when :math:`x_d` is *observed*; this

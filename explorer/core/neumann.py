@@ -1,7 +1,7 @@
 r"""Encoders of rows with missing entries under a factor model, and the scaled Neumann series (NSA).
 
 Given a factor model (:math:`\mu`, :math:`W` (D x q), diagonal :math:`\Psi`) and a row whose
-observed set is ``o``, every encoder estimates the posterior mean of the factors (seed003 §1.2-1.3)
+observed set is ``o``, every encoder estimates the posterior mean of the factors (antypas2023 §1.2-1.3)
 
 .. math::
 
@@ -81,7 +81,7 @@ def _complete_precision(params: FAParams) -> np.ndarray:
 
 
 def spectral_scale(model, eps: float = 1e-6) -> float:
-    """The NSA scale :math:`s = \\rho(I + W^\\top\\Psi^{-1}W) + \\varepsilon` (seed003 eq. 3.24).
+    """The NSA scale :math:`s = \\rho(I + W^\\top\\Psi^{-1}W) + \\varepsilon` (antypas2023 eq. 3.24).
 
     For PPCA with the closed-form W this is :math:`\\lambda_1/\\sigma^2 + \\varepsilon`.
     """
@@ -92,7 +92,7 @@ def spectral_scale(model, eps: float = 1e-6) -> float:
 
 # ----------------------------------------------------------------------------- direct encoders
 def encode_exact(model, X, missing=None) -> np.ndarray:
-    """Exact posterior means :math:`A^{-1}u` (seed003 eqs. 2.15-2.16), shape (n, q).
+    """Exact posterior means :math:`A^{-1}u` (antypas2023 eqs. 2.15-2.16), shape (n, q).
 
     Batched by missingness pattern: :math:`A = LL^\\top` is formed and factored once per distinct
     pattern (one GEMM for all patterns' :math:`W_o^\\top\\Psi_o^{-1}W_o`, a batched Cholesky, LAPACK
@@ -107,14 +107,14 @@ def encode_exact(model, X, missing=None) -> np.ndarray:
 
 
 def encode_fca(model, X, missing=None) -> np.ndarray:
-    """Full-covariance approximation (seed003 eq. 2.20): :math:`(I + W^\\top\\Psi^{-1}W)^{-1}u`, shape (n, q)."""
+    """Full-covariance approximation (antypas2023 eq. 2.20): :math:`(I + W^\\top\\Psi^{-1}W)^{-1}u`, shape (n, q)."""
     P = _as_params(model)
     u = _rhs(P, X, missing)[3]
     return cho_solve((cholesky(_complete_precision(P)), True), u.T).T
 
 
 def encode_sca(model, X, missing=None) -> np.ndarray:
-    """Scaled-covariance approximation (seed003 eq. 2.22), shape (n, q).
+    """Scaled-covariance approximation (antypas2023 eq. 2.22), shape (n, q).
 
     :math:`[(D_m/D) I + (D_o/D) P]^{-1}u` with :math:`P = Q\\Lambda Q^\\top` diagonalised once:
     :math:`Q\\,\\mathrm{diag}(1/(D_m/D + (D_o/D)\\lambda_k))\\,Q^\\top u`.

@@ -1,4 +1,4 @@
-r"""Delalleau, Courville & Bengio's tree-ordered E-step for full-covariance Gaussians (seed 002).
+r"""Delalleau, Courville & Bengio's tree-ordered E-step for full-covariance Gaussians (delalleau2012).
 
 One component's E-step needs, for every distinct missingness pattern, a factorisation of the
 observed block :math:`\Sigma_{oo}` (log-density, conditional mean) and the conditional covariance

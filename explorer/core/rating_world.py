@@ -1,6 +1,6 @@
 r"""A synthetic rating world with a known NMAR selection mechanism, and the Marlin chapter-5 protocol.
 
-The Yahoo! LaunchCast ratings of seed 004 (digest section 6.1) cannot be had, and the Jester set of
+The Yahoo! LaunchCast ratings of marlin2008 (digest section 6.1) cannot be had, and the Jester set of
 section 6.2 is the thesis's own *synthetic-missingness* world. This module builds the same kind of
 world from scratch, so that every rating - selected or not - is known:
 

@@ -1,6 +1,6 @@
 r"""Categorical data with a response indicator and an availability indicator (Marlin ch. 4-5).
 
-The NMAR rating models of seed 004 (chapter 5) distinguish, for every entry (n, d):
+The NMAR rating models of marlin2008 (chapter 5) distinguish, for every entry (n, d):
 
 * ``response`` :math:`r_{dn}`: True when the user *selected* (rated) the item, the event whose
   probability the selection model :math:`P(r_{dn} = 1 \mid x_{dn} = v) = \mu_v` describes;

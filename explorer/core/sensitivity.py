@@ -1,6 +1,6 @@
 r"""NMAR sensitivity analysis by delta adjustment of multiple imputations (pattern-mixture view).
 
-Seed004 digest section 2.1: besides the selection-model factorisation
+marlin2008 digest, section 2.1: besides the selection-model factorisation
 :math:`P(R \mid X)\,P(X)` the joint of data and response can be written as a *pattern mixture*
 :math:`P(X \mid R)\,P(R)`: each response pattern has its own data distribution. The observed data
 say nothing about :math:`P(x^m \mid x^o, R)`, the distribution of the values that went missing;

@@ -1,4 +1,4 @@
-"""Marlin's synthetic two-dimensional classification sets (seed004 section 6.4, thesis Ch. 6).
+"""Marlin's synthetic two-dimensional classification sets (marlin2008 section 6.4, thesis Ch. 6).
 
 Four binary problems in two dimensions, each drawn class by class with ``n_per_class`` rows per
 class (the thesis uses 100 per class for training and 200 per class for testing):

@@ -1,4 +1,4 @@
-"""Tabular missingness mechanisms: MCAR, MAR and NMAR masks (seed000, seed001, seed004).
+"""Tabular missingness mechanisms: MCAR, MAR and NMAR masks (garriga2017, ghahramani1994, marlin2008).
 
 The registry, the documentation table and :func:`~explorer.core.mechanisms.apply_mechanism` are in
 :mod:`explorer.core.mechanisms`, which re-exports every function here.
@@ -41,7 +41,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- MCAR
 def mcar(X, rate=0.2, *, rng) -> np.ndarray:
-    """MCAR: each entry missing independently with probability ``rate`` (seed000 MCAR_total).
+    """MCAR: each entry missing independently with probability ``rate`` (garriga2017 MCAR_total).
 
     Parameters
     ----------
@@ -60,7 +60,7 @@ def mcar(X, rate=0.2, *, rng) -> np.ndarray:
 
 
 def mcar_rows(X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis") -> np.ndarray:
-    """MCAR by rows (seed000 MCAR_rows): each row is marked with probability sqrt(r).
+    """MCAR by rows (garriga2017 MCAR_rows): each row is marked with probability sqrt(r).
 
     * ``variant="thesis"``: a marked row loses a random sqrt(r) *fraction* of its entries. The
       count ``sqrt(r) * n_features`` is rounded stochastically (floor, plus one with probability
@@ -89,7 +89,7 @@ def mcar_rows(X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis"
 def mar_rows(
     X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis", n_controlling=None, binary=None
 ) -> np.ndarray:
-    """MAR by rows (seed000 MAR_rows), driven by a random linear score of "controlling" columns.
+    """MAR by rows (garriga2017 MAR_rows), driven by a random linear score of "controlling" columns.
 
     ``n_controlling`` (default ``max(1, int(0.2 * n_features))``, the code's ``int(0.2 D)``) columns
     C are drawn among the non-``binary`` columns, with weights w_j ~ U[-1/2, 1/2]; the score
@@ -177,7 +177,7 @@ def _targets_and_control(X, rate, target, control, who):
 def mar_threshold(
     X, rate=0.2, *, rng, target=-1, control=0, side: Literal["above", "below"] = "above"
 ) -> np.ndarray:
-    """MAR by thresholding (seed001 Fig. 1): target(s) missing where ``control`` is above/below t.
+    """MAR by thresholding (ghahramani1994 Fig. 1): target(s) missing where ``control`` is above/below t.
 
     The overall rate ``r`` means each target column loses a fraction q = r D / n_targets, so
     ``r <= n_targets / D``. With k = round(q N), t is the k-th largest (``side="above"``) or k-th
@@ -290,7 +290,7 @@ def _nmar_columns(X, rate, rng, variant, binary, who, hi=1.0, why=""):
 def nmar_lowest(
     X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis", binary=None
 ) -> np.ndarray:
-    """NMAR, lowest values removed (seed000 NMAR, a.k.a. NMAR_rows, code "MNAR_rows").
+    """NMAR, lowest values removed (garriga2017 NMAR, a.k.a. NMAR_rows, code "MNAR_rows").
 
     * ``variant="thesis"``: shuffle the columns, mark the first floor(D sqrt(r)); in each marked
       column the round(N sqrt(r)) lowest values go missing (ties broken at random). All columns
@@ -329,7 +329,7 @@ def nmar_lowest(
 def nmar_random(
     X, rate=0.2, *, rng, variant: Literal["thesis", "code"] = "thesis", binary=None
 ) -> np.ndarray:
-    """NMAR, a random part of the lowest values removed (seed000 NMAR_random, code "MNAR_R_rows").
+    """NMAR, a random part of the lowest values removed (garriga2017 NMAR_random, code "MNAR_R_rows").
 
     * ``variant="thesis"``: as :func:`nmar_lowest` (floor(D sqrt r) columns), but each marked column
       only *marks* its round(7/5 N sqrt r) lowest values and then drops a random 5/7 of them
@@ -341,7 +341,7 @@ def nmar_random(
     .. warning::
        The code variant does **not** realise the requested rate: it realises about
        sqrt(r) * 1.4 sqrt(r) * sqrt(r)/1.4 = **r**1.5** (0.032 / 0.164 / 0.354 for
-       r = 0.1 / 0.3 / 0.5). This reproduces the published numbers of seed000, whose figures are
+       r = 0.1 / 0.3 / 0.5). This reproduces the published numbers of garriga2017, whose figures are
        labelled with the requested r. Use the thesis variant for the stated rate.
 
     Incomplete data: counts and quantiles are over each column's observed values, as in
@@ -453,9 +453,9 @@ def _cpt_mask(X, mu: np.ndarray, levels: str, rng, who: str) -> np.ndarray:
 def cpt_v(
     X, *, rng, mu=(0.1, 0.3, 0.5, 0.7, 0.9), levels: Literal["auto", "given", "quantile"] = "auto"
 ) -> np.ndarray:
-    """CPT-v value-based NMAR (seed004 eq. 5.4.6): P(observed | x_dn = v) = mu_v, independently.
+    """CPT-v value-based NMAR (marlin2008 eq. 5.4.6): P(observed | x_dn = v) = mu_v, independently.
 
-    Careful with the convention: seed004's ``mu_v = P(r_dn = 1 | x_dn = v)`` is the probability of
+    Careful with the convention: marlin2008's ``mu_v = P(r_dn = 1 | x_dn = v)`` is the probability of
     being **observed** (r = 1 observed), so P(missing | v) = 1 - mu_v. Values are levels
     v = 1..V with V = len(mu): ``levels="given"`` requires X to hold such integers (ratings),
     ``"quantile"`` bins every column into V equal-frequency levels (:func:`quantile_levels`),
@@ -485,11 +485,11 @@ def logit_vd(
     X, *, rng, sigma=(-2.0, -1.0, 0.0, 1.0, 2.0), omega=None,
     levels: Literal["auto", "given", "quantile"] = "auto",
 ) -> np.ndarray:
-    """Logit-vd value-and-item NMAR (seed004 eq. 5.6.1): P(observed | x_dn = v) = sigmoid(sigma_v + omega_d).
+    """Logit-vd value-and-item NMAR (marlin2008 eq. 5.6.1): P(observed | x_dn = v) = sigmoid(sigma_v + omega_d).
 
     ``sigma_v`` is a value effect shared by every column (item), ``omega_d`` an effect of column d (exposure,
     promotion); with all ``omega_d`` equal this is :func:`cpt_v` with mu_v = sigmoid(sigma_v + omega), and it draws
-    the same mask as :func:`cpt_v` from the same generator. As in :func:`cpt_v`, seed004's r = 1 is *observed*:
+    the same mask as :func:`cpt_v` from the same generator. As in :func:`cpt_v`, marlin2008's r = 1 is *observed*:
     the returned mask (True = missing) is drawn with P(missing | v, d) = 1 - sigmoid(sigma_v + omega_d). Values are
     levels v = 1..V with V = len(sigma) (``levels`` as in :func:`cpt_v`); only observed entries can be hidden.
 
@@ -521,7 +521,7 @@ def logit_vd(
 def linear_value_effect(
     X, *, rng, s=0.125, n_levels=5, levels: Literal["auto", "given", "quantile"] = "auto"
 ) -> np.ndarray:
-    """CPT-v with a linear value effect (seed004 Sec. 5.2.1): mu_v = s (v - (V+1)/2) + 1/2.
+    """CPT-v with a linear value effect (marlin2008 Sec. 5.2.1): mu_v = s (v - (V+1)/2) + 1/2.
 
     mu_v is the **observation** probability of level v (V = ``n_levels``), s in [0, 1/(V-1)]; s = 0
     is MCAR with rate 1/2 and s = 1/(V-1) gives mu = (0, ..., 1). With quantile (equal-frequency)
@@ -546,9 +546,9 @@ def linear_value_effect(
 
 
 def fixed_patterns(X, *, rng, patterns=None, probs=None) -> np.ndarray:
-    """MCAR from a fixed list of patterns (seed004 Ch. 6): row i gets pattern k w.p. probs[k].
+    """MCAR from a fixed list of patterns (marlin2008 Ch. 6): row i gets pattern k w.p. probs[k].
 
-    ``patterns`` is a (K, n_features) boolean array with **True = missing**. seed004 writes
+    ``patterns`` is a (K, n_features) boolean array with **True = missing**. marlin2008 writes
     patterns as response vectors with 1 = observed, e.g. {[1,1], [0,1], [1,0]}; convert with
     ``patterns = ~np.asarray(r, dtype=bool)`` (here [[F,F], [T,F], [F,T]]). The default is that
     generalised to D columns: the complete pattern plus each single-column-missing pattern.

@@ -1,8 +1,8 @@
 r"""Variational Dirichlet-process Gaussian mixture on incomplete data (the POIGMM).
 
 Truncated stick-breaking variational family (Blei & Jordan 2006) with a Normal-Wishart base
-measure, fitted directly on rows with missing entries (Garriga Alonso 2017; reference digest
-``seed000``, sections 1.2-1.5 and 1.9, whose corrections are applied here).
+measure, fitted directly on rows with missing entries (Garriga Alonso 2017; the
+``garriga2017`` reference digest, sections 1.2-1.5 and 1.9, whose corrections are applied here).
 
 Variational posterior (``K`` = truncation level)::
 

@@ -1,6 +1,6 @@
 """Classifiers and a regressor from a joint mixture density fitted by EM on incomplete data.
 
-Ghahramani & Jordan (1994) sections 4.3-4.4 (reference digest seed001, sections 2.7, 2.9, 2.10):
+Ghahramani & Jordan (1994) sections 4.3-4.4 (the ghahramani1994 reference digest, sections 2.7, 2.9, 2.10):
 the density of the features *and* the label (or target) is estimated by EM, where EM fills in
 both the missing features and the missing labels, and prediction conditions the fitted density
 on the observed inputs, which marginalises missing test inputs exactly.

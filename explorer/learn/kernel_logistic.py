@@ -1,4 +1,4 @@
-"""Kernel logistic regression with missing-data kernels (seed004 section 5.6; thesis section 6.5).
+"""Kernel logistic regression with missing-data kernels (marlin2008 section 5.6; thesis section 6.5).
 
 :class:`KernelLogisticRegression` is multiclass (softmax) kernel logistic regression whose inputs
 may contain NaN: the kernels of :mod:`explorer.core.missing_kernels` read the response indicator

@@ -1,4 +1,4 @@
-"""Input treatments: give any scikit-learn estimator NaN-tolerant inputs (seed004 sections 5.1, 5.4, 5.7).
+"""Input treatments: give any scikit-learn estimator NaN-tolerant inputs (marlin2008 sections 5.1, 5.4, 5.7).
 
 Marlin's chapter 6 compares, for logistic regression, kernel logistic regression and neural
 networks, five ways of feeding incomplete inputs to a discriminative classifier (digest section

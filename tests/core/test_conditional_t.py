@@ -186,7 +186,7 @@ def test_converges_to_plugin_gaussian_for_large_beta_nu():
 
 @pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.ConvergenceWarning")
 def test_far_outliers_keep_a_finite_nll_where_the_gaussian_collapses():
-    """The thesis motivation (seed000 §3.2): plug-in Gaussians give vanishing likelihood far away."""
+    """The thesis motivation (garriga2017 §3.2): plug-in Gaussians give vanishing likelihood far away."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 3))
     X[:, 1] += X[:, 0]

@@ -3,7 +3,7 @@ conditioning kernels of explorer.core.gaussian that it relies on.
 
 Oracles: scikit-learn's GaussianMixture on complete data (same initialisation, same number of
 steps), and the closed-form ML estimate of the bivariate normal with a monotone MAR pattern
-(Anderson 1957; seed001 digest section 1.4, Ghahramani & Jordan Fig. 1). Properties
+(Anderson 1957; ghahramani1994 digest section 1.4, Ghahramani & Jordan Fig. 1). Properties
 (hypothesis): the observed-data log-likelihood never decreases along EM steps, states stay
 valid, observed entries survive imputation bit for bit.
 """

@@ -212,7 +212,7 @@ def test_bench_em_quick_runs_every_row(tmp_path):
     for name in ("bench_em_quick", "bench_vb_quick", "bench_dask_quick"):
         assert (tmp_path / f"{name}.md").exists(), name
     table = (tmp_path / "bench_targets.md").read_text()
-    for row in ("EM tiny", "peak memory", "VB DP mixture", "seed 002, one E-step", "Dask"):
+    for row in ("EM tiny", "peak memory", "VB DP mixture", "delalleau2012, one E-step", "Dask"):
         assert row in table, row
 
 

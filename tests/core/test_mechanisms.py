@@ -362,7 +362,7 @@ def test_patterns_only_given_patterns_with_given_frequencies():
 
 
 def test_patterns_default_is_marlins_list_converted_to_true_missing():
-    marlin_r = np.array([[1, 1], [0, 1], [1, 0]])  # seed004 Ch. 6, 1 = observed
+    marlin_r = np.array([[1, 1], [0, 1], [1, 0]])  # marlin2008 Ch. 6, 1 = observed
     X2 = np.random.default_rng(0).normal(size=(3000, 2))
     m = apply_mechanism(X2, "patterns", rng=np.random.default_rng(1)).missing
     rows, counts = np.unique(m, axis=0, return_counts=True)

@@ -1,5 +1,5 @@
 """Tests of explorer.core.neumann: the encoders of rows with missing entries (exact, FCA, SCA, mean
-imputation) and the scaled Neumann series (NSA, seed003 Algorithm 1).
+imputation) and the scaled Neumann series (NSA, antypas2023 Algorithm 1).
 
 Oracles: dense Gaussian conditioning (W_o^T Sigma_oo^-1 (x_o - mu_o), np.linalg.solve), the literal
 Algorithm 1 with a dense A per row, the series sum (1/s) sum_j (I - A/s)^j u, dense eigenvalues of

@@ -1,4 +1,4 @@
-"""Seed 002 as published: pattern MST, incremental Cholesky, inverse variance lemma, tree / naive E-steps."""
+"""delalleau2012 as published: pattern MST, incremental Cholesky, inverse variance lemma, tree / naive E-steps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The benchmark page: run the seed000 imputation benchmark and plot it like Figures A.1-A.5.
+"""The benchmark page: run the garriga2017 imputation benchmark and plot it like Figures A.1-A.5.
 
 One :class:`~explorer.ui.state.benchmark_model.BenchmarkModel` per page. The results grid has one
 row per metric (NRMSE, NLL, PFC, 95 % coverage) and one column per data set (two slots); each
@@ -31,7 +31,7 @@ from bokeh.palettes import Category10_10
 from panel.viewable import Viewer
 
 from explorer import benchmark as bm
-from explorer.reference import SEED000_FIGURES, SEED000_RATES, reference_cells
+from explorer.reference import GARRIGA2017_FIGURES, GARRIGA2017_RATES, reference_cells
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.metric_bars import BAR_COLUMNS, MetricBars
@@ -54,7 +54,7 @@ _LOG_SPAN = 1e8
 
 EXPLANATION = """
 ### What am I looking at?
-The imputation benchmark of the POIGMM thesis (seed000, §4.2): amputate a complete data set with a
+The imputation benchmark of the POIGMM thesis (garriga2017, §4.2): amputate a complete data set with a
 missingness mechanism at the requested rates, standardise with the observed entries, impute with each
 method, and score the hidden entries. One figure per mechanism, as Appendix A: **rows** are metrics,
 **columns** data sets, **groups** the requested missing rates, **bars** the methods (mean over the
@@ -99,7 +99,7 @@ def bar_frame(summary: pd.DataFrame | None, *, dataset: str, mechanism: str, met
         Log y axis: bars start at a floor below the smallest positive value; non-positive values are
         drawn at the floor and labelled "≤0".
     show_reference : bool
-        Add the seed000 reference means (:func:`explorer.reference.reference_cells`) of the methods
+        Add the garriga2017 reference means (:func:`explorer.reference.reference_cells`) of the methods
         and rates on screen; without results, the reference alone (the thesis figure).
     methods : sequence of str, optional
         Methods to show (default: those in the results), drawn in :data:`explorer.benchmark.METHODS` order.
@@ -223,7 +223,7 @@ class BenchmarkPage(Viewer):
     # ------------------------------------------------------------------ layout
     def _build(self):
         m = self.model
-        mech_options = {f"{SEED000_FIGURES[k][1]} (Fig. {SEED000_FIGURES[k][0]}) · {k}": k for k in SEED000_RATES}
+        mech_options = {f"{GARRIGA2017_FIGURES[k][1]} (Fig. {GARRIGA2017_FIGURES[k][0]}) · {k}": k for k in GARRIGA2017_RATES}
         self._datasets = pn.widgets.MultiChoice.from_param(m.param.datasets, label="Data sets (max 2)", max_items=2)
         self._mechanism = pn.widgets.Select.from_param(m.param.mechanism, options=mech_options, label="Mechanism")
         self._rates = pn.widgets.MultiChoice(label="Missing rates", options={f"{r:g}": r for r in RATE_CHOICES},
@@ -244,7 +244,7 @@ class BenchmarkPage(Viewer):
         self._load = pn.widgets.Button(
             label="Load committed full run", disabled=not have_full,
             description=(f"Show {COMMITTED_SUMMARY.relative_to(COMMITTED_SUMMARY.parents[2])}" if have_full else
-                         "No committed full run yet: write results/seed000_benchmark/summary.csv with "
+                         "No committed full run yet: write results/garriga2017_benchmark/summary.csv with "
                          "benchmarks/run_imputation.py"))
         self._load.on_click(self._on_load)
         self._show_ref = pn.widgets.Checkbox.from_param(self.param.show_reference,
@@ -437,7 +437,7 @@ class BenchmarkPage(Viewer):
                 name = self.nll_metric if metric == "nll" else metric
                 self._panels[(s, metric)].update(bar_frame(summary, dataset=dataset, mechanism=model.mechanism,
                                                            metric=name, log=log, show_reference=self.show_reference))
-            fig, thesis = SEED000_FIGURES[model.mechanism]
+            fig, thesis = GARRIGA2017_FIGURES[model.mechanism]
             self._heads[s].object = f"**{dataset or '(no data set)'}** · {thesis} (thesis Fig. {fig})"
         here = None if summary is None else summary[summary["mechanism"] == model.mechanism]
         if here is not None and len(here):

@@ -1,7 +1,7 @@
 r"""Conditional density slices: :math:`p(x_f \mid x^o)` of one row under a fitted Gaussian mixture.
 
-The "density imputation" of seed000 (eq. 3.27) and the conditional-density views 5/6 of
-seed001 §6: for a row with missing entries, the conditional distribution of the missing block
+The "density imputation" of garriga2017 (eq. 3.27) and the conditional-density views 5/6 of
+ghahramani1994 §6: for a row with missing entries, the conditional distribution of the missing block
 given the observed one is again a Gaussian mixture, with weights :math:`h_k` (the posterior
 responsibilities of the components for the observed part), per-component regression means and
 Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).

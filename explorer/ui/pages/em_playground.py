@@ -1,6 +1,6 @@
 """The EM playground: exact EM, a naive refit and mean imputation side by side on 2-D data.
 
-seed001 (Ghahramani & Jordan) Fig. 1 and digest section 6, derived view 4. One
+ghahramani1994 (Ghahramani & Jordan) Fig. 1 and digest section 6, derived view 4. One
 :class:`~explorer.ui.state.data_model.DataModel` feeds three
 :class:`~explorer.ui.state.em_model.EMModel` runs that differ only in ``variant`` ("em",
 "naive", "mean_impute"); one :class:`~explorer.ui.components.player.StepPlayer` drives all three.

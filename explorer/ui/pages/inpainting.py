@@ -1,6 +1,6 @@
 """The inpainting page: one masked image (or a grid of them) imputed by every encoder of a factor model.
 
-seed003 §1.3-1.6 and §3 items 1, 2 and 11. A :class:`~explorer.ui.state.fa_model.FAModel` (PPCA / FA,
+antypas2023 §1.3-1.6 and §3 items 1, 2 and 11. A :class:`~explorer.ui.state.fa_model.FAModel` (PPCA / FA,
 or a mixture of them) is fitted on complete training images; a test image is masked (random
 pixels, a quarter, a half, a random square, or a mask **painted with the brush**: click the
 "masked" panel to toggle a block of pixels) and shown as original | masked | MI | FCA | SCA |

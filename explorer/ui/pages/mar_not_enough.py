@@ -1,6 +1,6 @@
 r"""The "MAR is not enough" page: the Table 3.1 MAR mechanism, and Table 3.3 as a live picture.
 
-Marlin (2008) Section 3.4 (digest seed004 sections 2.3-2.5). One
+Marlin (2008) Section 3.4 (marlin2008 digest, sections 2.3-2.5). One
 :class:`~explorer.ui.state.mar_table_model.MARTableModel` holds the five Table 3.1 parameters, the data
 distribution (a, b, c, d) and the simulation settings (sliders in the sidebar, kept in the URL). The main area:
 

@@ -1,6 +1,6 @@
 r"""The "Mechanism gallery" page: Marlin's NMAR (and one MAR) mechanisms on a synthetic ratings matrix.
 
-Digest seed004 section 7, item 2. A :class:`~explorer.ui.state.mechanism_gallery_model.MechanismGalleryModel`
+marlin2008 digest, section 7, item 2. A :class:`~explorer.ui.state.mechanism_gallery_model.MechanismGalleryModel`
 holds the family (CPT-v, the linear value effect, Logit-vd, the Table 3.1 MAR table), its parameters and the
 synthetic world's size (sidebar, kept in the URL). Four Bokeh figures made once per session (:class:`GalleryPlots`;
 a change only replaces their data, ticks, ranges and titles), drawing the pure :func:`gallery_frame`:

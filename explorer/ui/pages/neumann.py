@@ -1,7 +1,7 @@
 """The Neumann-convergence page: how fast the scaled Neumann series (NSA) converges, and when it beats
 the exact solution.
 
-seed003 §1.5-1.7 and §3 items 3-5. For the test images of a :class:`~explorer.ui.state.fa_model.FAModel`:
+antypas2023 §1.5-1.7 and §3 items 3-5. For the test images of a :class:`~explorer.ui.state.fa_model.FAModel`:
 
 * the spectral radius :math:`\\rho(I - A/s)` of every image, one histogram per mask type (random
   pixels, a quarter, a half, a random square): contiguous holes leave directions unobserved, so

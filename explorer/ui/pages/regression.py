@@ -1,6 +1,6 @@
 r"""Regression from the joint density: E[y | x] (eq. 13), bands, draws, and the bimodal case, on a page.
 
-seed001 (Ghahramani & Jordan, section 4.3; digest section 2.9 and section 6, views 5 and 6). One
+ghahramani1994 (Ghahramani & Jordan, section 4.3; digest section 2.9 and section 6, views 5 and 6). One
 :class:`~explorer.ui.state.regression_model.RegressionModel` (EM on the joint density of an input and
 a target column) is stepped by a :class:`~explorer.ui.components.player.StepPlayer`; a settings change
 starts a new run and plays it to convergence (switch this off to Step by hand). The page shows

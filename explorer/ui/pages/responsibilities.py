@@ -1,6 +1,6 @@
 """The responsibilities page: how masking shifts the cluster responsibilities of a mixture of factor analysers.
 
-seed003 §1.10-1.11 and §3 item 11. A mixture of PPCA / factor analysers
+antypas2023 §1.10-1.11 and §3 item 11. A mixture of PPCA / factor analysers
 (:class:`~explorer.ui.state.fa_model.FAModel` with ``n_components >= 2``, by default on the 3s and 8s)
 assigns every complete test image to a component; with part of the image missing (the left half of
 a 3 or an 8 is ambiguous) the responsibility given the **visible** pixels moves. The page shows, for

@@ -1,6 +1,6 @@
 """The variational-mixture page: a truncated Dirichlet-process mixture fitted to incomplete data.
 
-seed000 (Garriga Alonso, the POIGMM) sections 1.4-1.6. One
+garriga2017 (Garriga Alonso, the POIGMM) sections 1.4-1.6. One
 :class:`~explorer.ui.state.data_model.DataModel` feeds two :class:`~explorer.ui.state.vb_model.VBModel`
 runs with the same settings and seed that differ only in the Normal-Wishart update: model A uses
 the ``update`` chosen in the sidebar, model B the other one ("principled" expected sufficient

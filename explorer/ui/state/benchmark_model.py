@@ -1,4 +1,4 @@
-"""A seed000 imputation benchmark run cell by cell off the caller's thread, with progress and partial results.
+"""A garriga2017 imputation benchmark run cell by cell off the caller's thread, with progress and partial results.
 
 :class:`BenchmarkModel` holds the settings of a run (data sets, mechanism, rates, methods,
 repetitions, seed, quick settings, worker processes) and runs :func:`explorer.benchmark.run_benchmark`
@@ -51,7 +51,7 @@ import param
 from explorer import benchmark as bm
 from explorer._workers import as_done, stop_pool, worker_pool
 from explorer.core._validation import BadInputError
-from explorer.reference import SEED000_RATES
+from explorer.reference import GARRIGA2017_RATES
 from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["BenchmarkModel", "BENCHMARK_DATASETS", "DEFAULT_METHODS", "COMMITTED_SUMMARY", "SUMMARY_COLUMNS",
@@ -62,7 +62,7 @@ BENCHMARK_DATASETS = ("boston", "ionosphere", "wine", "iris")
 DEFAULT_METHODS = ("mean", "poigmm", "mice", "knn")
 STATUSES = ("idle", "running", "done", "cancelled", "failed")
 #: The committed full run written by ``benchmarks/run_imputation.py`` (may not exist yet).
-COMMITTED_SUMMARY = Path(__file__).resolve().parents[3] / "results" / "seed000_benchmark" / "summary.csv"
+COMMITTED_SUMMARY = Path(__file__).resolve().parents[3] / "results" / "garriga2017_benchmark" / "summary.csv"
 #: Columns of :func:`explorer.benchmark.summarise` (and of ``summary.csv``).
 SUMMARY_COLUMNS = ("dataset", "mechanism", "rate", "method", "metric", "mean", "std", "n", "n_inf", "n_failed",
                    "realised_rate", "seconds")
@@ -98,7 +98,7 @@ def read_results(path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame]:
     """
     if not path.is_file():
         raise BadInputError(f"{path} does not exist. Write a full run with "
-                            "`python benchmarks/run_imputation.py --out results/seed000_benchmark`.")
+                            "`python benchmarks/run_imputation.py --out results/garriga2017_benchmark`.")
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     with _TABLES_LOCK:
@@ -178,7 +178,7 @@ class _Run:
 
 
 class BenchmarkModel(Settings):
-    """Settings, run (off the caller's thread) and (partial) results of the seed000 imputation benchmark.
+    """Settings, run (off the caller's thread) and (partial) results of the garriga2017 imputation benchmark.
 
     Outputs are constant parameters updated by :meth:`poll` (never by the computing thread).
 
@@ -197,9 +197,9 @@ class BenchmarkModel(Settings):
 
     datasets = param.ListSelector(default=["boston"], objects=list(BENCHMARK_DATASETS),
                                   doc="Complete data sets to amputate (one figure column each)")
-    mechanism = param.Selector(default="mcar", objects=list(SEED000_RATES), doc="Missingness mechanism")
+    mechanism = param.Selector(default="mcar", objects=list(GARRIGA2017_RATES), doc="Missingness mechanism")
     rates = param.List(default=[0.1, 0.3], item_type=(float, int),
-                       doc="Requested missing rates (seed000's rates of the mechanism by default)")
+                       doc="Requested missing rates (garriga2017's rates of the mechanism by default)")
     methods = param.ListSelector(default=list(DEFAULT_METHODS), objects=list(bm.METHODS), doc="Imputation methods")
     repetitions = param.Integer(default=1, bounds=(1, 100), doc="Independent masks per cell")
     seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the masks and of the methods")
@@ -249,8 +249,8 @@ class BenchmarkModel(Settings):
 
     @param.depends("mechanism", watch=True)
     def _rates_for_mechanism(self):
-        """Keep the rates seed000 used for the new mechanism; none left: all of seed000's."""
-        allowed = SEED000_RATES[self.mechanism]
+        """Keep the rates garriga2017 used for the new mechanism; none left: all of garriga2017's."""
+        allowed = GARRIGA2017_RATES[self.mechanism]
         kept = [r for r in self.rates if any(np.isclose(r, a) for a in allowed)]
         self.rates = kept or list(allowed)
 
@@ -261,7 +261,7 @@ class BenchmarkModel(Settings):
         if not self.methods:
             raise BadInputError(f"Choose at least one method ({', '.join(bm.METHODS)}).")
         if not self.rates:
-            raise BadInputError(f"Choose at least one missing rate (seed000 used {list(SEED000_RATES[self.mechanism])} "
+            raise BadInputError(f"Choose at least one missing rate (garriga2017 used {list(GARRIGA2017_RATES[self.mechanism])} "
                                 f"for {self.mechanism}).")
         rates = tuple(sorted({round(float(r), 6) for r in self.rates}))
         bad = [r for r in rates if not 0.0 < r < 1.0]
@@ -409,7 +409,7 @@ class BenchmarkModel(Settings):
         with self._lock:
             self._token += 1  # a late update of an earlier run must not overwrite the loaded table
             self._pending = {}
-        mechs = [m for m in SEED000_RATES if m in set(df["mechanism"])]
+        mechs = [m for m in GARRIGA2017_RATES if m in set(df["mechanism"])]
         updates = dict(status="done", error="", done=0, total=0, eta=None, elapsed=0.0, results=results,
                        summary=df, last_job="", source=path.name, run_id=self.run_id + 1)
         if mechs and self.mechanism not in mechs:

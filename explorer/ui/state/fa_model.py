@@ -12,7 +12,7 @@ convergence, Responsibilities) and publishes what they plot:
   half, a random square, or the brush the user paints, applied to every image). With
   ``source = "draw"`` the selected image is the user's **drawing** instead (:meth:`FAModel.draw`,
   ink painted on a blank canvas of the image size), masked and encoded like any test image;
-* **the encoders** (seed003 §1.3-1.6, :mod:`explorer.core.neumann`): ``mean`` (MI), ``fca``,
+* **the encoders** (antypas2023 §1.3-1.6, :mod:`explorer.core.neumann`): ``mean`` (MI), ``fca``,
   ``sca``, ``exact`` and ``nsa`` (the Neumann series after l = ``n_terms`` updates). For a mixture,
   ``exact`` and ``nsa`` are the exact solution mixture and NSA-M (:mod:`explorer.core.mfa_neumann`,
   responsibility-weighted, signs corrected); ``fca`` / ``sca`` apply the single-model encoder in

@@ -1,6 +1,6 @@
 r"""The "Mechanism gallery" page's model: Marlin's missing-data mechanisms on a synthetic ratings matrix.
 
-Marlin (2008), digest seed004 sections 2.6 and 7 ("Mechanism gallery"). One family at a time:
+Marlin (2008); marlin2008 digest, sections 2.6 and 7 ("Mechanism gallery"). One family at a time:
 
 * ``cpt_v`` - CPT-v (eq. 5.4.6): P(r = 1 | x = v) = μ_v, five sliders;
 * ``linear`` - the linear value effect of the Jester runs (section 5.2.1): μ_v(s) = s (v − 3) + 1/2, s in

@@ -1,6 +1,6 @@
 r"""Regression from the joint density: a steppable EM fit of a mixture on (input, target) and its read-outs.
 
-Ghahramani & Jordan (1994) section 4.3 (reference digest seed001, section 2.9). A Gaussian mixture is
+Ghahramani & Jordan (1994) section 4.3 (the ghahramani1994 reference digest, section 2.9). A Gaussian mixture is
 fitted by EM to the *joint* density of one input column :math:`x` and one target column :math:`y`,
 with missing values in either (the data set's own gaps plus a missingness mechanism). Conditioning
 the fitted joint on the input gives the predictive density, again a mixture,

@@ -6,7 +6,7 @@ wraps EM: it owns the immutable states of the current run (so a view can rewind)
 ``error`` as constant parameters, and is safe to drive from a worker thread (``step``/``reset``
 take a lock; ``try_step`` skips instead of waiting). It imports param, never Panel.
 
-Prior defaults are the thesis code's (digest seed000 §1.4 and §1.9): truncation K = 15 in the
+Prior defaults are the thesis code's (garriga2017 digest, §1.4 and §1.9): truncation K = 15 in the
 core (10 here, for a readable screen), concentration :math:`\\alpha = 1/K` (``alpha = 0`` means
 that default), :math:`m_0 = 0`, :math:`\\beta_0 = 1`, :math:`W_0 = I`, :math:`\\nu_0 = D`
 (``nu0 = 0`` means that default). ``mean_prior="observed_mean"`` and

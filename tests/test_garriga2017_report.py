@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 
 from explorer.benchmark import METHODS
-from explorer.reference import seed000_reference
+from explorer.reference import garriga2017_reference
 from tests.conftest import REPO_ROOT
 
-RUN = REPO_ROOT / "results" / "seed000_benchmark"
+RUN = REPO_ROOT / "results" / "garriga2017_benchmark"
 
 
 def _report_module():
-    spec = importlib.util.spec_from_file_location("report_seed000", REPO_ROOT / "benchmarks" / "report_seed000.py")
+    spec = importlib.util.spec_from_file_location("report_garriga2017", REPO_ROOT / "benchmarks" / "report_garriga2017.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -27,10 +27,10 @@ def summary():
 
 
 def test_committed_run_covers_the_thesis_grid(summary):
-    from explorer.reference import SEED000_RATES
+    from explorer.reference import GARRIGA2017_RATES
 
     for dataset in ("boston", "ionosphere"):
-        for mech, rates in SEED000_RATES.items():
+        for mech, rates in GARRIGA2017_RATES.items():
             cell = summary[(summary.dataset == dataset) & (summary.mechanism == mech) & (summary.metric == "nrmse")]
             assert sorted(cell["rate"].unique()) == pytest.approx(sorted(rates)), (dataset, mech)
             assert set(cell["method"]) == set(METHODS), (dataset, mech)
@@ -40,7 +40,7 @@ def test_committed_run_covers_the_thesis_grid(summary):
 
 def test_report_and_readme_are_regenerated_from_the_committed_run(summary):
     mod = _report_module()
-    ref = seed000_reference()
+    ref = garriga2017_reference()
     command = (RUN / "COMMAND.txt").read_text()
     assert (RUN / "REPORT.md").read_text() == mod.build_report(summary, ref, command)
     readme = (REPO_ROOT / "README.md").read_text()
