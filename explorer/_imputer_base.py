@@ -434,10 +434,6 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Parameters
-        ----------
         X : array-like, DataFrame, 2-D DataArray or IncompleteData of shape (n_samples, n_features)
             NaN (or ``missing``) marks a missing entry.
 

@@ -540,7 +540,7 @@ class MomentEstimate:
     ``block_condition_number`` of the best-conditioned V x V block of V items, ``block_items`` those items and
     ``block_search`` how they were found ("exhaustive" over all item subsets, or "pivoted-qr", a greedy choice,
     when there are more than 3003 subsets, or "skipped"); ``valid`` is False when some :math:`\mu_v` falls outside (0, 1]
-    (a misspecified model or too little data); ``residual`` = max |Phi y - 1|; ``phi`` the marginals used.
+    (a misspecified model or too little data); ``residual`` = ``max(abs(Phi @ y - 1))``; ``phi`` the marginals used.
     """
 
     mu: np.ndarray

@@ -182,7 +182,7 @@ class NIWPrior:
     kappa : float, default 0.01
         Prior pseudo-count on the mean (> 0).
     dof : float, optional
-        Degrees of freedom :math:`\nu_P` (> D - 1 for "full", > 0 for "diag").
+        Degrees of freedom :math:`\\nu_P` (> D - 1 for "full", > 0 for "diag").
     scale : array-like of shape (n_features, n_features) or (n_features,), optional
         :math:`\\Lambda_P` (symmetric positive definite); a vector is a diagonal matrix.
     """

@@ -245,7 +245,7 @@ def _m_step_selection(sigma, omega, A, B, config: LogitVdConfig):
 
 def init(data: RatingData, config: LogitVdConfig, rng: np.random.Generator) -> LogitVdState:
     r"""Random start (thesis): responsibilities uniform on (0.5, 1.5) normalised, :math:`\beta` from the available
-    values weighted by them (plus one), all :math:`\sigma_v` equal to one N(0, ``init_scale``^2) draw, each
+    values weighted by them (plus one), all :math:`\sigma_v` equal to one N(0, ``init_scale ** 2``) draw, each
     :math:`\omega_d` its own draw; then the E-step."""
     data = _check_data(data)
     check_rng(rng)

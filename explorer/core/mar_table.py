@@ -222,7 +222,7 @@ def sample_cells(n: int, joint, params, *, rng: np.random.Generator, size=None) 
     """The (x, r) cell counts of n cases drawn as in :func:`sample`, without drawing the cases.
 
     One multinomial draw over the 16 cells with probabilities P(x) P(r | x); ``size`` (int or tuple)
-    draws that many independent data sets. Returns int counts of shape (*size, 4, 4) [x, r].
+    draws that many independent data sets. Returns int counts of shape ``(*size, 4, 4)`` ``[x, r]``.
     """
     check_int("n", n, 1)
     probs = check_joint(joint)[:, None] * response_table(*check_params(params))

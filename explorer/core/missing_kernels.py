@@ -7,18 +7,14 @@ library's ``missing`` mask is ``~r``). The functions below compute Gram matrices
 at unobserved entries are ignored (they may be NaN). Use :func:`response` to get ``(x ⊙ r, r)``
 from a matrix with NaN.
 
-=================  ====================================================================  =========
-kernel             formula                                                               PSD
-=================  ====================================================================  =========
-K_l^o   (6.5.3)    :math:`\\sum_d r_{di} r_{dj} x_{di} x_{dj}`                             yes
-K_l^{o+r} (6.5.4)  :math:`\\sum_d r_{di} r_{dj} (x_{di} x_{dj} + \\gamma_d)`                yes
-K_p^o   (6.5.5)    :math:`(\\kappa + K_l^o)^\\delta`                                        yes
-K_p^{o+r} (6.5.6)  :math:`(\\kappa + K_l^{o+r})^\\delta`                                    yes
-K_g^o   (6.5.7-8)  :math:`\\exp(-D^{o2}/\\sigma^2)`, :math:`D^{o2} = \\sum_d r_{di} r_{dj} (x_{di}-x_{dj})^2`   no
-K_g^{o+r} (6.5.9-10) :math:`\\exp(-D^{o+r,2}/\\sigma^2)`,
-                   :math:`D^{o+r,2} = D^{o2} + \\sum_d \\gamma_d (r_{di} - r_{dj})^2`           no (yes for
-                                                                                         γ_d = ∞)
-=================  ====================================================================  =========
+* ``K_l^o`` (6.5.3): :math:`\\sum_d r_{di} r_{dj} x_{di} x_{dj}`; positive semi-definite (PSD);
+* ``K_l^{o+r}`` (6.5.4): :math:`\\sum_d r_{di} r_{dj} (x_{di} x_{dj} + \\gamma_d)`; PSD;
+* ``K_p^o`` (6.5.5): :math:`(\\kappa + K_l^o)^\\delta`; PSD;
+* ``K_p^{o+r}`` (6.5.6): :math:`(\\kappa + K_l^{o+r})^\\delta`; PSD;
+* ``K_g^o`` (6.5.7-8): :math:`\\exp(-D^{o2}/\\sigma^2)`, :math:`D^{o2} = \\sum_d r_{di} r_{dj} (x_{di}-x_{dj})^2`;
+  not PSD;
+* ``K_g^{o+r}`` (6.5.9-10): :math:`\\exp(-D^{o+r,2}/\\sigma^2)`,
+  :math:`D^{o+r,2} = D^{o2} + \\sum_d \\gamma_d (r_{di} - r_{dj})^2`; not PSD (PSD for γ_d = ∞).
 
 :math:`\\gamma` may be a scalar or one value per dimension (:math:`\\gamma_d`; the thesis uses a
 scalar for the linear and polynomial kernels and :math:`\\gamma_d`, e.g. :math:`\\gamma s_d^2` on

@@ -48,7 +48,7 @@ def _codes(value, name: str, n_values: int | None = None) -> np.ndarray:
 
 
 def nmae(pred_codes, true_codes, *, n_values: int = 5, normaliser: float | None = None) -> float:
-    """Normalised mean absolute error: mean |pred - true| / normaliser.
+    """Normalised mean absolute error: mean ``abs(pred - true) / normaliser``.
 
     ``pred_codes`` may be fractional (e.g. a predictive mean); ``true_codes`` must be integer codes
     0..V-1 of the same shape. ``normaliser`` defaults to :func:`expected_uniform_mae` (n_values),

@@ -96,9 +96,9 @@ def mar_rows(
     alpha_i = sum_{j in C} w_j x_ij uses the raw (unstandardised) values.
 
     * ``variant="thesis"``: sort rows by increasing alpha and mark the first
-      ``round(N sqrt(r) D / (D - |C|))`` (= 5/4 N sqrt(r) when |C| = D/5); in marked rows each
+      ``round(N sqrt(r) D / (D - |C|))`` (= 5/4 N sqrt(r) when ``|C| = D/5``); in marked rows each
       **non-controlling** value is dropped w.p. sqrt(r). Controlling columns are always observed,
-      so the mask is MAR. Expected rate r; feasible only for r <= ((D - |C|) / D)**2 (0.64 in the
+      so the mask is MAR. Expected rate r; feasible only for ``r <= ((D - |C|) / D)**2`` (0.64 in the
       thesis).
     * ``variant="code"``: mark rows with alpha <= the sqrt(r)-quantile of alpha (N sqrt(r) rows, not
       5/4 N sqrt(r)) and drop **every** column, controlling and binary ones included, w.p. sqrt(r).

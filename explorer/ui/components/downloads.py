@@ -82,7 +82,7 @@ class Imputations:
 
 
 def safe_filename(*parts, suffix: str, max_length: int = 80) -> str:
-    """``part1_part2..suffix`` with only ``A-Z a-z 0-9 . _ -`` (no path separator, no leading dot).
+    """A file name ``part1_part2..suffix`` of letters, digits, dots, underscores and hyphens (no path separator, no leading dot).
 
     Each part is ``str()``-ed; a known data suffix (``.csv``, ...) at the end of a part is dropped
     (an uploaded ``data.csv`` gives ``data``); runs of other characters become one ``_``. Empty

@@ -12,7 +12,7 @@ key        model                                           core module
 ========== =============================================== =========================================
 mar_mm     MAR multinomial mixture, MAP-EM (3.1)           :mod:`explorer.core.categorical_mixture`
 cpt_v      MM/CPT-v, MAP-EM (4.1)                          :mod:`explorer.core.cpt_v`
-cpt_v_plus MM/CPT-v+ (mu fixed from random items, 5.4.25-29, erratum 5.4.29 applied by the core)
+cpt_v_plus MM/CPT-v+ (mu fixed, 5.4.25-29)                 :mod:`explorer.core.cpt_v` (erratum 5.4.29 applied)
 logit_vd   MM/Logit-vd, generalised EM (4.3)               :mod:`explorer.core.logit_vd`
 dp         DP multinomial mixture, collapsed Gibbs (3.2)   :mod:`explorer.core.dp_multinomial`
 dp_cpt_v   DP/CPT-v, auxiliary-variable Gibbs (4.2)        :mod:`explorer.core.dp_cpt_v`
