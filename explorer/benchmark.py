@@ -177,7 +177,7 @@ def _poigmm(update: str):
                                 n_init=1 if quick else 5, max_iter=30 if quick else 100, tol=1e-3,
                                 reg_covar=1e-6)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
+            warnings.simplefilter("ignore", vb_dpgmm.VBConvergenceWarning)
             res = vb_dpgmm.fit(data, cfg, rng)
         st = res.state
         cm = vb_dpgmm.conditional(st, data)

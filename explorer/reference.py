@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from explorer.core.deprecation import renamed_names
+
 __all__ = ["REFERENCE_COLUMNS", "REFERENCE_CSV", "GARRIGA2017_FIGURES", "GARRIGA2017_RATES", "garriga2017_reference",
            "reference_cells"]
 
@@ -134,13 +136,4 @@ _RENAMED = {
 }
 
 
-def __getattr__(name: str):
-    try:
-        new = _RENAMED[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    import warnings
-
-    warnings.warn(f"explorer.reference.{name} is renamed explorer.reference.{new}; the old name will be removed",
-                  DeprecationWarning, stacklevel=2)
-    return globals()[new]
+__getattr__ = renamed_names(__name__, globals(), _RENAMED)

@@ -75,7 +75,7 @@ def test_bad_inputs():
     with pytest.raises(BadInputError, match=r"\(n, 2\) holding only 0/1"):
         mt.mar_table_2d(np.zeros((3, 3)), rng=rng)
     with pytest.raises(BadInputError, match="init"):
-        mt.EMConfig(init="kmeans")
+        mt.MARTableEMConfig(init="kmeans")
 
 
 def test_closed_form_matches_enumeration_and_thesis_column():
@@ -138,7 +138,7 @@ def test_em_objective_never_decreases_and_phi_stays_a_distribution():
     for _ in range(20):
         cells = rng.integers(0, 30, size=(4, 4))
         data = mt.counts_from_cells(cells)
-        state = mt.init(data, mt.EMConfig(init="random"), rng)
+        state = mt.init(data, mt.MARTableEMConfig(init="random"), rng)
         for _ in range(60):
             new = mt.step(state, data)
             assert new.objective >= state.objective - 1e-9 * max(1.0, abs(state.objective))
@@ -183,7 +183,7 @@ def test_table_33_em_unbiased_factorised_converges_to_closed_form():
 def test_batched_fit_equals_one_by_one():
     rng = np.random.default_rng(7)
     cells = mt.sample_cells(800, JOINT, _params(5), rng=rng, size=(2, 3))
-    batched = mt.fit(mt.counts_from_cells(cells), mt.EMConfig(tol=1e-14)).state.p_x1
+    batched = mt.fit(mt.counts_from_cells(cells), mt.MARTableEMConfig(tol=1e-14)).state.p_x1
     for i, j in itertools.product(range(2), range(3)):
-        single = mt.fit(mt.counts_from_cells(cells[i, j]), mt.EMConfig(tol=1e-14)).state.p_x1
+        single = mt.fit(mt.counts_from_cells(cells[i, j]), mt.MARTableEMConfig(tol=1e-14)).state.p_x1
         assert batched[i, j] == pytest.approx(float(single), abs=1e-6)

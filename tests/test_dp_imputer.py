@@ -218,7 +218,7 @@ def test_empty_rows_marginal_and_raise(fitted, data):
 
 def test_convergence_warning():
     _, Xm = three_clusters(n=30)
-    with pytest.warns(vb_dpgmm.ConvergenceWarning, match="max_iter"):
+    with pytest.warns(vb_dpgmm.VBConvergenceWarning, match="max_iter"):
         imp = DPGMMImputer(n_components=4, max_iter=2, tol=0.0, random_state=0).fit(Xm)
     assert not imp.converged_ and imp.n_iter_ == 2 and imp.stop_reason_ == "max_iter"
 
@@ -278,7 +278,7 @@ def test_unstandardised_fit_uses_the_column_means_as_prior_mean(data):
     imp = DPGMMImputer(n_components=4, standardize=False, random_state=0).fit(Z)
     config = vb_dpgmm.VBConfig(n_components=4, mean_prior=Z.mean(axis=0), covariance_prior="data")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
+        warnings.simplefilter("ignore", vb_dpgmm.VBConvergenceWarning)
         state = vb_dpgmm.fit(vb_dpgmm.prepare(Z), config, np.random.default_rng(0)).state
     np.testing.assert_array_equal(imp.means_, state.means)
     np.testing.assert_array_equal(imp.covariances_, state.covariances)
@@ -349,7 +349,7 @@ def test_conditional_density_auto_resolves_on_the_prior_dof(params, density, dat
     _, Xm = data
     imp = DPGMMImputer(n_components=3, max_iter=20, random_state=0, **params)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
+        warnings.simplefilter("ignore", vb_dpgmm.VBConvergenceWarning)
         imp.fit(Xm)
     assert imp.conditional_density_ == density
     cond = imp.conditional(Xm)
@@ -389,7 +389,7 @@ def test_default_intervals_are_calibrated_on_a_small_gaussian_sample():
         miss = np.isnan(Xm)
         for key, params in (("before", {"covariance_prior": "identity"}), ("after", {})):
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", vb_dpgmm.ConvergenceWarning)
+                warnings.simplefilter("ignore", vb_dpgmm.VBConvergenceWarning)
                 imp = DPGMMImputer(random_state=seed, **params).fit(Xm)
             lo, hi = imp.conditional(Xm).interval(0.95)
             covered[key].append((X[miss] >= lo[miss]) & (X[miss] <= hi[miss]))

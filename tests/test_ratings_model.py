@@ -9,7 +9,7 @@ import pytest
 
 from explorer.core._validation import BadInputError
 from explorer.ui.state import ratings_model as rm
-from explorer.ui.state.ratings_model import (MODELS, Comparison, RatingsModel, Run, available_models, compare_models,
+from explorer.ui.state.ratings_model import (MODELS, RatingsComparison, RatingsModel, Run, available_models, compare_models,
                                              make_world)
 
 HAVE = available_models()
@@ -178,7 +178,7 @@ def test_the_comparison_in_slices_gives_the_rows_of_compare_models():
     """A page runs the comparison a slice at a time (one piece of work per slice here): the same rows."""
     settings = dict(models=("mar_mm", "cpt_v"), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2)
     rows = compare_models(**settings)
-    comparison, slices, progress = Comparison(**settings), 0, []
+    comparison, slices, progress = RatingsComparison(**settings), 0, []
     while comparison.advance(0.0, progress=lambda d, t: progress.append((d, t))):
         slices += 1
     assert comparison.finished and comparison.done == comparison.total == 8 and slices > comparison.total
@@ -189,7 +189,7 @@ def test_the_comparison_in_slices_gives_the_rows_of_compare_models():
 
 
 def test_a_comparison_stops_where_it_is_when_cancelled():
-    comparison = Comparison(("mar_mm",), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2)
+    comparison = RatingsComparison(("mar_mm",), ks=(1,), s_values=(0.0, 0.25), n_users=60, n_items=8, repeats=2)
     while comparison.done < 2:
         comparison.advance(0.0)
     assert not comparison.advance(cancelled=lambda: True)

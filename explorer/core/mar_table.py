@@ -58,8 +58,10 @@ from scipy.special import xlogy
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_int, check_nonnegative, check_rng
 
+from .deprecation import renamed_names
+
 __all__ = [
-    "PARAM_NAMES", "CODES", "MARCounts", "EMConfig", "EMState", "EMResult", "ConvergenceWarning",
+    "PARAM_NAMES", "CODES", "MARCounts", "MARTableEMConfig", "MARTableEMState", "MARTableEMResult", "ConvergenceWarning",
     "response_table", "violations", "is_valid", "check_params", "check_joint", "is_mar", "mar_violations",
     "sample", "sample_cells", "cell_counts", "counts", "counts_from_cells", "factorised_estimate",
     "p_x1_given_r1", "p_x1_given_r1_enumerated", "log_likelihood", "init", "step", "fit", "mar_table_2d",
@@ -328,7 +330,7 @@ def p_x1_given_r1_enumerated(joint, params) -> float:
 
 # ============================================================================ EM on the full joint (eq. 3.4.5)
 @dataclass(frozen=True, slots=True)
-class EMConfig:
+class MARTableEMConfig:
     """Settings of the full-joint EM.
 
     ``init``: "uniform" (φ = 1/4) or "random" (φ ~ Dirichlet(1, 1, 1, 1), needs the rng); ``tol``: stop when
@@ -347,7 +349,7 @@ class EMConfig:
 
 
 @dataclass(frozen=True, eq=False, slots=True)
-class EMState:
+class MARTableEMState:
     """φ (..., 2, 2) [x1, x2]; ``objectives`` (...) observed-data log-likelihoods; ``objective`` their sum."""
 
     phi: np.ndarray
@@ -362,8 +364,8 @@ class EMState:
 
 
 @dataclass(frozen=True, eq=False, slots=True)
-class EMResult:
-    state: EMState
+class MARTableEMResult:
+    state: MARTableEMState
     converged: bool
     stop_reason: str
     message: str
@@ -378,12 +380,12 @@ def log_likelihood(phi, data: MARCounts) -> np.ndarray:
             + xlogy(data.c3, phi.sum(axis=-2)).sum(axis=-1))
 
 
-def _state(phi, data, iteration) -> EMState:
+def _state(phi, data, iteration) -> MARTableEMState:
     ll = log_likelihood(phi, data)
-    return EMState(phi=phi, objectives=ll, objective=float(np.sum(ll)), iteration=iteration)
+    return MARTableEMState(phi=phi, objectives=ll, objective=float(np.sum(ll)), iteration=iteration)
 
 
-def init(data: MARCounts, config: EMConfig = EMConfig(), rng: np.random.Generator | None = None) -> EMState:
+def init(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np.random.Generator | None = None) -> MARTableEMState:
     """The starting φ: uniform, or Dirichlet(1, 1, 1, 1) draws (one per batch element) with ``rng``."""
     if not isinstance(data, MARCounts):
         raise BadInputError("data must be MARCounts (see counts() and counts_from_cells()).")
@@ -399,7 +401,7 @@ def init(data: MARCounts, config: EMConfig = EMConfig(), rng: np.random.Generato
     return _state(phi, data, 0)
 
 
-def step(state: EMState, data: MARCounts, config: EMConfig = EMConfig()) -> EMState:
+def step(state: MARTableEMState, data: MARCounts, config: MARTableEMConfig = MARTableEMConfig()) -> MARTableEMState:
     """One EM update of φ, eq. 3.4.5 with the C⁰ φ_ij term of the erratum (returns a new state)."""
     phi = state.phi
     rows = np.maximum(phi.sum(axis=-1, keepdims=True), _TINY)  # φ_i.
@@ -410,8 +412,8 @@ def step(state: EMState, data: MARCounts, config: EMConfig = EMConfig()) -> EMSt
     return _state(new, data, state.iteration + 1)
 
 
-def fit(data: MARCounts, config: EMConfig = EMConfig(), rng: np.random.Generator | None = None, *,
-        callback: Callable[[EMState], None] | None = None) -> EMResult:
+def fit(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np.random.Generator | None = None, *,
+        callback: Callable[[MARTableEMState], None] | None = None) -> MARTableEMResult:
     """A loop over :func:`step` from :func:`init` until the largest per-case change is below ``tol``."""
     n = np.maximum(np.asarray(data.n, dtype=float), 1.0)
     out = run_restarts(
@@ -424,7 +426,7 @@ def fit(data: MARCounts, config: EMConfig = EMConfig(), rng: np.random.Generator
         tol=config.tol,
         callback=callback,
     )
-    return EMResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
+    return MARTableEMResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
                     message=out.message, n_iter=out.state.iteration, trace=out.trace)
 
 
@@ -442,3 +444,8 @@ def mar_table_2d(X, *, rng: np.random.Generator, alpha=0.1, beta=0.1, gamma=0.2,
     check_rng(rng)
     table = response_table(alpha, beta, gamma, delta, lam)
     return ~_draw_r((2 * Xa[:, 0] + Xa[:, 1]).astype(int), table, rng)
+
+
+#: Old names (before class names were made unique across explorer), importable for one release with a warning
+__getattr__ = renamed_names(__name__, globals(), {"EMConfig": "MARTableEMConfig", "EMState": "MARTableEMState",
+                                                  "EMResult": "MARTableEMResult"})

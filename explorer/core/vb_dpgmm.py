@@ -124,6 +124,7 @@ __all__ = [
     "STRATEGIES",
     "UPDATES",
     "ConvergenceWarning",
+    "VBConvergenceWarning",
     "VBConfig",
     "VBResult",
     "VBState",
@@ -153,8 +154,13 @@ _LOG2 = float(np.log(2.0))
 WEIGHT_THRESHOLD = 1e-2
 
 
-class ConvergenceWarning(_EMConvergenceWarning):
+class VBConvergenceWarning(_EMConvergenceWarning):
     """The variational fit stopped before the tolerance was reached (a subclass of EM's warning)."""
+
+
+#: Every core model module names its convergence warning ``ConvergenceWarning`` (the estimators read
+#: ``module.ConvergenceWarning``); the class itself has a name of its own.
+ConvergenceWarning = VBConvergenceWarning
 
 
 def _is_int(x) -> bool:
@@ -835,7 +841,7 @@ def fit(data: EMData, config: VBConfig, rng: np.random.Generator, *,
 
     Warns
     -----
-    ConvergenceWarning
+    VBConvergenceWarning
         When the kept run did not stop on the tolerance.
     """
     if truth is not None and np.shape(truth) != data.X.shape:
@@ -854,7 +860,7 @@ def fit(data: EMData, config: VBConfig, rng: np.random.Generator, *,
         max_iter=config.max_iter,
         tol=config.tol,
         callback=callback,
-        warning=ConvergenceWarning,
+        warning=VBConvergenceWarning,
     )
     return VBResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
                     message=out.message, n_iter=out.state.iteration, trace=out.trace,

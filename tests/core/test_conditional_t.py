@@ -184,7 +184,7 @@ def test_converges_to_plugin_gaussian_for_large_beta_nu():
     np.testing.assert_allclose(t.variance(), gauss.variance(), rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
 def test_far_outliers_keep_a_finite_nll_where_the_gaussian_collapses():
     """The thesis motivation (garriga2017 §3.2): plug-in Gaussians give vanishing likelihood far away."""
     rng = np.random.default_rng(5)
@@ -210,7 +210,7 @@ def test_far_outliers_keep_a_finite_nll_where_the_gaussian_collapses():
     assert abs(np.mean(lt[3:][typical]) - np.mean(lg[3:][typical])) < 0.1
 
 
-@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
 def test_predictive_conditional_uses_state_parameters():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(60, 3))

@@ -20,7 +20,7 @@ from scipy.stats import wishart
 from explorer.core import em_gmm
 from explorer.core import vb_dpgmm as vb
 from explorer.core._validation import BadInputError
-from explorer.core.vb_dpgmm import ConvergenceWarning, VBConfig
+from explorer.core.vb_dpgmm import VBConfig, VBConvergenceWarning
 
 LOG_2PI = np.log(2 * np.pi)
 
@@ -247,7 +247,7 @@ def test_fit_states_are_valid(update, resp, stick):
     X = clusters(rng, 120, D=4, missing=0.3)
     data = vb.prepare(X)
     cfg = VBConfig(n_components=6, update=update, responsibilities=resp, stick=stick, max_iter=15, tol=0.0)
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(VBConvergenceWarning):
         res = vb.fit(data, cfg, rng)
     s = res.state
     assert res.stop_reason == "max_iter" and res.n_iter == 15 and len(res.trace) == 16
@@ -347,7 +347,7 @@ def test_fit_stops_on_tolerance_and_restarts_keep_best():
     rng = np.random.default_rng(9)
     data = vb.prepare(clusters(rng, 100, D=3, missing=0.2))
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
+        warnings.simplefilter("error", VBConvergenceWarning)
         res = vb.fit(data, VBConfig(n_components=5, n_init=3, init="random", max_iter=300), rng)
     assert res.stop_reason == "tol" and res.converged
     assert len(res.restart_objectives) == 3
@@ -462,7 +462,7 @@ def test_data_prior_keeps_few_components_on_a_small_gaussian_sample():
     fits = {}
     for rule in ("identity", "data"):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", VBConvergenceWarning)
             fits[rule] = vb.fit(data, VBConfig(n_components=10, covariance_prior=rule, max_iter=200),
                                 np.random.default_rng(1)).state
     assert fits["identity"].n_effective >= 6

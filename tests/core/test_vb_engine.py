@@ -15,7 +15,7 @@ from explorer.core._validation import BadInputError
 from explorer.core.gaussian import DegenerateCovarianceError
 from explorer.core.vb_dpgmm import VBConfig
 
-pytestmark = pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.ConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
 
 
 def _data(n=400, d=5, rate=0.3, seed=0, long_blocks=False):

@@ -4,8 +4,8 @@
 saying what produced the imputations, the last file or a readable error). Its files are built
 when a button is clicked, from the session's current state, by callables the page gives:
 
-* ``imputations(m) -> Imputations``: the single imputation, ``m`` draws (``m = 0``: none) and
-  the mask (:class:`Imputations`);
+* ``imputations(m) -> PageImputations``: the single imputation, ``m`` draws (``m = 0``: none) and
+  the mask (:class:`PageImputations`);
 * ``masked() -> IncompleteData`` (optional): the data with their gaps.
 
 The imputation files are those of :func:`explorer.export.export_imputations` (one long table
@@ -41,7 +41,9 @@ from explorer.core._validation import BadInputError
 from explorer.export import export_imputations
 from explorer.ui.text import md
 
-__all__ = ["FORMATS", "MAX_CELLS", "MAX_DOWNLOAD_BYTES", "MAX_IMPUTATIONS", "DownloadPanel", "Imputations",
+from explorer.core.deprecation import renamed_names
+
+__all__ = ["FORMATS", "MAX_CELLS", "MAX_DOWNLOAD_BYTES", "MAX_IMPUTATIONS", "DownloadPanel", "PageImputations",
            "masked_bytes", "imputations_bytes", "safe_filename"]
 
 log = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
-class Imputations:
+class PageImputations:
     """What a page's ``imputations(m)`` returns.
 
     Attributes
@@ -115,7 +117,7 @@ def _check_size(content: bytes) -> bytes:
     return content
 
 
-def imputations_bytes(imp: Imputations, suffix: str) -> bytes:
+def imputations_bytes(imp: PageImputations, suffix: str) -> bytes:
     """The bytes :func:`explorer.export.export_imputations` writes for ``imp`` in the ``suffix`` format."""
     with tempfile.TemporaryDirectory(prefix="explorer-download-") as tmp:
         path = Path(tmp) / f"imputations{suffix}"
@@ -180,7 +182,7 @@ class DownloadPanel(Viewer):
         ``stem() -> tuple`` of the parts of the file names (data set name, mechanism, model...);
         made safe by :func:`safe_filename`.
     imputations : callable
-        ``imputations(m) -> Imputations`` (``m = 0``: the single imputation only); raises
+        ``imputations(m) -> PageImputations`` (``m = 0``: the single imputation only); raises
         :class:`~explorer.core._validation.BadInputError` with a readable message.
     masked : callable, optional
         ``masked() -> IncompleteData``: the data with their gaps (a third button, ``masked_button``; None
@@ -193,7 +195,7 @@ class DownloadPanel(Viewer):
     file_format = param.Selector(default="CSV", objects=list(FORMATS), doc="File format")
     n_imputations = param.Integer(default=5, bounds=(1, MAX_IMPUTATIONS), doc="Number of multiple imputations m")
 
-    def __init__(self, *, stem: Callable[[], tuple], imputations: Callable[[int], Imputations],
+    def __init__(self, *, stem: Callable[[], tuple], imputations: Callable[[int], PageImputations],
                  note: Callable[[], str], masked: Callable | None = None, **params):
         super().__init__(**params)
         self._stem, self._imputations, self._masked, self._note_of = stem, imputations, masked, note
@@ -283,3 +285,7 @@ class DownloadPanel(Viewer):
     def _fail(self, message: str) -> None:
         self._error.object = md(message)
         self._error.visible = True
+
+
+#: Old names (before class names were made unique across explorer), importable for one release with a warning
+__getattr__ = renamed_names(__name__, globals(), {"Imputations": "PageImputations"})

@@ -49,7 +49,7 @@ from explorer.ui.state.em_model import EMModel
 from explorer.ui.state.vb_model import VBModel
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.banner import DataErrorBanner
-from explorer.ui.components.downloads import DownloadPanel, Imputations
+from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
 from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.text import md
@@ -591,7 +591,7 @@ class ConditionalView(Viewer):
                 f"p(x<sub>mis</sub> | x<sub>obs</sub>) (seed {self.seed}). CSV / Parquet: one long table, "
                 "`imputation` 0 = the single imputation, 1..m = draws; netCDF: an `imputation` dimension.")
 
-    def imputations(self, n_imputations: int = 0) -> Imputations:
+    def imputations(self, n_imputations: int = 0) -> PageImputations:
         """Every data row imputed by the model and density shown: conditional means and ``n_imputations`` draws.
 
         Uses the model's current state (a fit still running: its latest iteration, said in ``source``);
@@ -624,7 +624,7 @@ class ConditionalView(Viewer):
         source = f"{self._model_label()[1]}, {state}, on the {data.n_samples} rows of {md(data.name or 'the data')}"
         if n_imputations:
             source += f"; {n_imputations} draws, seed {self.seed}"
-        return Imputations(imputed=imputed, samples=samples, missing=np.asarray(prepared.missing, dtype=bool),
+        return PageImputations(imputed=imputed, samples=samples, missing=np.asarray(prepared.missing, dtype=bool),
                            columns=[str(c) for c in data.columns], source=source)
 
     @staticmethod

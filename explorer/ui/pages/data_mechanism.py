@@ -35,7 +35,7 @@ from explorer.core._validation import BadInputError
 from explorer.core.mechanisms import MECHANISMS
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.components.banner import DataErrorBanner
-from explorer.ui.components.downloads import DownloadPanel, Imputations
+from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.plots.histograms import Bars, HistogramOverlay, Marker
 from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
 from explorer.ui.session import Redraw, push
@@ -541,7 +541,7 @@ class DataMechanismView(Viewer):
         self._fit_cache = (data, imputer, said)
         return imputer, said
 
-    def imputations(self, n_imputations: int = 0) -> Imputations:
+    def imputations(self, n_imputations: int = 0) -> PageImputations:
         """The data on screen imputed by the library's default GaussianMixtureImputer (fitted on first use).
 
         ``n_imputations`` draws (``sample``, seed 0) besides the single imputation (``transform``).
@@ -560,5 +560,5 @@ class DataMechanismView(Viewer):
             source += f"; {n_imputations} draws, seed 0"
         if said:
             source += ". The fit warned: " + " ".join(md(w) for w in said[:2])
-        return Imputations(imputed=imputed, samples=samples, missing=np.asarray(data.missing, dtype=bool),
+        return PageImputations(imputed=imputed, samples=samples, missing=np.asarray(data.missing, dtype=bool),
                            columns=[str(c) for c in data.columns], source=source)

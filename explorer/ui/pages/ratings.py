@@ -43,7 +43,7 @@ from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import weak_callback
 from explorer.ui.plots.rating_figures import ObjectiveTrace, PredictivePlot, SelectionBars
 from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
-from explorer.ui.state.ratings_model import (MODELS, S_VALUES, Comparison, RatingsModel, RatingsSnapshot,
+from explorer.ui.state.ratings_model import (MODELS, S_VALUES, RatingsComparison, RatingsModel, RatingsSnapshot,
                                              available_models)
 from explorer.ui.text import md
 
@@ -430,7 +430,7 @@ class RatingsView(Viewer):
         self._progress.visible = True
         self._table_note.object = "*Fitting the models…*"
         self._compare_button.disabled = True
-        comparison = Comparison(**settings)
+        comparison = RatingsComparison(**settings)
         worker = SessionWorker.of(self._doc)
         if worker is None:  # Jupyter, scripts, tests
             try:
@@ -442,7 +442,7 @@ class RatingsView(Viewer):
             return
         self._compare_slice(worker, comparison, token)
 
-    def _compare_slice(self, worker: SessionWorker, comparison: Comparison, token: int) -> None:
+    def _compare_slice(self, worker: SessionWorker, comparison: RatingsComparison, token: int) -> None:
         """Queue the next slice of ``comparison``; its result is shown on the event loop, which queues the next."""
         def cancelled() -> bool:
             return token != self._compare_token

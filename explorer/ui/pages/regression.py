@@ -45,7 +45,7 @@ from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.regression_model import (
     JOINT_DRAW,
     JOINT_MEAN,
-    Comparison,
+    RegressionComparison,
     ComparisonRequest,
     Readouts,
     RegressionModel,
@@ -209,7 +209,7 @@ def slice_sentence(frame: dict, between_fraction: float | None = None) -> str:
     return text
 
 
-def comparison_table(comparison: Comparison) -> pd.DataFrame:
+def comparison_table(comparison: RegressionComparison) -> pd.DataFrame:
     """The comparison as a table: method, RMSE on every held-out row, on those with x observed / missing."""
     def cell(v):
         return "–" if not np.isfinite(v) else f"{v:.3g}"
@@ -514,7 +514,7 @@ class RegressionView(ModelPage):
 
 
 def _compare(request: ComparisonRequest) -> tuple:
-    """The worker's job of a comparison: ``(request key, Comparison or None, why not)``."""
+    """The worker's job of a comparison: ``(request key, RegressionComparison or None, why not)``."""
     try:
         return request.key, cached_comparison(request), ""
     except BadInputError as exc:

@@ -207,7 +207,7 @@ class MARTableModel(Settings):
                                           size=self.repeats) for b in betas])  # (P, R, 4, 4)
         data = mt.counts_from_cells(cells)
         fact = mt.factorised_estimate(data)[..., 1, 0]  # (P, R): NaN where x1 never observed
-        em = mt.fit(data, mt.EMConfig(tol=1e-10, max_iter=2000)).state.p_x1
+        em = mt.fit(data, mt.MARTableEMConfig(tol=1e-10, max_iter=2000)).state.p_x1
         root = np.sqrt(self.repeats)
         return Sweep(grid_x=grid - delta, closed=closed, x=betas - delta,
                      em_mean=em.mean(axis=1), em_se=em.std(axis=1, ddof=1) / root,

@@ -55,7 +55,9 @@ from explorer.core._validation import BadInputError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
 
-__all__ = ["MODELS", "S_VALUES", "Comparison", "FinishedRun", "ModelSpec", "RatingsModel", "RatingsSnapshot", "Run",
+from explorer.core.deprecation import renamed_names
+
+__all__ = ["MODELS", "S_VALUES", "RatingsComparison", "FinishedRun", "ModelSpec", "RatingsModel", "RatingsSnapshot", "Run",
            "World", "available_models", "compare_models", "make_world", "weak_scores"]
 
 #: The value effects s of the Jester protocol (digest 6.2): mu_v(s) = s (v - 3) + 0.5.
@@ -408,7 +410,7 @@ class Run:
         return np.asarray(self.state.mu, dtype=float)
 
 
-class Comparison:
+class RatingsComparison:
     """The fits of :func:`compare_models`, done a slice at a time by :meth:`advance` (not thread-safe: one
     thread advances it).
 
@@ -530,7 +532,7 @@ def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, 
     fitted on one of the worlds, e.g. CPT-v+ when a rating value never occurs among the hold-out users'
     ratings; its NMAE is then NaN).
     """
-    comparison = Comparison(models, ks, s_values, n_users=n_users, n_items=n_items, n_clusters=n_clusters,
+    comparison = RatingsComparison(models, ks, s_values, n_users=n_users, n_items=n_items, n_clusters=n_clusters,
                             repeats=repeats, seed=seed, max_iter=max_iter, tol=tol, n_sweeps=n_sweeps)
     comparison.advance(progress=progress, cancelled=cancelled)
     return comparison.rows
@@ -852,3 +854,7 @@ class RatingsModel(LockedStepping, Settings):
                               n_values=data.n_values)
                 out["p_unrated_if_selected"] = run.predict_proba(alt)[n, unrated]
             return out
+
+
+#: Old names (before class names were made unique across explorer), importable for one release with a warning
+__getattr__ = renamed_names(__name__, globals(), {"Comparison": "RatingsComparison"})

@@ -60,7 +60,9 @@ from explorer.ui.state._settings import MAX_SEED
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 
-__all__ = ["Comparison", "ComparisonRequest", "DensitySlice", "Readouts", "RegressionCurve", "RegressionModel",
+from explorer.core.deprecation import renamed_names
+
+__all__ = ["RegressionComparison", "ComparisonRequest", "DensitySlice", "Readouts", "RegressionCurve", "RegressionModel",
            "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows", "cached_comparison",
            "compare_methods", "mixture_density", "significant_modes"]
 
@@ -268,7 +270,7 @@ class Scatter:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class RegressionComparison:
     """Held-out RMSE of several regressions (see :func:`compare_methods`).
 
     ``rows``: one dict per method with ``method``, ``rmse``, ``rmse_x_observed``, ``rmse_x_missing``
@@ -360,7 +362,7 @@ def _rmse(pred, truth, rows) -> float:
 
 def compare_methods(values, *, n_components: int, covariance_type: str = "full", seed: int = 0,
                     test_fraction: float = 0.3, split_seed: int = 0, tol: float = 1e-5, max_iter: int = 300,
-                    reg_covar: float = 1e-6) -> Comparison:
+                    reg_covar: float = 1e-6) -> RegressionComparison:
     """Held-out RMSE of the joint-density regression and of regressions fitted after imputation.
 
     The rows whose target is observed are split at random (``split_seed``): ``test_fraction`` of
@@ -429,7 +431,7 @@ def compare_methods(values, *, n_components: int, covariance_type: str = "full",
             add(method, est.predict(x_te))
         except (BadInputError, ValueError) as exc:
             add(method, error=str(exc))
-    return Comparison(rows=tuple(rows), n_train=int(train.size), n_train_labelled=int(lab.sum()), n_test=n_test,
+    return RegressionComparison(rows=tuple(rows), n_train=int(train.size), n_train_labelled=int(lab.sum()), n_test=n_test,
                       n_test_x_missing=int(x_missing.sum()), seconds=time.perf_counter() - start)
 
 
@@ -458,7 +460,7 @@ class ComparisonRequest:
 
 
 @functools.lru_cache(maxsize=COMPARISONS_CACHED)
-def cached_comparison(request: ComparisonRequest) -> Comparison:
+def cached_comparison(request: ComparisonRequest) -> RegressionComparison:
     """:func:`compare_methods` on ``request``, computed once for every session of the server.
 
     Raises what :func:`compare_methods` raises (a failure is not kept).
@@ -820,7 +822,7 @@ class RegressionModel(EMModel):
                     ("tol", self.tol), ("max_iter", self.max_iter), ("reg_covar", self.reg_covar))
         return ComparisonRequest(values=values, settings=settings)
 
-    def compare(self) -> Comparison:
+    def compare(self) -> RegressionComparison:
         """Held-out RMSE of the joint mixture and of regressions after imputation (:func:`compare_methods`;
         shared with the other sessions through :func:`cached_comparison`)."""
         request = self.comparison_request()
@@ -877,3 +879,7 @@ class RegressionModel(EMModel):
         density = self._slice_of(x0, mix.take(slice(ends[2], ends[2] + 1)), (lower[-1:], upper[-1:]), n_slice_grid,
                                  n_slice_draws, np.random.default_rng(self.seed))
         return {"curve": curve, "slice": density, "draws": draws, "scatter": self._scatter_of(imputed), "problem": ""}
+
+
+#: Old names (before class names were made unique across explorer), importable for one release with a warning
+__getattr__ = renamed_names(__name__, globals(), {"Comparison": "RegressionComparison"})
