@@ -55,7 +55,7 @@ html_show_sourcelink = False
 nitpicky = False
 
 
-def _skip_generated_request_methods(app, what, name, obj, skip, options):
+def _skip_member(app, what, name, obj, skip, options):
     """scikit-learn adds ``set_*_request`` methods to every estimator class (metadata routing): its docs, not
     ours; type aliases (``UrlBinding = tuple[...]``) are not classes to document either."""
     if name.startswith("set_") and name.endswith("_request"):
@@ -73,4 +73,4 @@ def _skip_generated_request_methods(app, what, name, obj, skip, options):
 
 
 def setup(app):
-    app.connect("autodoc-skip-member", _skip_generated_request_methods)
+    app.connect("autodoc-skip-member", _skip_member)

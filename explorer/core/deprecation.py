@@ -30,5 +30,4 @@ def renamed_names(module_name: str, namespace: Mapping[str, Any], renames: Mappi
                       DeprecationWarning, stacklevel=2)
         return namespace[new]
 
-    __getattr__.renames = renames  # type: ignore[attr-defined]
     return __getattr__

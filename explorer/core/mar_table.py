@@ -57,11 +57,11 @@ from scipy.special import xlogy
 
 from ._loop import ConvergenceWarning, run_restarts
 from ._validation import BadInputError, check_int, check_nonnegative, check_rng
-
 from .deprecation import renamed_names
 
 __all__ = [
-    "PARAM_NAMES", "CODES", "MARCounts", "MARTableEMConfig", "MARTableEMState", "MARTableEMResult", "ConvergenceWarning",
+    "PARAM_NAMES", "CODES", "MARCounts", "MARTableEMConfig", "MARTableEMState", "MARTableEMResult",
+    "ConvergenceWarning",
     "response_table", "violations", "is_valid", "check_params", "check_joint", "is_mar", "mar_violations",
     "sample", "sample_cells", "cell_counts", "counts", "counts_from_cells", "factorised_estimate",
     "p_x1_given_r1", "p_x1_given_r1_enumerated", "log_likelihood", "init", "step", "fit", "mar_table_2d",
@@ -385,7 +385,8 @@ def _state(phi, data, iteration) -> MARTableEMState:
     return MARTableEMState(phi=phi, objectives=ll, objective=float(np.sum(ll)), iteration=iteration)
 
 
-def init(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np.random.Generator | None = None) -> MARTableEMState:
+def init(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(),
+         rng: np.random.Generator | None = None) -> MARTableEMState:
     """The starting φ: uniform, or Dirichlet(1, 1, 1, 1) draws (one per batch element) with ``rng``."""
     if not isinstance(data, MARCounts):
         raise BadInputError("data must be MARCounts (see counts() and counts_from_cells()).")
@@ -401,7 +402,8 @@ def init(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np
     return _state(phi, data, 0)
 
 
-def step(state: MARTableEMState, data: MARCounts, config: MARTableEMConfig = MARTableEMConfig()) -> MARTableEMState:
+def step(state: MARTableEMState, data: MARCounts,
+         config: MARTableEMConfig = MARTableEMConfig()) -> MARTableEMState:
     """One EM update of φ, eq. 3.4.5 with the C⁰ φ_ij term of the erratum (returns a new state)."""
     phi = state.phi
     rows = np.maximum(phi.sum(axis=-1, keepdims=True), _TINY)  # φ_i.
@@ -427,7 +429,7 @@ def fit(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np.
         callback=callback,
     )
     return MARTableEMResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
-                    message=out.message, n_iter=out.state.iteration, trace=out.trace)
+                            message=out.message, n_iter=out.state.iteration, trace=out.trace)
 
 
 # ============================================================================ as a mask generator

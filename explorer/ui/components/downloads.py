@@ -38,10 +38,9 @@ import param
 from panel.viewable import Viewer
 
 from explorer.core._validation import BadInputError
+from explorer.core.deprecation import renamed_names
 from explorer.export import export_imputations
 from explorer.ui.text import md
-
-from explorer.core.deprecation import renamed_names
 
 __all__ = ["FORMATS", "MAX_CELLS", "MAX_DOWNLOAD_BYTES", "MAX_IMPUTATIONS", "DownloadPanel", "PageImputations",
            "masked_bytes", "imputations_bytes", "safe_filename"]
@@ -84,7 +83,9 @@ class PageImputations:
 
 
 def safe_filename(*parts, suffix: str, max_length: int = 80) -> str:
-    """A file name ``part1_part2..suffix`` of letters, digits, dots, underscores and hyphens (no path separator, no leading dot).
+    """A file name ``part1_part2..suffix`` of letters, digits, dots, underscores and hyphens only.
+
+    No path separator, no leading dot.
 
     Each part is ``str()``-ed; a known data suffix (``.csv``, ...) at the end of a part is dropped
     (an uploaded ``data.csv`` gives ``data``); runs of other characters become one ``_``. Empty

@@ -52,13 +52,12 @@ import numpy as np
 import param
 
 from explorer.core._validation import BadInputError
+from explorer.core.deprecation import renamed_names
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
 
-from explorer.core.deprecation import renamed_names
-
-__all__ = ["MODELS", "S_VALUES", "RatingsComparison", "FinishedRun", "ModelSpec", "RatingsModel", "RatingsSnapshot", "Run",
-           "World", "available_models", "compare_models", "make_world", "weak_scores"]
+__all__ = ["MODELS", "S_VALUES", "FinishedRun", "ModelSpec", "RatingsComparison", "RatingsModel", "RatingsSnapshot",
+           "Run", "World", "available_models", "compare_models", "make_world", "weak_scores"]
 
 #: The value effects s of the Jester protocol (digest 6.2): mu_v(s) = s (v - 3) + 0.5.
 S_VALUES = (0.0, 0.0625, 0.125, 0.1875, 0.25)
@@ -533,7 +532,7 @@ def compare_models(models=("mar_mm", "cpt_v"), ks=(1, 3), s_values=S_VALUES, *, 
     ratings; its NMAE is then NaN).
     """
     comparison = RatingsComparison(models, ks, s_values, n_users=n_users, n_items=n_items, n_clusters=n_clusters,
-                            repeats=repeats, seed=seed, max_iter=max_iter, tol=tol, n_sweeps=n_sweeps)
+                                   repeats=repeats, seed=seed, max_iter=max_iter, tol=tol, n_sweeps=n_sweeps)
     comparison.advance(progress=progress, cancelled=cancelled)
     return comparison.rows
 

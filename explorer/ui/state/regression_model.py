@@ -55,16 +55,15 @@ import param
 from explorer.core import em_gmm
 from explorer.core._validation import BadInputError
 from explorer.core.conditional import ConditionalMixture, regression
+from explorer.core.deprecation import renamed_names
 from explorer.core.mixture_regression import mixture_quantile, target_mixtures
 from explorer.ui.state._settings import MAX_SEED
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 
-from explorer.core.deprecation import renamed_names
-
-__all__ = ["RegressionComparison", "ComparisonRequest", "DensitySlice", "Readouts", "RegressionCurve", "RegressionModel",
-           "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows", "cached_comparison",
-           "compare_methods", "mixture_density", "significant_modes"]
+__all__ = ["ComparisonRequest", "DensitySlice", "Readouts", "RegressionComparison", "RegressionCurve",
+           "RegressionModel", "Scatter", "SharedRun", "TargetMixtures", "between_modes", "between_modes_rows",
+           "cached_comparison", "compare_methods", "mixture_density", "significant_modes"]
 
 #: A local maximum of a density counts as a mode when it is at least this fraction of the highest one.
 MODE_MIN_HEIGHT = 0.1
@@ -431,8 +430,9 @@ def compare_methods(values, *, n_components: int, covariance_type: str = "full",
             add(method, est.predict(x_te))
         except (BadInputError, ValueError) as exc:
             add(method, error=str(exc))
-    return RegressionComparison(rows=tuple(rows), n_train=int(train.size), n_train_labelled=int(lab.sum()), n_test=n_test,
-                      n_test_x_missing=int(x_missing.sum()), seconds=time.perf_counter() - start)
+    return RegressionComparison(rows=tuple(rows), n_train=int(train.size), n_train_labelled=int(lab.sum()),
+                                n_test=n_test, n_test_x_missing=int(x_missing.sum()),
+                                seconds=time.perf_counter() - start)
 
 
 @dataclass(frozen=True, eq=False)
