@@ -41,7 +41,7 @@ import dask.array as da  # noqa: E402
 import distributed  # noqa: E402
 
 from explorer import dask_em  # noqa: E402
-from explorer.core import em_gmm  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
 
 D = 10
 K = 3

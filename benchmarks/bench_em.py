@@ -4,7 +4,7 @@ For each case, the same data set is drawn from a K-component Gaussian mixture; s
 ``GaussianMixture`` (full covariances) iterates on the **complete** matrix, explorer's EM on the
 matrix with 30 % of the entries missing completely at random. One iteration = one E-step plus
 one M-step in both; scikit-learn's is timed through its ``_e_step``/``_m_step`` (the body of its
-``fit`` loop), explorer's through :func:`explorer.core.em_gmm.step` (``strategy="compiled"``, and
+``fit`` loop), explorer's through :func:`explorer.core.mixtures.em_gmm.step` (``strategy="compiled"``, and
 the numpy reference kernels for comparison). Timings alternate between the libraries (interleaved,
 so that drifts in machine load hit both alike); the median is reported, with the ratio explorer /
 scikit-learn (below 1 = explorer faster). Peak memory of one step (tracemalloc: numpy's allocations,
@@ -51,7 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core import em_gmm  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
 
 # (name, N, D, K, BLAS threads)
 CASES = [("W1", 20_000, 10, 5, 1), ("W2", 100_000, 20, 10, 1), ("D50", 20_000, 50, 5, 1),
@@ -170,7 +170,7 @@ _LATENCY_SCRIPT = """
 import time
 t0 = time.perf_counter()
 import numpy as np
-from explorer.core import em_gmm
+from explorer.core.mixtures import em_gmm
 t1 = time.perf_counter()
 rng = np.random.default_rng(0)
 X = rng.normal(size=(300, 4)); X[rng.random(X.shape) < 0.3] = np.nan
@@ -287,7 +287,7 @@ def main(argv=None):
         f"MiB (30 % missing), scikit-learn {_mb(memory['sklearn_step_peak_bytes'])} MiB (complete data), ratio "
         f"{memory['ratio']:.2f} (target <= 1.5). The compiled kernel's workspace, allocated once per fit, is "
         f"{_mb(memory['workspace_bytes'])} MiB (the data matrix: {_mb(memory['data_bytes'])} MiB).\n\n"
-        "First-call latency (fresh process; import of explorer.core.em_gmm, first compiled step -- importing numba, "
+        "First-call latency (fresh process; import of explorer.core.mixtures.em_gmm, first compiled step -- importing numba, "
         "compiling or loading the kernels -- and the next one on 300 x 4 data):\n\n| numba cache | import s | first step s | next step s |\n|---|---|---|---|\n"
         + "\n".join(f"| {label.replace('_', ' ')} | {v['import_seconds']:.2f} | {v['first_step_seconds']:.2f} | "
                     f"{v['next_step_seconds']:.4f} |" for label, v in latency.items()) + "\n"

@@ -3,9 +3,9 @@
 Cases (issue 11): N = 20,000, D = 50, q = 5 with 30 % of the entries missing completely at random, and an
 MNIST-like D = 784 (28 x 28 images of rank-10 structure plus noise), q = 10, N = 2,000 with one 10 x 10
 square missing per image (random position); plus two small cases for ``strategy="auto"``'s threshold.
-explorer's :func:`explorer.core.factor_analysis.step` (FA, PX-EM; one step = the M-step from the cached
+explorer's :func:`explorer.core.factor.factor_analysis.step` (FA, PX-EM; one step = the M-step from the cached
 E-step and the E-step at the new parameters, log-likelihood included) with ``strategy="compiled"``
-(``explorer/core/_kernels_fa.py``) and ``strategy="numpy"`` (the reference), timed in interleaved repeats
+(``explorer/core/_compiled/factor.py``) and ``strategy="numpy"`` (the reference), timed in interleaved repeats
 (medians), on the incomplete data and on the complete matrix; scikit-learn's ``FactorAnalysis`` (complete
 data only: it has no missing-value support) timed as a whole ``fit`` with ``tol=0`` and a fixed
 ``max_iter``, divided by ``n_iter_`` (its per-iteration time includes its SVD, ``svd_method`` as given).
@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core import factor_analysis as fa  # noqa: E402
+from explorer.core.factor import factor_analysis as fa  # noqa: E402
 
 
 def _timer(fn):

@@ -5,11 +5,11 @@ inside positions (so n_o = 759, n_m = 25), ``--rows`` rows (4500, the paper's pe
 The covariance is a synthetic SPD matrix (a random rank-300 factor plus 0.05 I, scaled like pixels); the
 data are drawn from it. Three kernels, same output contract:
 
-* ``naive``: :func:`explorer.core.pattern_tree.observed_gaussian_naive`, the paper's baseline
+* ``naive``: :func:`explorer.core.mixtures.pattern_tree.observed_gaussian_naive`, the paper's baseline
   (one 759 x 759 Cholesky and one Schur complement per distinct pattern);
-* ``tree``: :func:`explorer.core.pattern_tree.observed_gaussian_tree`, the paper's method (MST built
+* ``tree``: :func:`explorer.core.mixtures.pattern_tree.observed_gaussian_tree`, the paper's method (MST built
   once, outside the timing, as an EM fit would; ``refresh_every`` default 32);
-* ``complement``: :func:`explorer.core.gaussian.observed_gaussian`, the project's precision-side kernel
+* ``complement``: :func:`explorer.core.gaussians.gaussian.observed_gaussian`, the project's precision-side kernel
   (one 784 x 784 precision per component, included in the timing, then a 25 x 25 Cholesky per pattern).
 
 BLAS is limited to one thread (``OPENBLAS_NUM_THREADS=1`` etc. unless already set) so that the three
@@ -63,13 +63,13 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from explorer.core.gaussian import observed_gaussian, precision_and_logdet  # noqa: E402
-from explorer.core.pattern_tree import (  # noqa: E402
+from explorer.core.gaussians.gaussian import observed_gaussian, precision_and_logdet  # noqa: E402
+from explorer.core.mixtures.pattern_tree import (  # noqa: E402
     build_pattern_tree,
     observed_gaussian_naive,
     observed_gaussian_tree,
 )
-from explorer.core.patterns import group_patterns  # noqa: E402
+from explorer.core.gaussians.patterns import group_patterns  # noqa: E402
 
 
 def random_squares(n_rows: int, rng: np.random.Generator, side: int = 28, k: int = 5) -> np.ndarray:

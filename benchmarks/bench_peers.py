@@ -16,7 +16,7 @@ Issue 11. Two libraries that fit Gaussian mixtures and say something about incom
   start). It is not timed: the full-covariance mixture does not run on missing data.
 
 Timing (as ``bench_em.py``): one EM iteration (E-step + M-step) of explorer's
-:func:`explorer.core.em_gmm.step` and of pygmmis on the data with 30 % MCAR missing, and of
+:func:`explorer.core.mixtures.em_gmm.step` and of pygmmis on the data with 30 % MCAR missing, and of
 scikit-learn's ``GaussianMixture`` (``_e_step`` + ``_m_step``) on the complete matrix; interleaved in
 one run (drifts of the machine load hit all alike), one BLAS thread, median over ``--repeats``.
 pygmmis is timed twice: serially in this process (its ``parmap`` calls given an in-process pool:
@@ -550,7 +550,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(args.explorer_root))
-    from explorer.core import em_gmm  # noqa: E402
+    from explorer.core.mixtures import em_gmm  # noqa: E402
 
     sys.path.insert(1, str(ROOT / "benchmarks"))
     from bench_em import make_data  # noqa: E402  (same generator as bench_em.py; explorer already imported)

@@ -2,9 +2,9 @@
 
 For each case the data are drawn as in ``bench_em.py``. scikit-learn's ``BayesianGaussianMixture``
 (``weight_concentration_prior_type="dirichlet_process"``, full covariances) iterates on the
-**complete** matrix; explorer's :func:`explorer.core.vb_dpgmm.step` (principled update, corrected
+**complete** matrix; explorer's :func:`explorer.core.mixtures.vb_dpgmm.step` (principled update, corrected
 responsibilities, ELBO computed every iteration, ``strategy="compiled"``: the numba E-step of
-``explorer/core/_kernels_vb.py``) iterates once on the same complete matrix and once with 30 % of the
+``explorer/core/_compiled/vb_dpgmm.py``) iterates once on the same complete matrix and once with 30 % of the
 entries missing completely at random. One iteration = one E-step and one M-step; scikit-learn's is
 timed through ``_e_step``/``_m_step`` (the body of its ``fit`` loop, without its lower bound, which it
 computes only at convergence checks). Medians of interleaved repeats, one BLAS thread (threadpoolctl)
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_em import blas_info, make_data  # noqa: E402
 
-from explorer.core import em_gmm, vb_dpgmm  # noqa: E402
+from explorer.core.mixtures import em_gmm, vb_dpgmm  # noqa: E402
 
 CASES = [(506, 13, 15), (20_000, 10, 10)]  # Boston's size with the thesis's truncation; a larger one
 QUICK = [(506, 13, 15)]

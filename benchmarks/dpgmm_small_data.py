@@ -61,7 +61,7 @@ class _ShrunkPrior(DPGMMImputer):
     """The data-scaled prior divided by K^(2/D) (GaussianMixtureImputer's rule), through the core's W0."""
 
     def _fit_setup(self, Xn, missing, columns, config):
-        from explorer.core import vb_dpgmm
+        from explorer.core.mixtures import vb_dpgmm
 
         data, config, context = super()._fit_setup(Xn, missing, columns, config)
         prior = vb_dpgmm.resolve_prior(data, config)

@@ -10,7 +10,7 @@ P is the number of distinct missingness patterns (what the E-step factorises onc
 One BLAS thread: on a busy machine OpenBLAS's thread wake-ups dominate these small matrix calls
 (measured 3-10x slower per iteration with the default threads on 2 shared cores).
 Rows with D >= 100 time DPGMMImputer only: GaussianMixtureImputer's default prior first fits one
-Gaussian by up to 500 EM steps (:func:`explorer.core.em_gmm.data_moments`), 77 s at N=500, D=100,
+Gaussian by up to 500 EM steps (:func:`explorer.core.mixtures.em_gmm.data_moments`), 77 s at N=500, D=100,
 90 % missing, before its first iteration.
 """
 

@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorer.core import cpt_v as C  # noqa: E402
-from explorer.core import dp_cpt_v as DP  # noqa: E402
-from explorer.core.ratings_data import prepare  # noqa: E402
+from explorer.core.discrete import cpt_v as C  # noqa: E402
+from explorer.core.discrete import dp_cpt_v as DP  # noqa: E402
+from explorer.core.discrete.ratings_data import prepare  # noqa: E402
 
 MU = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
 DIGEST_EM = [0.093, 0.303, 0.526, 0.697, 0.897]

@@ -4,13 +4,13 @@ Protocol (chosen here; the thesis has no such experiment, it motivates it: diges
 missingness biases the MAR estimates):
 
 * **Real data** (``explorer.datasets``): for every repetition, one column of the complete data set is made
-  self-masking NMAR with :func:`explorer.core.tabular_mechanisms.self_masking` (``rate`` expected missing
+  self-masking NMAR with :func:`explorer.core.missingness.tabular_mechanisms.self_masking` (``rate`` expected missing
   fraction, ``strength`` on the standardised value: P(missing) = sigmoid(a + strength * z), so large values are
   hidden); the other columns stay complete. The mean of that column is then estimated by
 
   - complete case: the mean of its observed values;
-  - MAR GMM EM: :mod:`explorer.core.em_gmm` with K full-covariance components, the fitted mixture mean;
-  - selection model: :mod:`explorer.core.gaussian_selection` with the same K, the fitted mixture mean.
+  - MAR GMM EM: :mod:`explorer.core.mixtures.em_gmm` with K full-covariance components, the fitted mixture mean;
+  - selection model: :mod:`explorer.core.mixtures.gaussian_selection` with the same K, the fitted mixture mean.
 
   The truth is the mean of the complete column. Mean +- 1 standard error (sd / sqrt(repeats), sd with n - 1) of
   the estimate, its bias and RMSE over the repetitions, and the fitted slope b next to the mechanism's
@@ -44,9 +44,9 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core import em_gmm  # noqa: E402
-from explorer.core import gaussian_selection as gs  # noqa: E402
-from explorer.core.tabular_mechanisms import self_masking  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
+from explorer.core.mixtures import gaussian_selection as gs  # noqa: E402
+from explorer.core.missingness.tabular_mechanisms import self_masking  # noqa: E402
 from explorer.datasets import load_dataset  # noqa: E402
 
 SETTINGS = (

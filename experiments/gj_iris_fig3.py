@@ -48,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core.mechanisms import apply_mechanism  # noqa: E402
+from explorer.core.missingness.mechanisms import apply_mechanism  # noqa: E402
 from explorer.datasets import load_dataset  # noqa: E402
 from explorer.learn.joint import GaussianMixtureClassifier  # noqa: E402
 

@@ -22,7 +22,7 @@ markdown says whether the settings match). cRBM is trained on the training users
 cRBM/E-v on training + hold-out users (``ratings_data.stack``; training users first, so weak-generalisation
 predictions are its first rows). K in ``--K``; CD with the thesis's schedule (ceil(i/200) burn-in steps and
 samples) and weight decay 1e-4, but ``--iters`` CD iterations (default 200, thesis 1000: the time budget) and
-learning rate ``--lr`` (not given by the thesis). Scores: :func:`explorer.core.rating_world.score_split` (NMAE of
+learning rate ``--lr`` (not given by the thesis). Scores: :func:`explorer.core.discrete.rating_world.score_split` (NMAE of
 the median prediction, NDCG of each user's random items by the predictive mean); mean +- standard error over
 ``--repeats``.
 """
@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from explorer.core import crbm  # noqa: E402
-from explorer.core.rating_world import THESIS_S, score_split  # noqa: E402
-from explorer.core.ratings_data import stack  # noqa: E402
+from explorer.core.discrete import crbm  # noqa: E402
+from explorer.core.discrete.rating_world import THESIS_S, score_split  # noqa: E402
+from explorer.core.discrete.ratings_data import stack  # noqa: E402
 from marlin_rating_world import METRICS, _fmt, _mean_se, world_split  # noqa: E402
 
 MODELS = {"cRBM": "basic", "cRBM/E-v": "ev"}

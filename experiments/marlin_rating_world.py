@@ -14,11 +14,11 @@ public and the Jester protocol is itself a synthetic-missingness world, so this 
 
 Protocol (what the digest leaves open, and where this departs from it):
 
-* **World.** :func:`explorer.core.rating_world.make_rating_world`: ``--users`` users x ``--items`` items, V = 5,
+* **World.** :func:`explorer.core.discrete.rating_world.make_rating_world`: ``--users`` users x ``--items`` items, V = 5,
   ``--clusters`` latent clusters (weights ~ Dir(10), per-cluster per-item rating distributions ~ Dir(0.3)), the
   selection r ~ Bernoulli(mu_v(s)) with mu_v(s) = s (v - 3) + 0.5, s in {0, 0.0625, 0.125, 0.1875, 0.25}. A new
   world for every (s, repeat).
-* **Split.** :func:`explorer.core.rating_world.split_protocol`: ``--random-items`` random test items per user
+* **Split.** :func:`explorer.core.discrete.rating_world.split_protocol`: ``--random-items`` random test items per user
   (Jester: 1; Yahoo: 10 of 1000; 4 of 20 here so that NDCG over a user's random items means something), one
   user-selected test item, observed = the other selected ratings; ``--test-users`` test users (strong
   generalisation), ``--holdout-users`` hold-out users for CPT-v+, the rest training users; users with no observed
@@ -33,7 +33,7 @@ Protocol (what the digest leaves open, and where this departs from it):
   ``--sweeps`` sweeps, ``--burn-in``, every ``--thin``-th kept (thesis: 1000 / 100 / 10; reduced to fit the time
   budget). A model whose module is missing or fails is
   reported as such. "Oracle" is the eq. 5.4.24 predictive at the world's true parameters (a floor, not a model).
-* **Scores.** :func:`explorer.core.rating_world.score_split`: NMAE of the median prediction, normalised by
+* **Scores.** :func:`explorer.core.discrete.rating_world.score_split`: NMAE of the median prediction, normalised by
   E[MAE] of uniform guessing against uniform ratings (1.6 for V = 5), weak (training users' test items) and strong
   (test users, inferred from their observed ratings and r) x random / user-selected items; NDCG (eq. 5.8.1,
   predictive mean, ties averaged) over each user's random items. Mean +- standard error over ``--repeats``.
@@ -55,7 +55,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core.rating_world import THESIS_S, make_rating_world, score_split, split_protocol  # noqa: E402
+from explorer.core.discrete.rating_world import THESIS_S, make_rating_world, score_split, split_protocol  # noqa: E402
 
 METRICS = ("nmae_weak_random", "nmae_weak_user", "nmae_strong_random", "nmae_strong_user",
            "ndcg_weak_random", "ndcg_strong_random")
@@ -95,12 +95,12 @@ def fit_model(name: str, split, world, args, rng):
     K = args.components
     train, test = split.train, split.test
     if name == "MM":
-        cm = importlib.import_module("explorer.core.categorical_mixture")
+        cm = importlib.import_module("explorer.core.discrete.categorical_mixture")
         r = cm.fit(train, cm.CategoricalConfig(n_components=K, max_iter=args.max_iter, tol=1e-8), rng)
         return cm.predict_proba(r.state, train), cm.predict_proba(r.state, test), {"n_iter": r.n_iter,
                                                                                      "stop": r.stop_reason}
     if name in ("MM/CPT-v", "MM/CPT-v+", "Oracle"):
-        cpt_v = importlib.import_module("explorer.core.cpt_v")
+        cpt_v = importlib.import_module("explorer.core.discrete.cpt_v")
         if name == "Oracle":
             cfg = cpt_v.CPTvConfig(n_components=world.weights.size)
             st = cpt_v.init_from_parameters(train, cfg, world.weights, world.probs, world.mu)
@@ -112,7 +112,7 @@ def fit_model(name: str, split, world, args, rng):
     if name == "MM/Logit-vd":
         lv = _module("logit_vd")
         if lv is None:
-            raise ImportError("explorer.core.logit_vd is not available")
+            raise ImportError("explorer.core.discrete.logit_vd is not available")
         cfg_cls = next(getattr(lv, c) for c in dir(lv) if c.endswith("Config"))
         r = lv.fit(train, cfg_cls(n_components=K, max_iter=args.max_iter), rng)
         state = getattr(r, "state", r)
@@ -123,7 +123,7 @@ def fit_model(name: str, split, world, args, rng):
     if name == "DP":
         dpm = _module("dp_multinomial")
         if dpm is None:
-            raise ImportError("explorer.core.dp_multinomial is not available")
+            raise ImportError("explorer.core.discrete.dp_multinomial is not available")
         s = dpm.fit(train, dpm.DPMultinomialConfig(), rng, n_sweeps=args.sweeps, burn_in=args.burn_in,
                     thin=args.thin)
         return dpm.predict_proba(s, train, training=True), dpm.predict_proba(s, test, training=False), {
@@ -131,10 +131,10 @@ def fit_model(name: str, split, world, args, rng):
     if name in ("DP/CPT-v", "DP/CPT-v+"):
         dpc = _module("dp_cpt_v")
         if dpc is None:
-            raise ImportError("explorer.core.dp_cpt_v is not available")
+            raise ImportError("explorer.core.discrete.dp_cpt_v is not available")
         mu_fixed = None
         if name.endswith("+"):
-            mu_fixed = tuple(_mu_plus(importlib.import_module("explorer.core.cpt_v"), split))
+            mu_fixed = tuple(_mu_plus(importlib.import_module("explorer.core.discrete.cpt_v"), split))
         cfg = dpc.DPCPTvConfig(mu_fixed=mu_fixed)
         start = dpc.init(train, cfg, rng, n_clusters=args.dp_start_clusters)
         s = dpc.fit(train, cfg, rng, n_sweeps=args.sweeps, burn_in=args.burn_in, thin=args.thin, state=start)

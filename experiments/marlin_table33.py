@@ -12,7 +12,7 @@ Protocol (digest section 2.5; Appendix A errata applied):
 * Data distribution P(x = 00, 01, 10, 11) = (a, b, c, d) = (0.1, 0.1, 0.7, 0.1), so P(X1 = 1) = c + d = 0.8.
 * Table 3.1 MAR mechanism: alpha = 0.1, delta = 0.1, gamma = 0.2, beta = 0.1 + 0.05 t for t = 1..10 and
   **lambda = 0.2** (not stated in the thesis; it must be <= 0.3 for the table to stay valid at t = 10).
-* For each t: N cases drawn case by case (:func:`explorer.core.mar_table.sample`), repeated; per repeat the
+* For each t: N cases drawn case by case (:func:`explorer.core.missingness.mar_table.sample`), repeated; per repeat the
   factorised estimate theta_{1,1} (eq. 3.4.2) and the EM estimate of P(X1 = 1) from the full joint (eq. 3.4.5 with
   the C0 term of the erratum, uniform start, run until the per-case log-likelihood change is below 1e-12).
 * The first column is 10 (beta - delta) (erratum: the thesis prints it as "beta - delta").
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core import mar_table as mt  # noqa: E402
+from explorer.core.missingness import mar_table as mt  # noqa: E402
 
 JOINT = (0.1, 0.1, 0.7, 0.1)
 ALPHA, DELTA, GAMMA, LAM = 0.1, 0.1, 0.2, 0.2

@@ -9,7 +9,7 @@ Writes ``results/marlin_table61.{md,json}`` (``--quick``: ``*_quick``).
 
 Protocol (digest section 6.4; what it leaves open, and where this departs from it):
 
-* **Data.** :mod:`explorer.core.synthetic_classification`: Simple, Mix, Overlap; 100 rows per class for training
+* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap; 100 rows per class for training
   and 200 per class for testing; every row misses x1, x2 or nothing with probability 1/3 each (MCAR). Mix class-B
   weights equal (not given in the thesis). The thesis reports one draw; we repeat over ``--seeds`` data seeds and
   report mean +- standard error.
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
-from explorer.core.synthetic_classification import make_dataset  # noqa: E402
+from explorer.core.classifiers.synthetic_classification import make_dataset  # noqa: E402
 from explorer.learn.discriminant import LDAFAClassifier  # noqa: E402
 
 DATASETS = ("simple", "mix", "overlap")
@@ -119,7 +119,7 @@ def markdown(summary, rows, args, command, seconds):
         f"Command: `{command}` ({seconds / 60:.1f} min on {platform.machine()}, Python {platform.python_version()}).",
         "",
         f"Protocol: see the docstring of `experiments/marlin_table61.py`. Simple, Mix, Overlap from "
-        f"`explorer.core.synthetic_classification` (100/class train, 200/class test, MCAR patterns [1,1], [0,1], "
+        f"`explorer.core.classifiers.synthetic_classification` (100/class train, 200/class test, MCAR patterns [1,1], [0,1], "
         f"[1,0] with probability 1/3 each), Q = 1, {args.seeds} data seeds; Dis: lambda by {args.folds}-fold CV "
         f"(log loss) over {list(LAMBDAS)} with {args.cv_iter} L-BFGS iterations per CV fit, then refit with at "
         f"most {args.max_iter} iterations. Entries: test log loss and error %, mean ± standard error over the seeds; "

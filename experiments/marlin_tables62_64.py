@@ -9,7 +9,7 @@ Writes ``results/marlin_tables62_64.{md,json}`` (``--quick``: ``*_quick``).
 
 Protocol (digest section 6.4; what it leaves open, and where this departs from it):
 
-* **Data.** :mod:`explorer.core.synthetic_classification`: Simple, Mix, Overlap (Table 6.2) and XOR (Tables 6.3,
+* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap (Table 6.2) and XOR (Tables 6.3,
   6.4), 100 rows per class for training and 200 per class for testing, each row missing x1 or x2 or nothing with
   probability 1/3 each (MCAR). Mix class-B weights equal (not given). The thesis reports one draw; we repeat the
   whole experiment over several data seeds and report mean +- standard error.
@@ -55,7 +55,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold  # noqa: E402
 from sklearn.neural_network import MLPClassifier  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from explorer.core.synthetic_classification import make_dataset  # noqa: E402
+from explorer.core.classifiers.synthetic_classification import make_dataset  # noqa: E402
 from explorer.fa_imputers import MFAImputer  # noqa: E402
 from explorer.learn.kernel_logistic import KernelLogisticRegression  # noqa: E402
 from explorer.learn.treatments import BestOfRestarts, MissingInputClassifier  # noqa: E402

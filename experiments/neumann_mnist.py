@@ -18,13 +18,13 @@ Protocol (antypas2023 digest §2, §4, §5.1; the choices the document leaves op
   the complete training images only (as in the thesis). **l is tuned on the validation split**
   (the grid value with the lowest mean missing-pixel error), never on the test set: the thesis
   chose l on the test set (its erratum). The thesis's own l (100 for A, 300 for B) is reported too.
-* **Masks** (one draw per image, ``explorer.core.mechanisms``): R random pixels p = 0.5; Q one
+* **Masks** (one draw per image, ``explorer.core.missingness.mechanisms``): R random pixels p = 0.5; Q one
   random quarter (14 x 14); H the top half; S one random 10 x 10 square.
 * **A.** PPCA (closed form) with the smallest q explaining 90 % of the training variance; encoders
-  MI, FCA, SCA, exact and NSA(l) (``explorer.core.neumann``).
-* **B.** A mixture of two PPCAs, q = 100 (EM from k-means, ``explorer.core.mfa``), and a single
+  MI, FCA, SCA, exact and NSA(l) (``explorer.core.factor.neumann``).
+* **B.** A mixture of two PPCAs, q = 100 (EM from k-means, ``explorer.core.factor.mfa``), and a single
   PPCA q = 100 as the "standard" baseline; the exact mixture encoding and NSA-M(l)
-  (``explorer.core.mfa_neumann``, corrected signs). The **main number is the responsibility-weighted
+  (``explorer.core.factor.mfa_neumann``, corrected signs). The **main number is the responsibility-weighted
   imputation**; the thesis's "minimum over the two components" is reported as an **oracle** (it
   looks at the ground truth).
 * **Errors.** Per image, the mean squared error over the missing pixels (main) and over all pixels
@@ -61,10 +61,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from explorer.core import factor_analysis as fa  # noqa: E402
-from explorer.core import mfa, mfa_neumann, neumann  # noqa: E402
-from explorer.core.gaussian import LOG_2PI  # noqa: E402
-from explorer.core.mechanisms import image_half, image_quarter, image_square, random_pixels  # noqa: E402
+from explorer.core.factor import factor_analysis as fa  # noqa: E402
+from explorer.core.factor import mfa, mfa_neumann, neumann  # noqa: E402
+from explorer.core.gaussians.gaussian import LOG_2PI  # noqa: E402
+from explorer.core.missingness.mechanisms import image_half, image_quarter, image_square, random_pixels  # noqa: E402
 from explorer.datasets import MNIST_SHAPE, load_dataset  # noqa: E402
 
 L_GRID = (1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000)

@@ -25,11 +25,11 @@ _LAZY: dict[str, str] = {
     "load_dataset": "explorer.datasets",
     "list_datasets": "explorer.datasets",
     "IncompleteData": "explorer.core.data",
-    "ConditionalMixture": "explorer.core.conditional",
-    "NIWPrior": "explorer.core.em_gmm",
-    "ComponentCollapseWarning": "explorer.core.em_gmm",
-    "IterationInfo": "explorer.core._loop",
-    "FitInterruptedWarning": "explorer.core._loop",
+    "ConditionalMixture": "explorer.core.gaussians.conditional",
+    "NIWPrior": "explorer.core.mixtures.em_gmm",
+    "ComponentCollapseWarning": "explorer.core.mixtures.em_gmm",
+    "IterationInfo": "explorer.core.loop",
+    "FitInterruptedWarning": "explorer.core.loop",
     "evaluate": "explorer.evaluation",
     "held_out_scorer": "explorer.evaluation",
     "TransformedImputer": "explorer.transforms",
@@ -43,13 +43,13 @@ _LAZY: dict[str, str] = {
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
-    from explorer.core.conditional import ConditionalMixture
+    from explorer.core.gaussians.conditional import ConditionalMixture
     from explorer.core.data import IncompleteData
     from explorer.datasets import list_datasets, load_dataset
     from explorer.dp_imputer import DPGMMImputer
     from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
-    from explorer.core._loop import FitInterruptedWarning, IterationInfo
-    from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
+    from explorer.core.loop import FitInterruptedWarning, IterationInfo
+    from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
     from explorer.evaluation import evaluate, held_out_scorer
     from explorer.export import export_imputations, load_model, save_model
     from explorer.imputers import GaussianMixtureImputer, amputate

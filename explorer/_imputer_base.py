@@ -17,7 +17,7 @@ coordinates kept; an IncompleteData comes back with no missing entry); ``sample`
 
 No NaN or infinity leaves ``transform``, ``sample``, ``score_samples`` or ``regress``: values
 beyond ``±1e100`` are refused with a clear error (the models square them), and a result that is
-not finite anyway raises :class:`~explorer.core._validation.BadInputError` naming the rows.
+not finite anyway raises :class:`~explorer.core.validation.BadInputError` naming the rows.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from explorer._progress import FitInterruptedWarning, FitProgress, check_progress_params
-from explorer.core._validation import (
+from explorer.core.validation import (
     BadInputError,
     as_float_matrix,
     check_incomplete,
@@ -39,15 +39,15 @@ from explorer.core._validation import (
     check_no_empty_rows,
     column_label,
 )
-from explorer.core.conditional import regression
+from explorer.core.gaussians.conditional import regression
 from explorer.core.data import IncompleteData
-from explorer.core.gaussian import (
+from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
     observed_diagonal,
     observed_gaussian,
     precision_and_logdet,
 )
-from explorer.core.patterns import group_patterns
+from explorer.core.gaussians.patterns import group_patterns
 
 _EMPTY_ROWS = ("raise", "marginal")
 

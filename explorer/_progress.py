@@ -1,9 +1,9 @@
 """Progress of a long fit: the ``callback`` and ``progress`` parameters of every imputer.
 
-Every imputer's ``fit`` is a loop over its algorithm's ``step`` (:func:`explorer.core._loop.run_restarts`).
+Every imputer's ``fit`` is a loop over its algorithm's ``step`` (:func:`explorer.core.loop.run_restarts`).
 :class:`FitProgress` is the monitor an imputer hands to that loop: after every iteration it
 
-* calls the user's ``callback(info)`` with an :class:`~explorer.core._loop.IterationInfo` (a frozen
+* calls the user's ``callback(info)`` with an :class:`~explorer.core.loop.IterationInfo` (a frozen
   record: ``restart``, ``n_restarts``, ``iteration``, ``max_iter``, ``objective``, ``change``,
   ``elapsed``); the callback ends the fit cleanly by raising ``StopIteration`` (its return value is
   ignored, as in :func:`scipy.optimize.minimize`);
@@ -12,7 +12,7 @@ Every imputer's ``fit`` is a loop over its algorithm's ``step`` (:func:`explorer
 
 It is interruptible: a ``KeyboardInterrupt`` during the loop (Ctrl-C, a notebook's stop button)
 keeps the best state reached so far (the estimator is fitted with it, ``stop_reason_ ==
-"interrupted"``, a :class:`~explorer.core._loop.FitInterruptedWarning`); before the first complete
+"interrupted"``, a :class:`~explorer.core.loop.FitInterruptedWarning`); before the first complete
 iteration it propagates and the estimator stays as it was.
 """
 
@@ -23,8 +23,8 @@ import time
 
 import numpy as np
 
-from explorer.core._loop import FitInterruptedWarning, IterationInfo, LoopMonitor
-from explorer.core._validation import BadInputError
+from explorer.core.loop import FitInterruptedWarning, IterationInfo, LoopMonitor
+from explorer.core.validation import BadInputError
 
 __all__ = ["FitInterruptedWarning", "FitProgress", "IterationInfo", "check_progress_params"]
 

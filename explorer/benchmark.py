@@ -2,7 +2,7 @@
 
 Pipeline of one job (garriga2017 §2.3), for a data set x mechanism x rate x repetition x method:
 
-1. amputate the complete data with :func:`~explorer.core.mechanisms.apply_mechanism` (the mask
+1. amputate the complete data with :func:`~explorer.core.missingness.mechanisms.apply_mechanism` (the mask
    depends on data set, mechanism, rate, repetition and ``seed`` only, so every method of a
    repetition sees the same mask);
 2. standardise every non-binary column with its **observed** entries (``ddof=0``);
@@ -36,11 +36,11 @@ import numpy as np
 import pandas as pd
 
 from explorer._workers import as_done, worker_pool
-from explorer.core import em_gmm, vb_dpgmm
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture
+from explorer.core.mixtures import em_gmm, vb_dpgmm
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.data import IncompleteData, standardize
-from explorer.core.mechanisms import apply_mechanism, get_mechanism
+from explorer.core.missingness.mechanisms import apply_mechanism, get_mechanism
 from explorer.core.metrics import gaussian_nll, interval_coverage, nrmse, pfc, rmse
 
 __all__ = [
@@ -143,7 +143,7 @@ def _gaussian_factory(X, missing, weights, means, covariances, full=None):
 
 def _student_t_factory(X, missing, state):
     """``keep -> StudentTConditionalMixture``: marginals of a multivariate t keep its dof."""
-    from explorer.core.conditional_t import StudentTConditionalMixture, normal_wishart_predictive
+    from explorer.core.gaussians.conditional_t import StudentTConditionalMixture, normal_wishart_predictive
 
     loc, scales, dof = normal_wishart_predictive(state.means, state.beta, state.nu, state.scatter)
 
@@ -305,7 +305,7 @@ _REGISTRY = (
            "Thesis: N(0,1) for every entry. Here the binary column (left 0/1) gets N(p, p(1-p)) with p its "
            "observed frequency, so its point rounds to the majority class instead of 0."),
     Method("poigmm", _poigmm("principled"), "mixture",
-           "Variational DP-GMM (explorer.core.vb_dpgmm), principled Normal-Wishart update; conditional mixture.",
+           "Variational DP-GMM (explorer.core.mixtures.vb_dpgmm), principled Normal-Wishart update; conditional mixture.",
            "Author's code (§1.9): sklearn 0.18 BayesianGaussianMixture subclass, K=15, n_init=5, random init, "
            "max_iter=100, tol=1e-3; same settings here, but with the corrected E-step (observed-block "
            "log-determinant, no |o_n| bug) and the NLL scores only the numeric missing block (no log|p-v| term). nll_t: the Student-t "

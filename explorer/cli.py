@@ -359,7 +359,7 @@ def _check_columns(transforms, data) -> None:
         return
     import numpy as np
 
-    from explorer.core._validation import BadInputError, column_label
+    from explorer.core.validation import BadInputError, column_label
     from explorer.transforms import _resolve
 
     columns = [str(c) for c in data.columns]
@@ -576,7 +576,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help / --version (0) or a usage error (2), already printed
         return int(exc.code or 0)
-    from explorer.core._validation import BadInputError
+    from explorer.core.validation import BadInputError
 
     stages = ("read", "fit", "impute", "write") if args.command == "impute" else ("read", "score", "write")
     progress = _Stages(stages, enabled=not getattr(args, "quiet", False))

@@ -1,17 +1,17 @@
 r"""EM for Gaussian mixtures with missing values on data larger than memory (Dask).
 
 Every EM iteration is one pass over the row blocks of a Dask array: each block computes its
-expected sufficient statistics at the current parameters (:func:`explorer.core.suffstats.estep_statistics`,
+expected sufficient statistics at the current parameters (:func:`explorer.core.mixtures.suffstats.estep_statistics`,
 about the shift = the current means, with ``group_patterns`` of the block's missingness), the
 statistics of the blocks are summed by a tree reduction (``+``), and the M-step
-(:func:`explorer.core.suffstats.m_step`) runs on the sum in the calling process. The observed-data
+(:func:`explorer.core.mixtures.suffstats.m_step`) runs on the sum in the calling process. The observed-data
 log-likelihood of the current parameters comes with the statistics, so the trace and the stopping
-rule (per-row change of the objective below ``tol``, as in :func:`explorer.core.em_gmm.fit`) cost
+rule (per-row change of the objective below ``tol``, as in :func:`explorer.core.mixtures.em_gmm.fit`) cost
 no extra pass. Only the parameters (K x D x D numbers) and the statistics travel; a worker holds
 one block at a time plus its E-step (about ``(K + 3) x`` the block's bytes).
 
-Result: the same iterates as the in-memory EM (:func:`explorer.core.em_gmm.init_from_parameters`
-then :func:`~explorer.core.em_gmm.step`) on the same data from the same initial parameters, up to
+Result: the same iterates as the in-memory EM (:func:`explorer.core.mixtures.em_gmm.init_from_parameters`
+then :func:`~explorer.core.mixtures.em_gmm.step`) on the same data from the same initial parameters, up to
 floating-point summation order (tested to 1e-10 relative). Rows with nothing observed are skipped
 by the fit (as in memory) and imputed from the mixture mean.
 
@@ -33,7 +33,7 @@ Defaults (and why they differ from :class:`~explorer.imputers.GaussianMixtureImp
 * ``prior=None`` (maximum likelihood). ``prior="auto"`` works but needs the data's mean and
   covariance: like the in-memory fit it computes them by a one-component EM (K = 1) on the whole
   data, on Dask, which costs up to 100 extra passes (typically 10-40 on gappy data; one pass when
-  nothing is missing). An :class:`~explorer.core.em_gmm.NIWPrior` with ``mean`` and ``scale`` given
+  nothing is missing). An :class:`~explorer.core.mixtures.em_gmm.NIWPrior` with ``mean`` and ``scale`` given
   needs none.
 * Initialisation: k-means (``init``) on a reproducible random sample of ``n_sample=10_000`` rows
   (drawn with ``random_state``, read with one pass), or the given ``init_params``. One start
@@ -59,12 +59,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer._progress import FitProgress, check_progress_params
-from explorer.core import em_gmm
-from explorer.core._loop import run_restarts
-from explorer.core._validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
-from explorer.core.gaussian import DegenerateCovarianceError
-from explorer.core.patterns import group_patterns
-from explorer.core.suffstats import SufficientStatistics, estep_statistics, m_step
+from explorer.core.mixtures import em_gmm
+from explorer.core.loop import run_restarts
+from explorer.core.validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.mixtures.suffstats import SufficientStatistics, estep_statistics, m_step
 
 __all__ = ["DaskEMResult", "SAMPLE_ROWS", "as_dask_array", "fit", "impute"]
 
@@ -576,7 +576,7 @@ _MOMENT_STEPS = 100  # as em_gmm.data_moments
 
 
 def _moments(arr, summary: _Summary, reg_covar: float, scheduler):
-    """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.em_gmm.data_moments`, on Dask."""
+    """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.mixtures.em_gmm.data_moments`, on Dask."""
     var = summary.m2 / summary.count + reg_covar
     means, covs = summary.mean[None].copy(), np.diag(var)[None]
     any_missing = bool(np.any(summary.count < summary.n_rows))
@@ -634,7 +634,7 @@ def fit(X, n_components: int, *, covariance_type: str = "full", max_iter: int = 
     n_components : int
     covariance_type : {"full", "diag"}
     max_iter, tol, reg_covar
-        As :class:`explorer.core.em_gmm.EMConfig` (stop when the objective changes by less than ``tol``
+        As :class:`explorer.core.mixtures.em_gmm.EMConfig` (stop when the objective changes by less than ``tol``
         per fitted row).
     prior : None, "auto", "fraley-raftery" or NIWPrior, default None
         None: maximum likelihood. "auto" needs a one-component EM on Dask for the data moments (see the

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Scikit-learn style imputer built on the variational Dirichlet-process Gaussian mixture.
 
 :class:`DPGMMImputer` fits the truncated stick-breaking variational DP mixture of
-:mod:`explorer.core.vb_dpgmm` (the POIGMM of Garriga Alonso 2017) directly on the incomplete
+:mod:`explorer.core.mixtures.vb_dpgmm` (the POIGMM of Garriga Alonso 2017) directly on the incomplete
 data and imputes from the "semi-Bayesian" plug-in density (the ``garriga2017`` reference digest, §1.6):
 :math:`\\hat\\mu_k = m_k`, :math:`\\hat\\Sigma_k = \\Psi_k/\\nu_k` and, per row, component weights
 either predictive, :math:`\\propto E_q[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigma_k^{oo})` (the
@@ -26,10 +26,10 @@ import dataclasses
 import numpy as np
 
 from explorer._imputer_base import _MixtureImputerBase
-from explorer.core import vb_dpgmm
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import (
+from explorer.core.mixtures import vb_dpgmm
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
@@ -70,7 +70,7 @@ class DPGMMImputer(_MixtureImputerBase):
         survive (12-15 of 15 on wine and hepatitis) and intervals under-cover (see
         ``results/dpgmm_small_data.md``).
     update : {"principled", "thesis"}, default "principled"
-        Update of the Normal-Wishart factors (see :mod:`explorer.core.vb_dpgmm`).
+        Update of the Normal-Wishart factors (see :mod:`explorer.core.mixtures.vb_dpgmm`).
     responsibilities : {"corrected", "thesis", "augmented"}, default "corrected"
         Form of the expected log-likelihood in the responsibility update.
     weights : {"predictive", "responsibilities"}, default "predictive"
@@ -316,7 +316,7 @@ class DPGMMImputer(_MixtureImputerBase):
 
         Integrates the Normal-Wishart posterior instead of plugging in its means: each component is
         a multivariate t with :math:`\nu_k + 1 - D` degrees of freedom (see
-        :mod:`explorer.core.conditional_t`), so values far from the bulk keep a finite, graded
+        :mod:`explorer.core.gaussians.conditional_t`), so values far from the bulk keep a finite, graded
         log-density, the fix the POIGMM thesis names for its log-likelihood overflow. Row weights
         are predictive: :math:`\propto E[\pi_k]\,\mathrm{St}(x^o \mid \ldots)`.
 

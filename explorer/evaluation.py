@@ -1,7 +1,7 @@
 """Evaluate imputers on data with their own gaps, by hiding observed entries.
 
 Real incomplete data have no truth at their missing entries, so an imputer is scored on
-entries it *could* have seen: a mechanism of :mod:`explorer.core.mechanisms` hides a share of
+entries it *could* have seen: a mechanism of :mod:`explorer.core.missingness.mechanisms` hides a share of
 the **observed** entries (:func:`hide_observed`), the imputer is fitted on and imputes the data
 with both kinds of gap, and the hidden entries are scored against their known values.
 
@@ -32,7 +32,7 @@ Metrics (over the set H of hidden entries, x the true value, x̂ the imputation)
     in the data's units; a mixture's marginal is a 1-D mixture, not a Gaussian.
 
 ``coverage`` and ``nll`` need a predictive distribution: they are computed for estimators with a
-``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.conditional.ConditionalMixture`,
+``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.gaussians.conditional.ConditionalMixture`,
 its Student-t variant, the factor-analysis conditionals) and are **NaN** for any other
 imputer (scikit-learn's SimpleImputer, IterativeImputer, KNNImputer, ...), which only get the
 point metrics.
@@ -50,9 +50,9 @@ from scipy.special import logsumexp
 
 from explorer._imputer_base import _rng
 from explorer.core import metrics as _metrics
-from explorer.core._mask_helpers import emptied
-from explorer.core._validation import BadInputError, as_float_matrix
-from explorer.core.mechanisms import MaskResult, apply_mechanism
+from explorer.core.missingness._mask_helpers import emptied
+from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.core.missingness.mechanisms import MaskResult, apply_mechanism
 
 __all__ = ["METRICS", "observed_scale", "hide_observed", "entry_logpdf", "imputation_scores", "evaluate", "summarize", "held_out_scorer"]
 
@@ -130,7 +130,7 @@ def entry_logpdf(cond, truth, hidden) -> np.ndarray:
 
     ``cond`` is the conditional of an imputer on the data with the entries hidden (hidden
     entries are missing in it). Exact per-entry marginals for
-    :class:`~explorer.core.conditional.ConditionalMixture` (a 1-D Gaussian mixture),
+    :class:`~explorer.core.gaussians.conditional.ConditionalMixture` (a 1-D Gaussian mixture),
     ``StudentTConditionalMixture`` (a 1-D t mixture), ``FAConditional`` (Gaussian) and
     ``MFAConditional`` (a Gaussian mixture), ``TransformedConditional`` of
     :class:`~explorer.transforms.TransformedImputer` (the 1-D mixture of the transformed scale at
@@ -138,9 +138,9 @@ def entry_logpdf(cond, truth, hidden) -> np.ndarray:
     other object with ``mean()`` and ``variance()`` is scored as a Gaussian with that mean and
     variance.
     """
-    from explorer.core.conditional import ConditionalMixture
-    from explorer.core.conditional_t import StudentTConditionalMixture, log_student_t
-    from explorer.core.fa_conditional import MFAConditional
+    from explorer.core.gaussians.conditional import ConditionalMixture
+    from explorer.core.gaussians.conditional_t import StudentTConditionalMixture, log_student_t
+    from explorer.core.factor.fa_conditional import MFAConditional
 
     ri, ci = np.nonzero(hidden)
     x = np.asarray(truth, dtype=np.float64)[ri, ci]
@@ -306,7 +306,7 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
     X : array-like, DataFrame or IncompleteData (n_samples, n_features)
         The data, NaN at its real gaps.
     mechanism : str, default "mcar"
-        A key of :data:`explorer.core.mechanisms.MECHANISMS`.
+        A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS`.
     rate : float, default 0.2
         Fraction of the observed entries to hide.
     n_repeats : int, default 5

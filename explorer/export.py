@@ -41,7 +41,7 @@ language can read; it is about 2.5 times the size of the binary arrays. Not save
 and its copy of the training data, used only by ``weights="responsibilities"`` on that data).
 :func:`load_model` only ever builds one of the four classes above from numbers and strings: an
 unknown class, format version, parameter or attribute, or arrays of the wrong shape are refused
-with a :class:`~explorer.core._validation.BadInputError`.
+with a :class:`~explorer.core.validation.BadInputError`.
 
 A fitted :class:`~explorer.transforms.TransformedImputer` (per-column log / logit transforms
 around one of the four) is saved in the same file format (same ``format`` and
@@ -77,7 +77,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "FORMATS",
@@ -381,7 +381,7 @@ _REQUIRED = {
 }
 _ATTR_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 # settings dataclasses (frozen, numbers and tuples only) that parameters / attributes may hold
-_SPEC_TYPES = {"NIWPrior": "explorer.core.em_gmm"}
+_SPEC_TYPES = {"NIWPrior": "explorer.core.mixtures.em_gmm"}
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_, "str": object}
 
 

@@ -1,9 +1,9 @@
 """Scikit-learn style imputers built on factor analysis / PPCA and on mixtures of factor analysers.
 
 * :class:`FactorAnalysisImputer` — one factor analyser (or PPCA) fitted by the exact EM with
-  missing data (:mod:`explorer.core.factor_analysis`);
+  missing data (:mod:`explorer.core.factor.factor_analysis`);
 * :class:`MFAImputer` — a mixture of factor analysers / PPCA fitted by EM on the incomplete data
-  (:mod:`explorer.core.mfa`).
+  (:mod:`explorer.core.factor.mfa`).
 
 Both impute with the conditional mean :math:`E[x^m \\mid x^o]` (``transform``). With
 ``solver="exact"`` the factor posterior of every row is solved exactly (one Cholesky factor per
@@ -24,13 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from explorer._imputer_base import _MixtureImputerBase
-from explorer.core import factor_analysis as fa
-from explorer.core import mfa, mfa_neumann, neumann
-from explorer.core._validation import BadInputError
-from explorer.core.fa_conditional import FAParams
-from explorer.core.mfa import MFAParams
-from explorer.core.mfa_neumann import MixtureEncoding
-from explorer.core.neumann import NeumannConfig
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.factor import mfa, mfa_neumann, neumann
+from explorer.core.validation import BadInputError
+from explorer.core.factor.fa_conditional import FAParams
+from explorer.core.factor.mfa import MFAParams
+from explorer.core.factor.mfa_neumann import MixtureEncoding
+from explorer.core.factor.neumann import NeumannConfig
 
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 
@@ -118,7 +118,7 @@ class _FactorImputerBase(_MixtureImputerBase):
         -------
         FAConditional or MFAConditional
             With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``
-            and ``to_mixture()`` (a dense :class:`~explorer.core.conditional.ConditionalMixture`).
+            and ``to_mixture()`` (a dense :class:`~explorer.core.gaussians.conditional.ConditionalMixture`).
         """
         arr = self._validate(X)  # NotFittedError before the model is read
         return self._core.conditional(self._model(), arr)
@@ -149,7 +149,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
     init : {"pca", "random"}, default "pca"
     update : {"px", "em"}, default "px"
         M-step: parameter-expanded EM (faster, same fixed points) or marlin2008's plain EM
-        (:data:`explorer.core.factor_analysis.UPDATES`).
+        (:data:`explorer.core.factor.factor_analysis.UPDATES`).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every

@@ -1,7 +1,7 @@
 """Histories of iterative fits as labelled :class:`xarray.Dataset` objects.
 
 The numerical core records one plain dictionary per iteration (see
-:func:`explorer.core.em_gmm.snapshot`); this module turns such a trace into a Dataset with
+:func:`explorer.core.mixtures.em_gmm.snapshot`); this module turns such a trace into a Dataset with
 dimensions ``iteration``, ``component``, ``feature`` and ``feature_`` (the second axis of a
 covariance), so that apps and notebooks can select, plot and save it.
 """
@@ -75,7 +75,7 @@ def vb_history(
     stop_reason: str | None = None,
     attrs: dict | None = None,
 ) -> xr.Dataset:
-    """Convert a variational DP-mixture trace (:func:`explorer.core.vb_dpgmm.snapshot` dicts) to a Dataset.
+    """Convert a variational DP-mixture trace (:func:`explorer.core.mixtures.vb_dpgmm.snapshot` dicts) to a Dataset.
 
     Parameters
     ----------

@@ -1,19 +1,19 @@
 """Scikit-learn style estimators for probabilistic imputation, and :func:`amputate`.
 
 :class:`GaussianMixtureImputer` fits a Gaussian mixture to data with missing values by EM
-(:mod:`explorer.core.em_gmm`, Ghahramani & Jordan 1994) and then uses the fitted density:
+(:mod:`explorer.core.mixtures.em_gmm`, Ghahramani & Jordan 1994) and then uses the fitted density:
 
 * ``transform``: single imputation by the conditional mean :math:`E[x^m \\mid x^o]`;
 * ``sample``: multiple imputation, draws from :math:`p(x^m \\mid x^o)`;
 * ``conditional``: the whole conditional mixture of every row
-  (:class:`~explorer.core.conditional.ConditionalMixture`: means, variances, intervals, densities);
+  (:class:`~explorer.core.gaussians.conditional.ConditionalMixture`: means, variances, intervals, densities);
 * ``score_samples`` / ``score``: observed-data log-likelihood per row / mean;
 * ``regress``: least-squares regression of some columns on others (Ghahramani & Jordan eq. 13).
 
 It follows the scikit-learn estimator rules (parameters stored untouched in ``__init__``,
 fitted attributes end with ``_``), so ``clone``, ``get_params``/``set_params``, ``Pipeline`` and
 ``GridSearchCV`` work. :func:`amputate` makes missing values in complete data with one of the
-registered mechanisms of :mod:`explorer.core.mechanisms`.
+registered mechanisms of :mod:`explorer.core.missingness.mechanisms`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import numpy as np
 
 from explorer._imputer_base import _EMPTY_ROWS, _MixtureImputerBase, _rng
 from explorer._progress import FitInterruptedWarning, IterationInfo
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError, as_float_matrix
-from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import StudentTConditionalMixture
-from explorer.core.em_gmm import ComponentCollapseWarning, NIWPrior
-from explorer.core._mask_helpers import emptied
-from explorer.core.mechanisms import apply_mechanism
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
+from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
+from explorer.core.missingness._mask_helpers import emptied
+from explorer.core.missingness.mechanisms import apply_mechanism
 
 _PREDICTIVE = ("auto", "student_t", "gaussian")
 
@@ -72,7 +72,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         shrink), ``"mean_impute"`` fits on the column-mean-filled matrix and its ``transform``
         returns the observed column means (the classical mean imputation); its ``sample``
         still draws from the mixture fitted on the mean-filled data.
-    prior : "auto", "fraley-raftery", None or explorer.core.em_gmm.NIWPrior, default "auto"
+    prior : "auto", "fraley-raftery", None or explorer.core.mixtures.em_gmm.NIWPrior, default "auto"
         ``"auto"``: MAP-EM with a data-scaled conjugate prior on every component, after Fraley &
         Raftery (2007): mean :math:`\\sim N(\\bar x, \\Sigma_k / 0.01)`, covariance :math:`\\sim`
         inverse-Wishart with D + 2 degrees of freedom whose mode is :math:`\\hat\\Sigma / K^{2/D}`
@@ -82,13 +82,13 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         mode is 2D + 4 times smaller (it under-covers; see ``results/coverage_prior.md``).
         ``None``: maximum likelihood (the fit before the prior existed; components can collapse on
         small data). An ``NIWPrior(mean=..., kappa=..., dof=..., scale=...)`` sets the prior's
-        fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.em_gmm`.
+        fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.mixtures.em_gmm`.
     predictive : {"auto", "student_t", "gaussian"}, default "auto"
         The conditional density :math:`p(x^m \\mid x^o)` that :meth:`conditional`, ``transform``
         (its mean), ``sample`` and the intervals use. ``"student_t"``: the posterior predictive of
         the MAP fit (each component's Normal-inverse-Wishart posterior integrated out, a Student-t
         with :math:`N_k + 3` degrees of freedom, wider for components fitted to few rows; see
-        :func:`explorer.core.em_gmm.posterior_predictive`); it needs a prior and full covariances.
+        :func:`explorer.core.mixtures.em_gmm.posterior_predictive`); it needs a prior and full covariances.
         ``"gaussian"``: the plug-in mixture of Gaussians at the fitted parameters. ``"auto"``:
         ``"student_t"`` when the fit has a prior and full covariances, ``"gaussian"`` otherwise.
     empty_rows : {"raise", "marginal"}, default "raise"
@@ -268,7 +268,7 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
     X : array-like or DataFrame of shape (n_samples, n_features)
         The data, NaN at the entries that are already missing. Never modified.
     mechanism : str, default "mcar"
-        A key of :data:`explorer.core.mechanisms.MECHANISMS` ("mcar", "mar_threshold",
+        A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS` ("mcar", "mar_threshold",
         "self_masking", "square", ...).
     rate : float or None, default 0.2
         Fraction of the **observed** entries to hide (about ``rate * n_observed`` new gaps, e.g.
@@ -292,7 +292,7 @@ def amputate(X, mechanism="mcar", rate=0.2, random_state=None, *, allow_empty="r
         The error gives the largest rate that empties nothing refused, for the same
         ``random_state`` (found by bisection on the same draws).
     return_info : bool, default False
-        Also return the :class:`~explorer.core.mechanisms.MaskResult` (``realised_rate``,
+        Also return the :class:`~explorer.core.missingness.mechanisms.MaskResult` (``realised_rate``,
         ``n_observed``, effective parameters).
     **params
         Parameters of the mechanism (e.g. ``target=1, control=0`` for "mar_threshold").

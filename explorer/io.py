@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from explorer.core._validation import BadInputError, NonNumericError
+from explorer.core.validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
 
 __all__ = [

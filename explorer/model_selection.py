@@ -147,7 +147,7 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     """
     from sklearn.base import clone
 
-    from explorer.core._validation import BadInputError
+    from explorer.core.validation import BadInputError
     from explorer.evaluation import _as_matrix, entry_logpdf, hide_observed
 
     if criterion not in CRITERIA:

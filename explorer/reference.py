@@ -10,7 +10,7 @@ the data of those figures. Every number of its tables is in
 column         meaning
 =============  ======================================================================================
 dataset        ``boston`` (BostonHousing) or ``ionosphere``
-mechanism      registry name (:mod:`explorer.core.mechanisms`): ``mcar`` = MCAR_total (Fig. A.4),
+mechanism      registry name (:mod:`explorer.core.missingness.mechanisms`): ``mcar`` = MCAR_total (Fig. A.4),
                ``mcar_rows`` = MCAR_rows (A.5), ``mar_rows`` = MAR_rows (A.3), ``nmar_lowest`` = NMAR,
                notebook "MNAR_rows" (A.2), ``nmar_random`` = NMAR_random, "MNAR_R_rows" (A.1)
 rate           requested missing rate r

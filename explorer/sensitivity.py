@@ -1,6 +1,6 @@
 """NMAR sensitivity analysis in one call: fit the Gaussian-mixture imputer, draw M imputations, delta-adjust, pool.
 
-:func:`sensitivity_analysis` is the library-level front of :mod:`explorer.core.sensitivity` (the
+:func:`sensitivity_analysis` is the library-level front of :mod:`explorer.core.missingness.sensitivity` (the
 pattern-mixture delta adjustment of van Buuren's *Flexible Imputation of Missing Data*, section 3.8;
 read that module's docstring for the method). It takes data with NaNs (array, DataFrame,
 DataArray or :class:`~explorer.core.data.IncompleteData`), fits
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer._imputer_base import _unwrap
-from explorer.core import sensitivity as core
-from explorer.core._validation import BadInputError, as_float_matrix
+from explorer.core.missingness import sensitivity as core
+from explorer.core.validation import BadInputError, as_float_matrix
 
 __all__ = ["SensitivityReport", "default_deltas", "draw_imputations", "resolve_column", "sensitivity_analysis"]
 
@@ -41,9 +41,9 @@ __all__ = ["SensitivityReport", "default_deltas", "draw_imputations", "resolve_c
 class SensitivityReport:
     """What :func:`sensitivity_analysis` returns.
 
-    ``result``: the core :class:`~explorer.core.sensitivity.SensitivityTable`; ``table``: the same as a
+    ``result``: the core :class:`~explorer.core.missingness.sensitivity.SensitivityTable`; ``table``: the same as a
     pandas DataFrame (one row per delta); ``tipping``: the
-    :class:`~explorer.core.sensitivity.TippingPoint` for ``reference`` (or None); ``imputations``
+    :class:`~explorer.core.missingness.sensitivity.TippingPoint` for ``reference`` (or None); ``imputations``
     (M, N, D) the unadjusted completed data sets; ``missing`` (N, D); ``columns`` the column names;
     ``label`` the estimate in words.
     """
@@ -138,7 +138,7 @@ def sensitivity_analysis(X, column, deltas=None, *, estimate="mean", mean_column
     level : float
         Coverage of the intervals.
     reference : float, optional
-        For the tipping point (:func:`explorer.core.sensitivity.tipping_point`): default 0 for a
+        For the tipping point (:func:`explorer.core.missingness.sensitivity.tipping_point`): default 0 for a
         coefficient, the unadjusted pooled estimate for a mean.
 
     Raises

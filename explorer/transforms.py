@@ -66,8 +66,8 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from explorer._imputer_base import _kind, _unwrap, _wrap, _wrap_draws
-from explorer.core._validation import BadInputError, as_float_matrix, check_level, column_label
-from explorer.core.conditional import ConditionalMixture
+from explorer.core.validation import BadInputError, as_float_matrix, check_level, column_label
+from explorer.core.gaussians.conditional import ConditionalMixture
 
 __all__ = [
     "BoundCrossingWarning",
@@ -384,7 +384,7 @@ class TransformedConditional:
     transformed data, pushed through the inverse transforms.
 
     Built by :meth:`TransformedImputer.conditional`. Methods mirror
-    :class:`~explorer.core.conditional.ConditionalMixture`: ``mean``, ``median``, ``variance``,
+    :class:`~explorer.core.gaussians.conditional.ConditionalMixture`: ``mean``, ``median``, ``variance``,
     ``interval``, ``sample``, ``logpdf``; observed entries are the input values.
     """
 
@@ -524,7 +524,7 @@ class TransformedConditional:
 
 
 def _mixture_quantile(W, M, S, q):
-    from explorer.core.conditional import _mixture_quantile as quantile
+    from explorer.core.gaussians.conditional import _mixture_quantile as quantile
 
     return quantile(W, M, S, q)
 

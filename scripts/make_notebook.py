@@ -89,7 +89,7 @@ Every iterative algorithm has the same shape, with immutable states, so apps can
 rewind it. Here we reproduce the remark of Ghahramani & Jordan's Fig. 1: with `y` missing whenever `x` is
 large (MAR), the maximum-likelihood mean of `y` lies above **every** observed `y`."""),
 code("""from explorer.core import em_gmm
-from explorer.core.mechanisms import apply_mechanism
+from explorer.core.missingness.mechanisms import apply_mechanism
 
 biv = load_dataset("ghahramani_bivariate", n_samples=100, random_state=1).truth
 mask = apply_mechanism(biv, "mar_threshold", 0.35, rng=np.random.default_rng(0), side="above")
@@ -239,7 +239,7 @@ code("""import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 from explorer import FactorAnalysisImputer, MFAImputer, amputate, load_dataset
-from explorer.core.mechanisms import apply_mechanism
+from explorer.core.missingness.mechanisms import apply_mechanism
 from explorer.datasets import image_shape
 
 threadpool_limits(1, user_api="blas")  # the products here are small: one BLAS thread is faster on a busy machine
@@ -307,11 +307,11 @@ full scale, where early-stopped NSA-M recovers the loss.
 
 ## 4. All encoders of one factor model: MI, FCA, SCA, exact, NSA(l)
 
-`explorer.core.neumann` has every encoder of antypas2023 for a fitted factor model (`FAParams`):
+`explorer.core.factor.neumann` has every encoder of antypas2023 for a fitted factor model (`FAParams`):
 mean imputation (no encoding), the full- and scaled-covariance approximations FCA and SCA, the exact
 posterior mean, and NSA with l terms; `reconstruct` decodes mu + W y and keeps the observed pixels."""),
 code("""from explorer.core import neumann
-from explorer.core.fa_conditional import FAParams
+from explorer.core.factor.fa_conditional import FAParams
 
 model = FAParams.from_arrays(ppca.mean_, ppca.loadings_, ppca.noise_variance_)
 methods = {"MI": {"method": "mean"}, "FCA": {"method": "fca"}, "SCA": {"method": "sca"}, "exact": {"method": "exact"}}
@@ -424,7 +424,7 @@ code("""import warnings
 
 import holoviews as hv
 import panel as pn
-from explorer.core import factor_analysis as fa_core, mfa as mfa_core
+from explorer.core.factor import factor_analysis as fa_core, mfa as mfa_core
 
 # inline: BokehJS and Panel's JS and CSS in the notebook itself, no CDN (works offline). HoloViews objects are shown
 # through pn.panel below: HoloViews' own display keeps Panel's stylesheets on the CDN even with inline=True.
@@ -500,14 +500,14 @@ nbf.write(fm, str(NOTEBOOKS / "factor_models.ipynb"))
 lw = nbf.v4.new_notebook()
 lw.cells = [md('# Learning predictors from incomplete data\n\nClassifiers and regressors whose training *and* test inputs have missing values: the joint-density models of\nGhahramani & Jordan (1994, sections 4.3-4.4) and the methods of Marlin (2008, chapter 6). Every estimator is a\nscikit-learn estimator that takes NaN in `X` (`fit`, `predict_proba`, `predict`, `score`; `clone`, `Pipeline`,\n`GridSearchCV`). The *Decision surfaces* and *Regression from the joint density* pages of the gallery show the same\nmodels live.')]
 lw.cells.append(md('## 1. A classifier trained on incomplete features (Ghahramani & Jordan, section 4.4)\n\n`GaussianMixtureClassifier` fits Gaussians to the features of each class by EM on the *observed* entries (no filling in\nfirst); a test row with missing features is classified by integrating them out exactly,\nP(c | x^o) proportional to sum_j w_j N(x^o; mu_j^o, S_j^oo) P(c | j). Iris, 40 % of the features hidden in training and test.'))
-lw.cells.append(code('import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LogisticRegression\nfrom sklearn.model_selection import train_test_split\nfrom explorer import load_dataset, amputate\nfrom explorer.learn.joint import GaussianMixtureClassifier, GaussianMixtureRegressor\nfrom explorer.learn.discriminant import LDAFAClassifier\nfrom explorer.learn.treatments import MissingInputClassifier\nfrom explorer.learn.kernel_logistic import KernelLogisticRegression\nfrom explorer.core.synthetic_classification import make_dataset\n\ndata, y = load_dataset("iris", return_labels=True)\nX_train, X_test, y_train, y_test = train_test_split(data.truth, y, test_size=0.5, stratify=y, random_state=0)\nX_train, _ = amputate(X_train, "mcar", rate=0.4, random_state=1, allow_empty=True)    # 40 % of the features hidden\nX_test, _ = amputate(X_test, "mcar", rate=0.4, random_state=2, allow_empty=True)\nprint(f"{np.isnan(X_train).mean():.0%} of the training features and {np.isnan(X_test).mean():.0%} of the test features missing")'))
+lw.cells.append(code('import numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LogisticRegression\nfrom sklearn.model_selection import train_test_split\nfrom explorer import load_dataset, amputate\nfrom explorer.learn.joint import GaussianMixtureClassifier, GaussianMixtureRegressor\nfrom explorer.learn.discriminant import LDAFAClassifier\nfrom explorer.learn.treatments import MissingInputClassifier\nfrom explorer.learn.kernel_logistic import KernelLogisticRegression\nfrom explorer.core.classifiers.synthetic_classification import make_dataset\n\ndata, y = load_dataset("iris", return_labels=True)\nX_train, X_test, y_train, y_test = train_test_split(data.truth, y, test_size=0.5, stratify=y, random_state=0)\nX_train, _ = amputate(X_train, "mcar", rate=0.4, random_state=1, allow_empty=True)    # 40 % of the features hidden\nX_test, _ = amputate(X_test, "mcar", rate=0.4, random_state=2, allow_empty=True)\nprint(f"{np.isnan(X_train).mean():.0%} of the training features and {np.isnan(X_test).mean():.0%} of the test features missing")'))
 lw.cells.append(code('em = GaussianMixtureClassifier(n_components=1, prior="auto", random_state=0).fit(X_train, y_train)\nproba = em.predict_proba(X_test)                # P(c | x^o): the missing features integrated out exactly\nassert np.allclose(proba.sum(axis=1), 1.0) and np.isfinite(proba).all()\nmean_imputed = MissingInputClassifier(GaussianMixtureClassifier(n_components=1), treatment="mean").fit(X_train, y_train)\nprint(f"accuracy: EM + marginalisation {em.score(X_test, y_test):.3f}; mean imputation + the same classifier "\n      f"{mean_imputed.score(X_test, y_test):.3f}")'))
 lw.cells.append(md('Against the same classifier fitted after mean imputation (`MissingInputClassifier(..., treatment="mean")`), the\nmarginalising EM classifier keeps more of the accuracy: the shortcut shrinks the classes towards the column means.\n`experiments/gj_iris_fig3.py` repeats this over missing rates (ghahramani1994, Fig. 3; `results/gj_iris_fig3.md`).'))
 lw.cells.append(md('## 2. Missing labels too: semi-supervised EM\n\nA row whose label is `-1` (or NaN) is *unlabelled*: it contributes to every component through its responsibilities.\nWith 80 % of the labels hidden as well, the unlabelled rows still teach the classifier where the classes lie. The\nobjective (log-likelihood of the observed features and labels, plus the log-prior with `prior="auto"`) never decreases.'))
 lw.cells.append(code('objective = [s["objective"] for s in em.fit_path_]\nassert np.all(np.diff(objective) >= -1e-9 * np.abs(objective[:-1]))      # EM never decreases its objective\nrng = np.random.default_rng(3)\ny_semi = np.where(rng.random(y_train.size) < 0.8, -1, y_train)           # 80 % of the labels hidden too\nlabelled = y_semi != -1\nsemi = GaussianMixtureClassifier(n_components=1, prior="auto", random_state=0).fit(X_train, y_semi)\nonly = GaussianMixtureClassifier(n_components=1, prior="auto", random_state=0).fit(X_train[labelled], y_semi[labelled])\nprint(f"{labelled.sum()} labelled rows; accuracy with the {(~labelled).sum()} unlabelled rows {semi.score(X_test, y_test):.3f}, "\n      f"without them {only.score(X_test, y_test):.3f}")'))
 lw.cells.append(md('## 3. Regression from the joint density (eq. 13) and a bimodal conditional\n\n`GaussianMixtureRegressor` fits one mixture to inputs and targets together (NaN anywhere) and predicts\nE[y | x^o], the least-squares estimate; `predict_interval` gives quantiles of the conditional mixture and\n`conditional_density` the whole p(y | x). On two branches the conditional is bimodal, and the mean falls between the\nmodes, where almost no data lie: the best estimate in squared error is a value the data never take.'))
 lw.cells.append(code('rng = np.random.default_rng(0)\nn = 600\nx = rng.uniform(-2, 2, n)\nbranch = np.where(rng.random(n) < 0.5, 1.0, -1.0)\nyy = branch * np.sqrt(np.abs(x) + 0.3) + 0.15 * rng.normal(size=n)       # two branches: y given x is bimodal\nxy = np.column_stack([x, yy])\nxy_nan, _ = amputate(xy, "mcar", rate=0.2, random_state=5, allow_empty=True)\nreg = GaussianMixtureRegressor(n_components=6, prior="auto", random_state=0).fit(xy_nan[:, :1], xy_nan[:, 1])\ngrid_x = np.array([[-1.5], [0.0], [1.5]])\nmean = reg.predict(grid_x)\nlower, upper = reg.predict_interval(grid_x, level=0.9)\nys = np.linspace(-3, 3, 601)\ndensity = np.array([reg.conditional_density(row, ys) for row in grid_x]).reshape(3, -1)\nat_mean = [np.interp(m, ys, d) / d.max() for m, d in zip(np.ravel(mean), density)]\nprint(pd.DataFrame({"x": grid_x[:, 0], "E[y|x] (eq. 13)": np.ravel(mean), "90 % band low": np.ravel(lower),\n                    "90 % band high": np.ravel(upper), "density at the mean / at the mode": at_mean}).round(3))\nassert max(at_mean) < 0.5          # the least-squares estimate sits between the two branches, where data are rare'))
-lw.cells.append(md("## 4. Marlin's chapter 6: discriminative classifiers with missing features\n\nThe thesis's synthetic sets (`explorer.core.synthetic_classification`: Simple, Mix, Overlap, XOR; each row keeps both\nfeatures, or only one, with probability 1/3 each). `MissingInputClassifier` gives any scikit-learn estimator an input\ntreatment: zero or mean imputation, response-indicator augmentation [x * r, r], reduced models (one per pattern), single\nor multiple imputation (predictions averaged, eq. 6.3.10). LDA-FA (generative and discriminative) and kernel logistic\nregression with the missing-data kernels take NaN directly. Test loss (mean negative log-probability of the true class)\nand error, one data draw; `results/marlin_table61.md`, `results/marlin_tables62_64.md` repeat it over seeds next to the\nthesis's Tables 6.1-6.4."))
+lw.cells.append(md("## 4. Marlin's chapter 6: discriminative classifiers with missing features\n\nThe thesis's synthetic sets (`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap, XOR; each row keeps both\nfeatures, or only one, with probability 1/3 each). `MissingInputClassifier` gives any scikit-learn estimator an input\ntreatment: zero or mean imputation, response-indicator augmentation [x * r, r], reduced models (one per pattern), single\nor multiple imputation (predictions averaged, eq. 6.3.10). LDA-FA (generative and discriminative) and kernel logistic\nregression with the missing-data kernels take NaN directly. Test loss (mean negative log-probability of the true class)\nand error, one data draw; `results/marlin_table61.md`, `results/marlin_tables62_64.md` repeat it over seeds next to the\nthesis's Tables 6.1-6.4."))
 lw.cells.append(code('rows = []\nfor name in ("simple", "mix", "overlap"):\n    Xtr, ytr, _ = make_dataset(name, 100, np.random.default_rng(10))\n    Xte, yte, _ = make_dataset(name, 200, np.random.default_rng(11))\n    methods = {\n        "LR zero": MissingInputClassifier(LogisticRegression(), treatment="zero"),\n        "LR mean": MissingInputClassifier(LogisticRegression(), treatment="mean"),\n        "LR augmented": MissingInputClassifier(LogisticRegression(), treatment="augmented"),\n        "LR reduced": MissingInputClassifier(LogisticRegression(), treatment="reduced"),\n        "LR multiple imputation": MissingInputClassifier(LogisticRegression(), treatment="multiple", random_state=0),\n        "LDA-FA generative": LDAFAClassifier(n_factors=1, training="generative", random_state=0),\n        "LDA-FA discriminative": LDAFAClassifier(n_factors=1, training="discriminative", random_state=0),\n        "Gaussian KLR augmented": KernelLogisticRegression(kernel="gaussian", augmented=True, sigma2=2.0),\n        "EM mixture classifier": GaussianMixtureClassifier(n_components=2, prior="auto", random_state=0),\n    }\n    for label, model in methods.items():\n        p = model.fit(Xtr, ytr).predict_proba(Xte)\n        rows.append({"data": name, "method": label, "loss": -np.mean(np.log(np.clip(p[np.arange(yte.size), yte], 1e-300, None))),\n                     "error %": 100 * np.mean(model.classes_[p.argmax(axis=1)] != yte)})\ntable = pd.DataFrame(rows).pivot(index="method", columns="data").round(3)\ntable'))
 for i, cell in enumerate(lw.cells):  # stable cell ids: regenerating leaves the file unchanged
     cell["id"] = f"learning-{i:02d}"
@@ -529,7 +529,7 @@ adjustment shows how far from MAR a conclusion survives (section 8). The gallery
 embedded at the end.
 
 Conventions: ratings are codes 0..V-1 (rating = code + 1); `response` r is True where the user selected the item,
-`available` a where the value is known to the learner (`explorer.core.ratings_data`)."""),
+`available` a where the value is known to the learner (`explorer.core.discrete.ratings_data`)."""),
 md("""## 1. MAR is not enough (Marlin section 3.4, Table 3.3)
 
 Two binary variables, missing at random under the Table 3.1 mechanism. A model with an extra independence assumption
@@ -538,7 +538,7 @@ with the missing C0 term added) recovers P(X1 = 1). Here beta - delta = 0.25, 10
 code("""import warnings
 import numpy as np
 import pandas as pd
-from explorer.core import mar_table as mt
+from explorer.core.missingness import mar_table as mt
 
 joint = (0.1, 0.1, 0.7, 0.1)                 # P(x = 00, 01, 10, 11): the truth P(X1 = 1) = c + d = 0.8
 params = (0.1, 0.35, 0.2, 0.1, 0.2)          # alpha, beta, gamma, delta, lambda (Table 3.1; lambda = 0.2, not printed)
@@ -554,8 +554,8 @@ md("""## 2. Categorical mixtures under MAR (Marlin chapter 4)
 MAP-EM for a finite multinomial mixture (eqs. 4.1.12-4.1.15) and collapsed Gibbs for its Dirichlet-process version
 (4.2.14-4.2.15). Only the available entries enter, so both are right when entries are missing at random (here MCAR
 holes) and biased under NMAR selection."""),
-code("""from explorer.core.ratings_data import prepare
-from explorer.core import categorical_mixture as cm, dp_multinomial as dpm
+code("""from explorer.core.discrete.ratings_data import prepare
+from explorer.core.discrete import categorical_mixture as cm, dp_multinomial as dpm
 
 rng = np.random.default_rng(0)
 protos = rng.dirichlet(np.full(5, 0.3), size=(3, 12))          # 3 clusters x 12 items x 5 levels
@@ -610,7 +610,7 @@ The selection follows the linear value effect mu_v(s) = s (v - 3) + 0.5. On rand
 mixture gets worse as s grows, MM/CPT-v gets better: its prediction uses whether the user chose the item. NMAE is
 the MAE divided by that of uniform guessing on uniform ratings, (V^2 - 1)/(3V) = 1.6 for V = 5.
 `experiments/marlin_rating_world.py` runs every model with repeats (`results/marlin_rating_world.md`)."""),
-code("""from explorer.core.rating_world import make_rating_world, score_split, split_protocol
+code("""from explorer.core.discrete.rating_world import make_rating_world, score_split, split_protocol
 
 rng = np.random.default_rng(0)
 rows = []
@@ -636,7 +636,7 @@ divergence (CD-T, the thesis's ceil(i/200) schedule; 150 updates here, 1000 in t
 units summed out. On random items the r-dependent biases cut the error, as in the thesis
 (`experiments/marlin_crbm.py`, `results/marlin_crbm.md`)."""),
 code("""from explorer.core import crbm
-from explorer.core.ratings_data import stack
+from explorer.core.discrete.ratings_data import stack
 
 rng = np.random.default_rng(0)
 world = make_rating_world(1500, 20, 5, s=0.25, rng=rng)
@@ -655,8 +655,8 @@ biased; fitting a logistic self-masking mechanism P(R_d = 1 | x_d) = sigmoid(a_d
 Gaussian mixture (EM with Gauss-Hermite expectations) removes most of the bias, and `impute` draws from
 p(x^m | x^o, r), the NMAR-aware conditional."""),
 code("""from explorer.datasets import load_dataset
-from explorer.core import em_gmm, gaussian_selection as gs
-from explorer.core.tabular_mechanisms import self_masking
+from explorer.core.mixtures import em_gmm, gaussian_selection as gs
+from explorer.core.missingness.tabular_mechanisms import self_masking
 
 X = np.asarray(load_dataset("iris").truth, float)
 rng = np.random.default_rng(0)

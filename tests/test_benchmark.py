@@ -24,8 +24,8 @@ from explorer.benchmark import (
     run_benchmark,
     summarise,
 )
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.metrics import nrmse
 from tests.conftest import REPO_ROOT
@@ -217,7 +217,7 @@ def test_student_t_nll_marginalises_with_the_same_dof():
 
     from scipy.stats import multivariate_t
 
-    from explorer.core.conditional_t import normal_wishart_predictive
+    from explorer.core.gaussians.conditional_t import normal_wishart_predictive
 
     rng = np.random.default_rng(0)
     A = rng.normal(size=(3, 3))

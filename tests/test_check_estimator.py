@@ -16,7 +16,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
 from explorer.imputers import GaussianMixtureImputer

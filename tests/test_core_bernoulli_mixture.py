@@ -1,4 +1,4 @@
-"""Tests of explorer.core.bernoulli_mixture (Ghahramani & Jordan 1994 section 4.1.3, with the class
+"""Tests of explorer.core.discrete.bernoulli_mixture (Ghahramani & Jordan 1994 section 4.1.3, with the class
 variable of section 4.4).
 
 Oracles: K = 1 on complete data gives the column frequencies (and (count + a) / (n + 2a) with a
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from sklearn.naive_bayes import BernoulliNB
 
-from explorer.core import bernoulli_mixture as bm
-from explorer.core._validation import BadInputError
+from explorer.core.discrete import bernoulli_mixture as bm
+from explorer.core.validation import BadInputError
 
 PROTOS = np.array([[0.9, 0.8, 0.7, 0.2, 0.1, 0.2],
                    [0.1, 0.2, 0.3, 0.8, 0.9, 0.8],

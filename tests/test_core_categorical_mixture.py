@@ -1,6 +1,6 @@
-"""Tests of explorer.core.categorical_mixture (Marlin 2008 section 4.1, MAP-EM with MAR missing data).
+"""Tests of explorer.core.discrete.categorical_mixture (Marlin 2008 section 4.1, MAP-EM with MAR missing data).
 
-Oracles: at V = 2 with alpha = 1, phi = 1 + a it is explorer.core.bernoulli_mixture with pseudo_count = a
+Oracles: at V = 2 with alpha = 1, phi = 1 + a it is explorer.core.discrete.bernoulli_mixture with pseudo_count = a
 (the same iterates on complete data, the same fixed points and log-likelihoods with holes); the M-step is
 the maximiser of the expected complete log posterior (found numerically by scipy on a tiny case); K = 1 is
 the closed-form MAP frequency; the objective and predict_proba equal explicit loops over the thesis's
@@ -17,10 +17,10 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-from explorer.core import bernoulli_mixture as bm
-from explorer.core import categorical_mixture as cm
-from explorer.core._validation import BadInputError
-from explorer.core.ratings_data import prepare
+from explorer.core.discrete import bernoulli_mixture as bm
+from explorer.core.discrete import categorical_mixture as cm
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.ratings_data import prepare
 
 
 def categorical_data(rng, n=120, D=5, V=3, K=3, hole=0.3):

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.cpt_v (Marlin 2008 Section 5.4, digest 4.1 and 2.7).
+"""Tests of explorer.core.discrete.cpt_v (Marlin 2008 Section 5.4, digest 4.1 and 2.7).
 
 Oracles: the observed-data likelihood and the predictive of the E-step against the explicit sum over all
 missing values on a tiny case (every (r, a) case present); the moment estimator returns mu exactly from exact
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from explorer.core import cpt_v as C
-from explorer.core._validation import BadInputError
-from explorer.core.ratings_data import prepare
+from explorer.core.discrete import cpt_v as C
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.ratings_data import prepare
 
 MU = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
 

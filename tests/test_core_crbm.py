@@ -1,4 +1,4 @@
-"""Tests of explorer.core.crbm (Marlin 2008 Section 5.7, digest 4.4) and ratings_data.stack.
+"""Tests of explorer.core.discrete.crbm (Marlin 2008 Section 5.7, digest 4.4) and ratings_data.stack.
 
 Oracles: predict_proba and hidden_proba against brute-force enumeration of the conditional RBM over every hidden
 configuration and every value of the predicted entry (both variants, a mix of (r, a) patterns); the CD negative
@@ -16,10 +16,10 @@ import itertools
 import numpy as np
 import pytest
 
-from explorer.core import crbm as C
-from explorer.core._validation import BadInputError
-from explorer.core.rating_world import make_rating_world, score_split, split_protocol
-from explorer.core.ratings_data import prepare, stack
+from explorer.core.discrete import crbm as C
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.rating_world import make_rating_world, score_split, split_protocol
+from explorer.core.discrete.ratings_data import prepare, stack
 
 D, V, K = 3, 3, 2
 Z_ALL = np.array(list(itertools.product((0.0, 1.0), repeat=K)))

@@ -1,4 +1,4 @@
-"""explorer.core.discriminant: LDA / QDA / RDA fitted by EM to incomplete features (Marlin 6.2.1-6.2.4).
+"""explorer.core.classifiers.discriminant: LDA / QDA / RDA fitted by EM to incomplete features (Marlin 6.2.1-6.2.4).
 
 Oracles: scikit-learn's LinearDiscriminantAnalysis / QuadraticDiscriminantAnalysis on complete data
 (both use the ML, divisor-N covariances in scikit-learn 1.9, which is what EM converges to), the
@@ -16,9 +16,9 @@ from scipy.optimize import minimize
 from scipy.special import expit, softmax
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
 
-from explorer.core import discriminant as dm
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
+from explorer.core.classifiers import discriminant as dm
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
 
 
 def _data(seed=0, n=(40, 60), D=3, missing=0.0):

@@ -1,4 +1,4 @@
-"""DP/CPT-v auxiliary-variable Gibbs sampler (explorer.core.dp_cpt_v, Marlin 5.5, digest 4.2).
+"""DP/CPT-v auxiliary-variable Gibbs sampler (explorer.core.discrete.dp_cpt_v, Marlin 5.5, digest 4.2).
 
 Oracle: on a tiny data set (N=3 rows, D=2 items, V=2 values, every (r, a) kind present) the
 posterior over partitions is computed exactly by enumeration -- CRP prior (4.2.8) times, per cluster
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from explorer.core import dp_cpt_v as dp
-from explorer.core._validation import BadInputError
-from explorer.core.ratings_data import prepare
+from explorer.core.discrete import dp_cpt_v as dp
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.ratings_data import prepare
 
 # Tiny data set: every (r, a) kind. kind 0: r=1,a=1; 1: r=1,a=0; 2: r=0,a=0; 3: r=0,a=1.
 _KIND = np.array([[2, 2, 0], [3, 1, 2], [0, 2, 1]])

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.dp_multinomial (Marlin 2008 section 4.2, the collapsed Gibbs sampler).
+"""Tests of explorer.core.discrete.dp_multinomial (Marlin 2008 section 4.2, the collapsed Gibbs sampler).
 
 Oracle: the stationary distribution. On a tiny case (4 rows, D = 2, V = 2, some entries unavailable)
 every one of the 15 partitions is enumerated and its exact posterior P(z | x) computed from the CRP
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from explorer.core import dp_multinomial as dp
-from explorer.core._validation import BadInputError
-from explorer.core.ratings_data import prepare
+from explorer.core.discrete import dp_multinomial as dp
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.ratings_data import prepare
 
 TINY = np.array([[0.0, 1.0],
                  [0.0, np.nan],

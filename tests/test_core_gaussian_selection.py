@@ -1,4 +1,4 @@
-"""Tests of explorer.core.gaussian_selection: the Gaussian-mixture selection model (logistic self-masking)."""
+"""Tests of explorer.core.mixtures.gaussian_selection: the Gaussian-mixture selection model (logistic self-masking)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from scipy import integrate
 from scipy.special import expit, log_expit
 from scipy.stats import multivariate_normal
 
-from explorer.core import em_gmm
-from explorer.core import gaussian_selection as gs
-from explorer.core._validation import BadInputError
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures import gaussian_selection as gs
+from explorer.core.validation import BadInputError
 
 
 def _params(K: int) -> gs.SelectionParams:

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.joint_mixture (Ghahramani & Jordan 1994 section 4.4: EM for a joint
+"""Tests of explorer.core.classifiers.joint_mixture (Ghahramani & Jordan 1994 section 4.4: EM for a joint
 Gaussian x class mixture with missing features and missing labels).
 
 Oracles: closed-form ML class means / covariances / priors (QDA with 1/n covariances) on complete
@@ -17,9 +17,9 @@ from scipy.integrate import quad
 from scipy.stats import multivariate_normal
 from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
 
-from explorer.core import joint_mixture as jm
-from explorer.core._validation import BadInputError
-from explorer.core.em_gmm import NIWPrior
+from explorer.core.classifiers import joint_mixture as jm
+from explorer.core.validation import BadInputError
+from explorer.core.mixtures.em_gmm import NIWPrior
 
 
 # ----------------------------------------------------------------------------- helpers

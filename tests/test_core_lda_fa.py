@@ -1,9 +1,9 @@
-"""explorer.core.lda_fa: LDA with a factor-analysis covariance, generative and discriminative (Marlin 6.2.5-6.2.6).
+"""explorer.core.classifiers.lda_fa: LDA with a factor-analysis covariance, generative and discriminative (Marlin 6.2.5-6.2.6).
 
 Oracles: central finite differences of the conditional log-likelihood (every parameter block, missing
 entries and an empty row included), a direct scipy maximisation of the fixed-mean FA likelihood, the
 complete-data closed forms (Q = 0 is the diagonal ML covariance of the class-centred data; the
-fixed-mean FA of class-centred complete data is explorer.core.factor_analysis's fit).
+fixed-mean FA of class-centred complete data is explorer.core.factor.factor_analysis's fit).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from explorer.core import discriminant as dm
-from explorer.core import factor_analysis as fa
-from explorer.core import lda_fa as lf
-from explorer.core._validation import BadInputError
+from explorer.core.classifiers import discriminant as dm
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.classifiers import lda_fa as lf
+from explorer.core.validation import BadInputError
 
 
 def _data(seed=0, n=30, D=4, missing=0.3, C=3):

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.logit_vd (Marlin 2008 Section 5.6, digest 4.3).
+"""Tests of explorer.core.discrete.logit_vd (Marlin 2008 Section 5.6, digest 4.3).
 
 Oracles: with all omega equal the likelihood and the predictions are CPT-v's at mu = sigmoid(sigma + omega);
 the E-step likelihood against the explicit sum over the missing values with an item-dependent mu_vd; the M-step's
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from explorer.core import cpt_v as C
-from explorer.core import logit_vd as L
-from explorer.core._validation import BadInputError
-from explorer.core.ratings_data import prepare
+from explorer.core.discrete import cpt_v as C
+from explorer.core.discrete import logit_vd as L
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.ratings_data import prepare
 
 
 def four_case_data(rng, N=300, D=6, V=4, K=2):

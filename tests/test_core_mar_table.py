@@ -1,4 +1,4 @@
-"""explorer.core.mar_table: Table 3.1 MAR mechanism, the factorised estimate, the full-joint EM (Marlin Sec. 3.4)."""
+"""explorer.core.missingness.mar_table: Table 3.1 MAR mechanism, the factorised estimate, the full-joint EM (Marlin Sec. 3.4)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from explorer.core import mar_table as mt
-from explorer.core._validation import BadInputError
+from explorer.core.missingness import mar_table as mt
+from explorer.core.validation import BadInputError
 
 JOINT = (0.1, 0.1, 0.7, 0.1)
 

@@ -1,10 +1,10 @@
-"""Tests of explorer.core.missing_kernels: closed forms, feature maps, definiteness, eigenvalue removal."""
+"""Tests of explorer.core.classifiers.missing_kernels: closed forms, feature maps, definiteness, eigenvalue removal."""
 
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
-from explorer.core import missing_kernels as mk
+from explorer.core.validation import BadInputError
+from explorer.core.classifiers import missing_kernels as mk
 
 NAN = np.nan
 

@@ -1,4 +1,4 @@
-"""Delta-adjustment NMAR sensitivity analysis: explorer.core.sensitivity and explorer.sensitivity."""
+"""Delta-adjustment NMAR sensitivity analysis: explorer.core.missingness.sensitivity and explorer.sensitivity."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from explorer.core import sensitivity as sens
-from explorer.core._validation import BadInputError
+from explorer.core.missingness import sensitivity as sens
+from explorer.core.validation import BadInputError
 from explorer.core.rubin import rubin_pool
 from explorer.sensitivity import sensitivity_analysis
 

@@ -1,10 +1,10 @@
-"""Tests of explorer.core.synthetic_classification: Marlin's four 2-D sets and the MCAR pattern scheme."""
+"""Tests of explorer.core.classifiers.synthetic_classification: Marlin's four 2-D sets and the MCAR pattern scheme."""
 
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
-from explorer.core.synthetic_classification import (
+from explorer.core.validation import BadInputError
+from explorer.core.classifiers.synthetic_classification import (
     DATASETS,
     SPECS,
     make_dataset,

@@ -17,8 +17,8 @@ import dask.array as da  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from explorer import dask_em  # noqa: E402
-from explorer.core import em_gmm  # noqa: E402
-from explorer.core._validation import BadInputError, NonNumericError  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
+from explorer.core.validation import BadInputError, NonNumericError  # noqa: E402
 
 K = 3
 CHUNKS = (700, 1, 299, 800, 200)  # irregular; the 1-row chunk is an all-missing row

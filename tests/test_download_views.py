@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import xarray as xr
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.components import downloads as _downloads
@@ -198,7 +198,7 @@ def test_data_page_too_wide_for_a_click_fit_says_so_and_still_offers_the_masked_
 
 
 def test_a_failing_fit_is_said_on_the_page_and_loses_nothing(monkeypatch):
-    from explorer.core.gaussian import DegenerateCovarianceError
+    from explorer.core.gaussians.gaussian import DegenerateCovarianceError
     from explorer.imputers import GaussianMixtureImputer
 
     view = DataMechanismView(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.2))

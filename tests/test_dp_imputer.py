@@ -15,8 +15,8 @@ from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import Pipeline
 
 import explorer
-from explorer.core import vb_dpgmm
-from explorer.core._validation import BadInputError
+from explorer.core.mixtures import vb_dpgmm
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 
 COV = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, 0.0], [0.0, 0.0, 1.0]])
@@ -287,7 +287,7 @@ def test_unstandardised_fit_uses_the_column_means_as_prior_mean(data):
 def test_predictive_student_t_matches_the_core_and_keeps_far_values_finite():
     """predictive() in original units equals the core's Student-t conditional on standardised data, mapped back;
     far-off true values get a much higher log-density than under the plug-in Gaussian (the thesis's motivation)."""
-    from explorer.core import vb_dpgmm
+    from explorer.core.mixtures import vb_dpgmm
 
     rng = np.random.default_rng(5)
     X = np.vstack([rng.multivariate_normal(m, [[1.0, 0.6], [0.6, 1.0]], 60) for m in ([0, 0], [6, 6], [0, 8])])

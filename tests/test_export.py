@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.export import (
     export_imputations,
@@ -354,7 +354,7 @@ def test_non_json_files_are_never_executed(tmp_path):
 
 def test_model_settings_dataclass_round_trips(tmp_path):
     """A prior given as a settings object (NIWPrior) is saved as its fields and rebuilt equal."""
-    em_gmm = pytest.importorskip("explorer.core.em_gmm")
+    em_gmm = pytest.importorskip("explorer.core.mixtures.em_gmm")
     if not hasattr(em_gmm, "NIWPrior"):
         pytest.skip("no NIWPrior in this explorer")
     X, _ = _data()

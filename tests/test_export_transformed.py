@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from scipy.special import expit
 from sklearn.base import clone
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.export import load_model, save_model
 from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer

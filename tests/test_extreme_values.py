@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from explorer._imputer_base import ScaleWarning
-from explorer.core import factor_analysis
-from explorer.core._validation import BadInputError
+from explorer.core.factor import factor_analysis
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer

@@ -22,10 +22,10 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
 import explorer
-from explorer.core import factor_analysis as fa
-from explorer.core import mfa
-from explorer.core._validation import BadInputError
-from explorer.core.fa_conditional import FAConditional, MFAConditional
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.factor import mfa
+from explorer.core.validation import BadInputError
+from explorer.core.factor.fa_conditional import FAConditional, MFAConditional
 from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
 
 IMPUTERS = [

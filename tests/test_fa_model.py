@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.core import neumann
-from explorer.core._validation import BadInputError
+from explorer.core.factor import neumann
+from explorer.core.validation import BadInputError
 from explorer.ui.state.fa_model import MASK_TYPES, METHODS, FAModel, load_images
 
 
@@ -178,7 +178,7 @@ def test_mixture_encoders_and_responsibilities(mixture):
 
 def _complete_responsibilities(m):
     """The complete images' responsibilities and the components' majority digits, computed afresh."""
-    from explorer.core import mfa
+    from explorer.core.factor import mfa
 
     train = mfa.responsibilities(m.params, m._data["train"])
     lab = m._data["train_labels"]

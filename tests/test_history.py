@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from explorer.core import em_gmm
-from explorer.core.em_gmm import EMConfig
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures.em_gmm import EMConfig
 from explorer.history import em_history
 
 
@@ -95,7 +95,7 @@ def test_errors():
 # ----------------------------------------------------------------------------- vb_history
 @pytest.fixture(scope="module")
 def vb_result():
-    from explorer.core import vb_dpgmm
+    from explorer.core.mixtures import vb_dpgmm
 
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 5.0])
@@ -107,7 +107,7 @@ def vb_result():
 
 
 def test_vb_history_dims_and_values(vb_result):
-    from explorer.core.vb_dpgmm import VBConfig
+    from explorer.core.mixtures.vb_dpgmm import VBConfig
     from explorer.history import vb_history
 
     res, config = vb_result

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
 from explorer.datasets import ASSETS_DIR, image_shape, list_datasets, load_dataset
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
 from explorer.imputers import ComponentCollapseWarning, GaussianMixtureImputer, NIWPrior
 
 

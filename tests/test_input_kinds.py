@@ -24,7 +24,7 @@ import pytest
 import xarray as xr
 from sklearn.base import clone
 
-from explorer.core._validation import BadInputError, NonNumericError
+from explorer.core.validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
 from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer

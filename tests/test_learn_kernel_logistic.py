@@ -7,9 +7,9 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
-from explorer.core import missing_kernels as mk
-from explorer.core._validation import BadInputError
-from explorer.core.synthetic_classification import make_dataset
+from explorer.core.classifiers import missing_kernels as mk
+from explorer.core.validation import BadInputError
+from explorer.core.classifiers.synthetic_classification import make_dataset
 from explorer.learn.kernel_logistic import KernelLogisticRegression as KLR
 from explorer.learn.treatments import MissingInputClassifier
 

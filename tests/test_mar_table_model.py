@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.core import mar_table as mt
+from explorer.core.missingness import mar_table as mt
 from explorer.ui.state.mar_table_model import MARTableModel
 from explorer.ui.pages.mar_not_enough import MARTableView, sweep_frame, table_html, validity_markdown
 

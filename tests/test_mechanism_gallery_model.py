@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.core import mar_table as mt
-from explorer.core._validation import BadInputError
+from explorer.core.missingness import mar_table as mt
+from explorer.core.validation import BadInputError
 from explorer.ui.state.mechanism_gallery_model import MechanismGalleryModel, symmetrised_kl
 from explorer.ui.pages.mechanism_gallery import MechanismGalleryView, gallery_frame
 

@@ -13,7 +13,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.mixture import GaussianMixture
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.evaluation import entry_logpdf, hide_observed
 from explorer.fa_imputers import MFAImputer

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import StudentTConditionalMixture
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
 from explorer.imputers import GaussianMixtureImputer
 
 

@@ -19,9 +19,9 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from explorer._progress import FitProgress
-from explorer.core import em_gmm, vb_dpgmm
-from explorer.core._loop import ConvergenceWarning, FitInterruptedWarning, IterationInfo, LoopMonitor, run_restarts
-from explorer.core._validation import BadInputError
+from explorer.core.mixtures import em_gmm, vb_dpgmm
+from explorer.core.loop import ConvergenceWarning, FitInterruptedWarning, IterationInfo, LoopMonitor, run_restarts
+from explorer.core.validation import BadInputError
 from explorer.dp_imputer import DPGMMImputer
 from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
 from explorer.imputers import GaussianMixtureImputer

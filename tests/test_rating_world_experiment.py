@@ -12,9 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
-from explorer.core import categorical_mixture as cm
-from explorer.core import cpt_v
-from explorer.core.rating_world import make_rating_world, score_split, split_protocol
+from explorer.core.discrete import categorical_mixture as cm
+from explorer.core.discrete import cpt_v
+from explorer.core.discrete.rating_world import make_rating_world, score_split, split_protocol
 
 
 def _mar_and_cptv(s: float, seed: int):

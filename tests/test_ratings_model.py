@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.state import ratings_model as rm
 from explorer.ui.state.ratings_model import (MODELS, RatingsComparison, RatingsModel, Run, available_models, compare_models,
                                              make_world)
@@ -79,7 +79,7 @@ def test_cpt_v_mu_approaches_the_truth_at_s_025():
     """MM/CPT-v recovers mu_v(0.25) = (0, .25, .5, .75, 1) within a few standard errors, the MAR value
     (one mu for every v) does not, and the learned mu is closer than the moment estimate."""
     _need("cpt_v")
-    from explorer.core import cpt_v
+    from explorer.core.discrete import cpt_v
 
     m = RatingsModel(model="cpt_v", s=0.25, n_users=1500, n_items=15, n_clusters=2, n_components=2)
     m.run()
@@ -95,7 +95,7 @@ def test_cpt_v_mu_approaches_the_truth_at_s_025():
 
 def test_moment_estimate_is_the_core_least_squares_solution(world):
     _need("cpt_v")
-    from explorer.core import cpt_v
+    from explorer.core.discrete import cpt_v
 
     m = RatingsModel(model="cpt_v", s=0.125, **SMALL)
     mu, cond = m.moment()
@@ -107,7 +107,7 @@ def test_moment_estimate_is_the_core_least_squares_solution(world):
 
 def test_cpt_v_plus_holds_mu_fixed_from_the_holdout_random_items():
     _need("cpt_v_plus")
-    from explorer.core import cpt_v
+    from explorer.core.discrete import cpt_v
 
     m = RatingsModel(model="cpt_v_plus", s=0.125, max_iter=20, **SMALL)
     expected = np.clip(cpt_v.mu_from_random_items(m.world.holdout), rm.MU_FLOOR, 1.0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.learn.joint import GaussianMixtureRegressor
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.regression_model import (
@@ -360,7 +360,7 @@ def test_a_comparison_is_shared_by_equal_requests(ring):
 def test_a_run_is_stepped_once_for_every_session(monkeypatch):
     """Two sessions on the same data, settings and seed share the states of their run (computed once); they are
     the states EM computes, and another seed is another run."""
-    from explorer.core import em_gmm
+    from explorer.core.mixtures import em_gmm
     from explorer.ui.state.regression_model import SharedRun
 
     def session():

@@ -23,9 +23,9 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
-from explorer.core.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.dp_imputer import DPGMMImputer
 from explorer.fa_imputers import FactorAnalysisImputer
 from explorer.imputers import GaussianMixtureImputer

@@ -13,9 +13,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "explorer"
 
 RENAMED = [
-    ("explorer.core.mar_table", "EMConfig", "MARTableEMConfig"),
-    ("explorer.core.mar_table", "EMState", "MARTableEMState"),
-    ("explorer.core.mar_table", "EMResult", "MARTableEMResult"),
+    ("explorer.core.missingness.mar_table", "EMConfig", "MARTableEMConfig"),
+    ("explorer.core.missingness.mar_table", "EMState", "MARTableEMState"),
+    ("explorer.core.missingness.mar_table", "EMResult", "MARTableEMResult"),
     ("explorer.ui.components.downloads", "Imputations", "PageImputations"),
     ("explorer.ui.state.ratings_model", "Comparison", "RatingsComparison"),
     ("explorer.ui.state.regression_model", "Comparison", "RegressionComparison"),
@@ -46,9 +46,9 @@ def test_a_renamed_name_still_imports_with_a_warning(module, old, new):
 def test_the_new_names_import_silently_and_unknown_names_still_fail():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        from explorer.core import vb_dpgmm
-        from explorer.core.mar_table import MARTableEMState  # noqa: F401
+        from explorer.core.mixtures import vb_dpgmm
+        from explorer.core.missingness.mar_table import MARTableEMState  # noqa: F401
         from explorer.ui.components.downloads import PageImputations  # noqa: F401
     assert vb_dpgmm.ConvergenceWarning is vb_dpgmm.VBConvergenceWarning  # the core modules' protocol name
     with pytest.raises(AttributeError, match="no attribute 'EMStat'"):
-        importlib.import_module("explorer.core.mar_table").EMStat  # noqa: B018
+        importlib.import_module("explorer.core.missingness.mar_table").EMStat  # noqa: B018

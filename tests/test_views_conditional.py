@@ -10,7 +10,7 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.state.vb_model import VBModel

@@ -12,7 +12,7 @@ import pytest
 from bokeh.document import Document
 from bokeh.document.events import ColumnDataChangedEvent
 
-from explorer.core import vb_dpgmm
+from explorer.core.mixtures import vb_dpgmm
 from explorer.ui.pages.variational import SHARED, VariationalPlayground, other_update
 from explorer.ui.plots.figures import ELLIPSE_POINTS, ScatterPanel
 from explorer.ui.plots.mixture2d import ellipse_paths

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.core._validation import BadInputError, _list_labels, as_float_matrix, check_incomplete
+from explorer.core.validation import BadInputError, _list_labels, as_float_matrix, check_incomplete
 
 __all__ = ["IncompleteData", "Standardizer", "standardize"]
 
@@ -150,7 +150,7 @@ class IncompleteData:
         Raises
         ------
         BadInputError
-            From :func:`~explorer.core._validation.check_incomplete` (non-numeric, inf, wrong
+            From :func:`~explorer.core.validation.check_incomplete` (non-numeric, inf, wrong
             shapes, columns with no observed value); also for a bad ``binary`` declaration.
             Rows with every entry missing are allowed.
         """

@@ -1,20 +1,30 @@
-"""Old names kept importable for one release: a module ``__getattr__`` that warns (standard library only).
+"""Old names and old module paths kept importable for one release, with a warning (standard library only).
 
-Use it in the module that renamed something::
+A renamed name: in the module that renamed it::
 
     __getattr__ = renamed_names(__name__, globals(), {"OldName": "NewName"})
 
 ``module.OldName`` and ``from module import OldName`` then return ``NewName`` with a
 ``DeprecationWarning``; old names are never in ``__all__``; any other unknown name is an ``AttributeError``.
+
+A moved module: the parent package of the old paths calls :func:`moved_modules` with ``{old: new}``
+(dotted names) when it is imported, which happens before any of its submodules is looked up.
+``import old`` / ``from old import name`` then warn and give the new module itself (one module object under
+both names, so a monkeypatch through either path reaches the same functions). The old paths are not files:
+the tree shows only where things are now.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.util
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["renamed_names"]
+__all__ = ["moved_modules", "renamed_names"]
 
 
 def renamed_names(module_name: str, namespace: Mapping[str, Any], renames: Mapping[str, str]) -> Callable[[str], Any]:
@@ -31,3 +41,40 @@ def renamed_names(module_name: str, namespace: Mapping[str, Any], renames: Mappi
         return namespace[new]
 
     return __getattr__
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds each old module path and loads it as the module at its new path, with a warning."""
+
+    def __init__(self) -> None:
+        self.moves: dict[str, str] = {}
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 (importlib protocol)
+        if fullname not in self.moves:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):  # noqa: D102 (importlib protocol): the default module, replaced below
+        return None
+
+    def exec_module(self, module) -> None:  # noqa: D102 (importlib protocol)
+        old = module.__name__
+        new = self.moves[old]
+        warnings.warn(f"{old} has moved to {new}; the old path will be removed in the next release",
+                      DeprecationWarning, stacklevel=2)
+        # the import system returns whatever sys.modules holds under the old name once this returns
+        sys.modules[old] = importlib.import_module(new)
+
+
+_FINDER = _MovedModuleFinder()
+
+
+def moved_modules(moves: Mapping[str, str]) -> None:
+    """Keep each old dotted module path of ``moves`` importable as its new path, with a ``DeprecationWarning``.
+
+    Idempotent; the finder is installed once, at the end of :data:`sys.meta_path` (it only answers for the
+    old paths, which no other finder knows).
+    """
+    _FINDER.moves.update(moves)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.append(_FINDER)

@@ -15,14 +15,14 @@ usually ``(n_samples, n_features)``. Observed entries never enter a metric.
 * :func:`interval_coverage`: fraction of true values inside predictive intervals.
 
 Bad input (shape mismatch, no masked entry, NaN predictions at masked entries) raises
-:class:`~explorer.core._validation.BadInputError`.
+:class:`~explorer.core.validation.BadInputError`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "rmse",

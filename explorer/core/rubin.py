@@ -1,7 +1,7 @@
 """Rubin's rules: pooling the analyses of M multiply imputed data sets (Rubin 1987; van Buuren 2018, §2.3).
 
 Moved here from :mod:`explorer.learn.treatments` (which re-exports both names) so that numpy-only
-code (:mod:`explorer.core.sensitivity`) can pool too; numpy only.
+code (:mod:`explorer.core.missingness.sensitivity`) can pool too; numpy only.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 __all__ = ["PooledEstimate", "rubin_pool"]
 

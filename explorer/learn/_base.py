@@ -25,7 +25,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
 from explorer._imputer_base import _unwrap
-from explorer.core._validation import BadInputError, check_incomplete, check_magnitude, column_label
+from explorer.core.validation import BadInputError, check_incomplete, check_magnitude, column_label
 
 UNLABELLED = -1
 

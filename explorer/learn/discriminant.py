@@ -1,6 +1,6 @@
 """Gaussian discriminant classifiers for incomplete features (Marlin 2008, chapter 6.2).
 
-scikit-learn estimators around :mod:`explorer.core.discriminant` and :mod:`explorer.core.lda_fa`.
+scikit-learn estimators around :mod:`explorer.core.classifiers.discriminant` and :mod:`explorer.core.classifiers.lda_fa`.
 ``X`` may contain NaN, in training and at prediction, in any pattern: the classifiers are generative,
 so a missing feature is integrated out, :math:`P(y = c \\mid x^o) \\propto \\theta_c N(x^o; \\mu_c^o,
 \\Sigma_c^{oo})` (6.2.21); a row with nothing observed gets the class prior. The labels must be
@@ -37,10 +37,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from explorer._imputer_base import _rng
-from explorer.core import discriminant as _dm
-from explorer.core import lda_fa as _lf
-from explorer.core._loop import ConvergenceWarning
-from explorer.core._validation import BadInputError
+from explorer.core.classifiers import discriminant as _dm
+from explorer.core.classifiers import lda_fa as _lf
+from explorer.core.loop import ConvergenceWarning
+from explorer.core.validation import BadInputError
 
 from ._base import SupervisedMixin, check_finite_output, check_labels
 
@@ -197,7 +197,7 @@ class RDAClassifier(_EMDiscriminant):
     __doc__ = """Regularised discriminant analysis (Friedman; Marlin 6.2.19) with missing features.
 
     :math:`\\Sigma_c = \\gamma(\\alpha S_c + (1-\\alpha) S) + \\frac{1-\\gamma}{D}\\operatorname{tr}(S) I`,
-    applied in every M-step of the EM (see :mod:`explorer.core.discriminant`): ``alpha=1, gamma=1`` is
+    applied in every M-step of the EM (see :mod:`explorer.core.classifiers.discriminant`): ``alpha=1, gamma=1`` is
     :class:`QDAClassifier`, ``alpha=0, gamma=1`` is :class:`LDAClassifier`. Choose ``alpha`` and ``gamma``
     by cross-validation (the thesis uses leave-one-out over a grid)::
 
@@ -225,7 +225,7 @@ class LDAFAClassifier(_DiscriminantBase):
     ``training="generative"``: class means from the observed entries (6.2.22), then a missing-data FA EM
     on the class-centred features with the mean fixed at 0 (6.2.23). ``training="discriminative"``:
     maximise the conditional log-likelihood (6.2.24) minus ``reg / 2 * sum_c mu_c^T Sigma^-1 mu_c`` (the
-    digest's reading of the thesis's ambiguous penalty, see :mod:`explorer.core.lda_fa`) by L-BFGS-B,
+    digest's reading of the thesis's ambiguous penalty, see :mod:`explorer.core.classifiers.lda_fa`) by L-BFGS-B,
     at most ``max_iter`` iterations, from the generative fit. The features are centred by their observed
     column means before fitting (the penalty pulls the means towards the origin); ``means_`` are
     reported in the original units.

@@ -6,20 +6,20 @@ both the missing features and the missing labels, and prediction conditions the 
 on the observed inputs, which marginalises missing test inputs exactly.
 
 * :class:`GaussianMixtureClassifier`: Gaussian components x a class variable
-  (:mod:`explorer.core.joint_mixture`). ``structure="per_class"`` gives each class its own
+  (:mod:`explorer.core.classifiers.joint_mixture`). ``structure="per_class"`` gives each class its own
   ``n_components`` Gaussians (``n_components=1``: QDA with maximum-likelihood covariances, trained
   on incomplete data); ``structure="joint"`` is G&J's mixture whose components each carry a learned
   class distribution P(c | j). ``y`` may contain ``-1`` / NaN (unlabelled rows): semi-supervised EM.
-* :class:`GaussianMixtureRegressor`: a Gaussian mixture on ``[X, y]`` (:mod:`explorer.core.em_gmm`);
+* :class:`GaussianMixtureRegressor`: a Gaussian mixture on ``[X, y]`` (:mod:`explorer.core.mixtures.em_gmm`);
   ``predict`` is the least-squares estimate E[y | x^o] (eq. 13) or a draw from p(y | x^o), with
   ``predict_interval`` (quantiles of the conditional mixture), ``sample`` and ``conditional_density``.
   Rows whose ``y`` is NaN still inform the input density.
 * :class:`BernoulliMixtureClassifier`: binary features (0/1, NaN = missing) with a class variable
-  (:mod:`explorer.core.bernoulli_mixture`).
+  (:mod:`explorer.core.discrete.bernoulli_mixture`).
 
 Step / Play: ``GaussianMixtureClassifier.start(X, y)`` validates and initialises (iteration 0),
 ``step()`` runs one EM iteration; ``state_``, ``core_data_`` and ``core_config_`` are the core
-objects (``explorer.core.joint_mixture.step(state_, core_data_, core_config_)``).
+objects (``explorer.core.classifiers.joint_mixture.step(state_, core_data_, core_config_)``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from explorer._imputer_base import _rng
-from explorer.core import bernoulli_mixture as bm
-from explorer.core import em_gmm
-from explorer.core import joint_mixture as jm
-from explorer.core._validation import BadInputError, check_level
-from explorer.core.conditional import regression
-from explorer.core.mixture_regression import conditional_density as _conditional_density
+from explorer.core.discrete import bernoulli_mixture as bm
+from explorer.core.mixtures import em_gmm
+from explorer.core.classifiers import joint_mixture as jm
+from explorer.core.validation import BadInputError, check_level
+from explorer.core.gaussians.conditional import regression
+from explorer.core.gaussians.mixture_regression import conditional_density as _conditional_density
 from explorer.learn._base import SupervisedMixin, check_features, check_finite_output, check_labels
 
 __all__ = ["GaussianMixtureClassifier", "GaussianMixtureRegressor", "BernoulliMixtureClassifier"]
@@ -95,7 +95,7 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
         P(c | j) (one-hot for ``"per_class"``).
     n_iter_, converged_, log_likelihood_, objective_
     fit_path_ : tuple of dict
-        Snapshots of every EM iteration of the kept restart (see :func:`explorer.core.joint_mixture.snapshot`).
+        Snapshots of every EM iteration of the kept restart (see :func:`explorer.core.classifiers.joint_mixture.snapshot`).
     state_, core_data_, core_config_
         The core objects, for stepping EM from outside (:meth:`start`, :meth:`step`).
     """
@@ -197,7 +197,7 @@ class GaussianMixtureRegressor(SupervisedMixin, RegressorMixin, BaseEstimator):
     estimate : {"mean", "sample"}, default "mean"
         ``predict`` returns the least-squares estimate E[y | x^o] (eq. 13) or one draw from p(y | x^o).
     covariance_type, reg_covar, prior, max_iter, tol, n_init, random_state
-        As :class:`GaussianMixtureClassifier` (EM of :mod:`explorer.core.em_gmm`).
+        As :class:`GaussianMixtureClassifier` (EM of :mod:`explorer.core.mixtures.em_gmm`).
 
     Attributes
     ----------

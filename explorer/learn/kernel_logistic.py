@@ -1,7 +1,7 @@
 """Kernel logistic regression with missing-data kernels (marlin2008 section 5.6; thesis section 6.5).
 
 :class:`KernelLogisticRegression` is multiclass (softmax) kernel logistic regression whose inputs
-may contain NaN: the kernels of :mod:`explorer.core.missing_kernels` read the response indicator
+may contain NaN: the kernels of :mod:`explorer.core.classifiers.missing_kernels` read the response indicator
 r (1 = observed) next to the values, so no imputation is needed.
 
 Objective (eq. 6.5.2, solved in the primal, i.e. over the representer coefficients):
@@ -25,7 +25,7 @@ by L-BFGS with the analytic gradient :math:`\\Phi^\\top(P - Y) + U/C`, :math:`\\
 This is far better conditioned than L-BFGS directly on :math:`\\alpha` (whose Hessian involves
 :math:`K^2`). Test rows get :math:`f(x_*) = k_*^\\top\\alpha + b`; because :math:`\\alpha` lies in the
 span of the kept eigenvectors this equals :math:`(P k_*)^\\top\\alpha + b` with the projector P of
-:func:`explorer.core.missing_kernels.remove_negative_eigenvalues`, the consistent treatment of
+:func:`explorer.core.classifiers.missing_kernels.remove_negative_eigenvalues`, the consistent treatment of
 test rows after negative eigenvalues were removed.
 
 **Indefinite kernels.** With ``remove_negative=True`` (default, the thesis's fix) negative
@@ -55,8 +55,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from explorer.core import missing_kernels as mk
-from explorer.core._validation import BadInputError
+from explorer.core.classifiers import missing_kernels as mk
+from explorer.core.validation import BadInputError
 from explorer.learn._base import SupervisedMixin, check_finite_output, check_labels
 
 __all__ = ["KernelLogisticRegression"]

@@ -42,7 +42,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 __all__ = ["FAMILIES", "METHODS", "MISSING_MODULES", "MethodSpec", "make_method", "method_names", "stepped_methods"]
 
@@ -75,7 +75,7 @@ class MethodSpec:
         "augmented" (the thesis's frameworks, digest section 5.1).
     stepped : bool
         True for the EM mixture classifiers, whose fit can be run one EM iteration at a time
-        (:mod:`explorer.core.joint_mixture`).
+        (:mod:`explorer.core.classifiers.joint_mixture`).
     """
 
     label: str

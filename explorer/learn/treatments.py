@@ -81,7 +81,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from explorer._imputer_base import _rng
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.rubin import PooledEstimate, rubin_pool
 from explorer.learn._base import SupervisedMixin, check_finite_output, check_labels
 

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.conditional: brute-force conditioning oracles, Monte-Carlo checks of the
+"""Tests of explorer.core.gaussians.conditional: brute-force conditioning oracles, Monte-Carlo checks of the
 summaries, densities, intervals, regression (eq. 13) and bad input."""
 
 import numpy as np
@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import logsumexp
 
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture, regression
-from explorer.core.gaussian import DegenerateCovarianceError
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture, regression
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 
 
 def random_mixture(rng, K, D, *, diag=False):

@@ -1,4 +1,4 @@
-"""Student-t posterior-predictive density imputation (explorer.core.conditional_t)."""
+"""Student-t posterior-predictive density imputation (explorer.core.gaussians.conditional_t)."""
 
 from types import SimpleNamespace
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.core import vb_dpgmm as vb
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import (
+from explorer.core.mixtures import vb_dpgmm as vb
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
@@ -184,7 +184,7 @@ def test_converges_to_plugin_gaussian_for_large_beta_nu():
     np.testing.assert_allclose(t.variance(), gauss.variance(), rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::explorer.core.mixtures.vb_dpgmm.VBConvergenceWarning")
 def test_far_outliers_keep_a_finite_nll_where_the_gaussian_collapses():
     """The thesis motivation (garriga2017 §3.2): plug-in Gaussians give vanishing likelihood far away."""
     rng = np.random.default_rng(5)
@@ -210,7 +210,7 @@ def test_far_outliers_keep_a_finite_nll_where_the_gaussian_collapses():
     assert abs(np.mean(lt[3:][typical]) - np.mean(lg[3:][typical])) < 0.1
 
 
-@pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::explorer.core.mixtures.vb_dpgmm.VBConvergenceWarning")
 def test_predictive_conditional_uses_state_parameters():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(60, 3))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData, Standardizer, standardize
 
 
@@ -89,7 +89,7 @@ def test_with_missing_round_trip(rng):
 def test_a_mask_may_hide_a_whole_column_but_a_fit_refuses_it(rng):
     """Image masks (the top half of every image) hide whole columns: the container shows them, EM says why
     it cannot learn them."""
-    from explorer.core import em_gmm
+    from explorer.core.mixtures import em_gmm
 
     X, miss = _random_data(rng)
     hide_col = np.zeros_like(miss)

@@ -1,5 +1,5 @@
-"""Tests of explorer.core.em_gmm (EM for Gaussian mixtures with missing values) and of the
-conditioning kernels of explorer.core.gaussian that it relies on.
+"""Tests of explorer.core.mixtures.em_gmm (EM for Gaussian mixtures with missing values) and of the
+conditioning kernels of explorer.core.gaussians.gaussian that it relies on.
 
 Oracles: scikit-learn's GaussianMixture on complete data (same initialisation, same number of
 steps), and the closed-form ML estimate of the bivariate normal with a monotone MAR pattern
@@ -19,17 +19,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
-from explorer.core.em_gmm import ConvergenceWarning, EMConfig
-from explorer.core.gaussian import (
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
+from explorer.core.mixtures.em_gmm import ConvergenceWarning, EMConfig
+from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
     observed_diagonal,
     observed_gaussian,
     precision_and_logdet,
 )
-from explorer.core.mechanisms import apply_mechanism
-from explorer.core.patterns import SMALL_BLOCK, group_patterns
+from explorer.core.missingness.mechanisms import apply_mechanism
+from explorer.core.gaussians.patterns import SMALL_BLOCK, group_patterns
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -1,4 +1,4 @@
-"""Tests of MAP-EM (``EMConfig.prior``) in explorer.core.em_gmm and of the collapse warning.
+"""Tests of MAP-EM (``EMConfig.prior``) in explorer.core.mixtures.em_gmm and of the collapse warning.
 
 Oracles: the closed-form Normal-inverse-Wishart posterior mode of one component on complete data
 (Fraley & Raftery 2007, Table 2, VVV; the inverse-gamma mode per coordinate for "diag"), computed
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import invgamma, invwishart, multivariate_normal, norm
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
-from explorer.core.em_gmm import ComponentCollapseWarning, EMConfig, NIWPrior
-from explorer.core.gaussian import DegenerateCovarianceError
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
+from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, EMConfig, NIWPrior
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 
 
 def _random_prior(rng, D, covariance_type):

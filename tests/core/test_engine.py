@@ -1,4 +1,4 @@
-"""The compiled E-step (explorer.core._kernels) against the numpy reference kernels, and the state it feeds."""
+"""The compiled E-step (explorer.core._compiled.gmm) against the numpy reference kernels, and the state it feeds."""
 
 import subprocess
 import sys
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
-from explorer.core.gaussian import DegenerateCovarianceError, precision_and_logdet
-from explorer.core.suffstats import SufficientStatistics, m_step
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError, precision_and_logdet
+from explorer.core.mixtures.suffstats import SufficientStatistics, m_step
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore:Stopped after max_iter")
@@ -68,7 +68,7 @@ def test_compiled_equals_numpy_over_steps(structured, K, prior):
 
 
 def test_compiled_equals_numpy_on_long_missing_blocks():  # runs with m >= M_SWITCH: one component at a time
-    from explorer.core import _kernels
+    from explorer.core._compiled import gmm as _kernels
 
     data = em_gmm.prepare(_mixture(n=800, d=18, seed=13, rate=0.65))
     assert np.mean(data.patterns.missing.sum(axis=1) >= _kernels.M_SWITCH) > 0.3
@@ -92,7 +92,7 @@ def test_compiled_equals_numpy_for_the_variants(variant):
 
 
 def test_skipping_negligible_responsibility_mass_changes_nothing():
-    from explorer.core import _kernels
+    from explorer.core._compiled import gmm as _kernels
 
     data = em_gmm.prepare(_mixture(n=1500, d=14, seed=3, sep=12.0))  # separated, ~1 row per pattern: most pairs skip
     config = em_gmm.EMConfig(n_components=3, strategy="compiled")
@@ -188,7 +188,7 @@ def test_singular_covariance_raises_a_clear_error():
 
 
 def test_missing_block_failure_is_reported_with_its_component():
-    from explorer.core import _kernels
+    from explorer.core._compiled import gmm as _kernels
 
     data = em_gmm.prepare(_mixture(seed=10))
     config = em_gmm.EMConfig(n_components=2, strategy="compiled")

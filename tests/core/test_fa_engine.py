@@ -1,4 +1,4 @@
-"""The compiled FA / PPCA EM (explorer.core._kernels_fa, FAConfig.strategy) against the numpy reference."""
+"""The compiled FA / PPCA EM (explorer.core._compiled.factor, FAConfig.strategy) against the numpy reference."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from explorer.core import factor_analysis as fa
-from explorer.core._validation import BadInputError
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.validation import BadInputError
 
 RTOL = 1e-10
 
@@ -101,7 +101,7 @@ def test_workspace_allocated_once_and_picklable():
 
 def test_small_blocks_split_runs():
     """Runs split across blocks keep their factor: results do not depend on the block size."""
-    from explorer.core._kernels_fa import FAWorkspace
+    from explorer.core._compiled.factor import FAWorkspace
 
     data = _data(np.random.default_rng(5), 400, 9, 2, "structured")
     cfg = fa.FAConfig(n_factors=2, strategy="compiled")

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.factor_analysis: PPCA closed form, exact EM for FA / PPCA with missing data,
+"""Tests of explorer.core.factor.factor_analysis: PPCA closed form, exact EM for FA / PPCA with missing data,
 observed-data log-likelihoods and the conditional p(x_m | x_o).
 
 Oracles: scikit-learn's PCA (PPCA formula) and FactorAnalysis (achieved log-likelihood), dense
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from scipy import stats
 from sklearn.decomposition import PCA, FactorAnalysis
 
-from explorer.core import factor_analysis as fa
-from explorer.core._validation import BadInputError
-from explorer.core.factor_analysis import ConvergenceWarning, FAConfig, FAParams
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.validation import BadInputError
+from explorer.core.factor.factor_analysis import ConvergenceWarning, FAConfig, FAParams
 
 
 def fa_sample(rng, n, D, q, *, psi_range=(0.3, 0.8)):
@@ -348,7 +348,7 @@ def test_bad_input():
         fa.prepare(np.vstack([X[:1], np.full((1, 4), np.nan)]))
 
 
-@pytest.mark.filterwarnings("ignore::explorer.core.factor_analysis.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::explorer.core.factor.factor_analysis.ConvergenceWarning")
 @pytest.mark.parametrize("kind", ["fa", "ppca"])
 def test_px_em_reaches_the_em_fixed_point_faster_and_centres_the_mean_in_one_step(kind):
     rng = np.random.default_rng(11)

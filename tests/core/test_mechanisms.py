@@ -1,4 +1,4 @@
-"""Tests of explorer.core.mechanisms: rates, the claimed (in)dependence on values, image geometry,
+"""Tests of explorer.core.missingness.mechanisms: rates, the claimed (in)dependence on values, image geometry,
 determinism, the registry and bad input."""
 
 import dataclasses
@@ -10,8 +10,8 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import expit, logit
 
-from explorer.core._validation import BadInputError
-from explorer.core.mechanisms import (
+from explorer.core.validation import BadInputError
+from explorer.core.missingness.mechanisms import (
     MECHANISMS,
     MaskResult,
     apply_mechanism,

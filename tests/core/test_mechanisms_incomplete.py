@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core.mechanisms import MECHANISMS, apply_mechanism
+from explorer.core.missingness.mechanisms import MECHANISMS, apply_mechanism
 
 IMG = (4, 6)
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.metrics import gaussian_nll, interval_coverage, mae, nll_from_logpdf, nrmse, pfc, rmse
 
 T = np.array([[1.0, 2.0], [3.0, 4.0]])

@@ -1,7 +1,7 @@
-"""Tests of explorer.core.mfa (mixtures of factor analysers / PPCA with missing data), of the mixture
-conditional in explorer.core.fa_conditional and of NSA-M (explorer.core.mfa_neumann).
+"""Tests of explorer.core.factor.mfa (mixtures of factor analysers / PPCA with missing data), of the mixture
+conditional in explorer.core.factor.fa_conditional and of NSA-M (explorer.core.factor.mfa_neumann).
 
-Oracles: a one-component mixture is the single factor analyser of explorer.core.factor_analysis
+Oracles: a one-component mixture is the single factor analyser of explorer.core.factor.factor_analysis
 (same start, same EM path); log-likelihoods and responsibilities against a dense-covariance Gaussian
 mixture evaluated with scipy; the mixture conditional against the dense ConditionalMixture; NSA-M
 against the exact per-component solves. Properties (hypothesis): the observed-data log-likelihood
@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import logsumexp
 
-from explorer.core import factor_analysis as fa
-from explorer.core import mfa
-from explorer.core import mfa_neumann as mn
-from explorer.core._validation import BadInputError
-from explorer.core.fa_conditional import FAParams, mixture_conditional
-from explorer.core.gaussian import DegenerateCovarianceError
-from explorer.core.mfa import ConvergenceWarning, MFAConfig, MFAParams
-from explorer.core.neumann import NeumannConfig
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.factor import mfa
+from explorer.core.factor import mfa_neumann as mn
+from explorer.core.validation import BadInputError
+from explorer.core.factor.fa_conditional import FAParams, mixture_conditional
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.factor.mfa import ConvergenceWarning, MFAConfig, MFAParams
+from explorer.core.factor.neumann import NeumannConfig
 
 
 # ----------------------------------------------------------------------------- helpers

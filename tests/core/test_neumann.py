@@ -1,4 +1,4 @@
-"""Tests of explorer.core.neumann: the encoders of rows with missing entries (exact, FCA, SCA, mean
+"""Tests of explorer.core.factor.neumann: the encoders of rows with missing entries (exact, FCA, SCA, mean
 imputation) and the scaled Neumann series (NSA, antypas2023 Algorithm 1).
 
 Oracles: dense Gaussian conditioning (W_o^T Sigma_oo^-1 (x_o - mu_o), np.linalg.solve), the literal
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core import factor_analysis as fa
-from explorer.core import neumann as ns
-from explorer.core._validation import BadInputError
-from explorer.core.factor_analysis import FAParams
-from explorer.core.neumann import NeumannConfig
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.factor import neumann as ns
+from explorer.core.validation import BadInputError
+from explorer.core.factor.factor_analysis import FAParams
+from explorer.core.factor.neumann import NeumannConfig
 
 
 def random_model(rng, D, q, *, psi_range=(0.1, 1.0)):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from explorer.core.gaussian import observed_gaussian, precision_and_logdet
-from explorer.core.patterns import group_patterns
+from explorer.core.gaussians.gaussian import observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.patterns import group_patterns
 
 
 def _random_case(rng, n, d, rate):

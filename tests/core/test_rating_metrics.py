@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
-from explorer.core.rating_metrics import (
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.rating_metrics import (
     expected_uniform_mae, ndcg, nmae, predictive_mean, predictive_median,
 )
 

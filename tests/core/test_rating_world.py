@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from explorer.core._validation import BadInputError
-from explorer.core.rating_world import (
+from explorer.core.validation import BadInputError
+from explorer.core.discrete.rating_world import (
     THESIS_S, linear_value_effect_mu, make_rating_world, split_protocol,
 )
 
@@ -116,7 +116,7 @@ def test_bad_input(call, match):
 
 
 def test_score_split_perfect_and_uniform_predictions():
-    from explorer.core.rating_world import score_split
+    from explorer.core.discrete.rating_world import score_split
     w = make_rating_world(200, 8, 2, s=0.125, rng=np.random.default_rng(6))
     sp = split_protocol(w, n_test_users=40, n_holdout_users=0, rng=np.random.default_rng(7), n_random_items=3)
     perfect = {}

@@ -1,4 +1,4 @@
-"""Tests of explorer.core.vb_dpgmm (variational DP Gaussian mixture on incomplete data, POIGMM).
+"""Tests of explorer.core.mixtures.vb_dpgmm (variational DP Gaussian mixture on incomplete data, POIGMM).
 
 Oracles: scikit-learn's BayesianGaussianMixture (dirichlet_process, full) on complete data from
 the same responsibilities; the closed-form Normal-Wishart evidence (K = 1: the ELBO is exact);
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from scipy.special import digamma, multigammaln
 from scipy.stats import wishart
 
-from explorer.core import em_gmm
-from explorer.core import vb_dpgmm as vb
-from explorer.core._validation import BadInputError
-from explorer.core.vb_dpgmm import VBConfig, VBConvergenceWarning
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures import vb_dpgmm as vb
+from explorer.core.validation import BadInputError
+from explorer.core.mixtures.vb_dpgmm import VBConfig, VBConvergenceWarning
 
 LOG_2PI = np.log(2 * np.pi)
 

@@ -1,4 +1,4 @@
-"""The compiled E-step of the variational DP mixture (explorer.core._kernels_vb) against the numpy reference path."""
+"""The compiled E-step of the variational DP mixture (explorer.core._compiled.vb_dpgmm) against the numpy reference path."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core import vb_dpgmm as vb
-from explorer.core._validation import BadInputError
-from explorer.core.gaussian import DegenerateCovarianceError
-from explorer.core.vb_dpgmm import VBConfig
+from explorer.core.mixtures import vb_dpgmm as vb
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.mixtures.vb_dpgmm import VBConfig
 
-pytestmark = pytest.mark.filterwarnings("ignore::explorer.core.vb_dpgmm.VBConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::explorer.core.mixtures.vb_dpgmm.VBConvergenceWarning")
 
 
 def _data(n=400, d=5, rate=0.3, seed=0, long_blocks=False):
@@ -85,7 +85,7 @@ def test_compiled_equals_numpy_long_missing_blocks_priors_and_sticks(stick, prio
 
 
 def test_compiled_equals_numpy_above_the_gemm_width():  # dsyrk accumulation (D > GEMM_MAX_D)
-    from explorer.core._kernels_vb import GEMM_MAX_D
+    from explorer.core._compiled.vb_dpgmm import GEMM_MAX_D
 
     data = _data(n=200, d=GEMM_MAX_D + 2, rate=0.1)
     a, b = _pair(data, VBConfig(n_components=2, covariance_prior="data"), n_steps=3)

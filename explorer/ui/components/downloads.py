@@ -37,7 +37,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.deprecation import renamed_names
 from explorer.export import export_imputations
 from explorer.ui.text import md
@@ -184,7 +184,7 @@ class DownloadPanel(Viewer):
         made safe by :func:`safe_filename`.
     imputations : callable
         ``imputations(m) -> PageImputations`` (``m = 0``: the single imputation only); raises
-        :class:`~explorer.core._validation.BadInputError` with a readable message.
+        :class:`~explorer.core.validation.BadInputError` with a readable message.
     masked : callable, optional
         ``masked() -> IncompleteData``: the data with their gaps (a third button, ``masked_button``; None
         without ``masked``).

@@ -4,7 +4,7 @@ The "density imputation" of garriga2017 (eq. 3.27) and the conditional-density v
 ghahramani1994 §6: for a row with missing entries, the conditional distribution of the missing block
 given the observed one is again a Gaussian mixture, with weights :math:`h_k` (the posterior
 responsibilities of the components for the observed part), per-component regression means and
-Schur-complement covariances (:class:`explorer.core.conditional.ConditionalMixture`).
+Schur-complement covariances (:class:`explorer.core.gaussians.conditional.ConditionalMixture`).
 
 :class:`ConditionalView` fits a mixture on the data of its
 :class:`~explorer.ui.state.data_model.DataModel` on the session's worker thread (``Fit``; refits when
@@ -12,7 +12,7 @@ the data or the model settings change; :class:`~explorer.ui.session.SessionWorke
 Gaussian mixture
 (:class:`~explorer.ui.state.em_model.EMModel`) or the variational Dirichlet-process mixture
 (:class:`~explorer.ui.state.vb_model.VBModel`), whose conditional is either the plug-in Gaussian
-mixture or the Student-t posterior predictive (:mod:`explorer.core.conditional_t`). It shows, for a
+mixture or the Student-t posterior predictive (:mod:`explorer.core.gaussians.conditional_t`). It shows, for a
 data row or a typed row:
 
 * one missing feature: the conditional mixture density (curve), each component's weighted
@@ -42,7 +42,7 @@ import param
 from bokeh.models import CustomJSTickFormatter
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError, constant_columns
+from explorer.core.validation import BadInputError, constant_columns
 from explorer.datasets import list_datasets
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.em_model import EMModel

@@ -31,8 +31,8 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
-from explorer.core.mechanisms import MECHANISMS
+from explorer.core.validation import BadInputError
+from explorer.core.missingness.mechanisms import MECHANISMS
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, PageImputations

@@ -34,7 +34,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core.mechanisms import MECHANISMS
+from explorer.core.missingness.mechanisms import MECHANISMS
 from explorer.learn.methods import FAMILIES, METHODS, MISSING_MODULES
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer

@@ -22,7 +22,7 @@ import panel as pn
 import param
 
 from explorer import datasets as ds
-from explorer.core import em_gmm
+from explorer.core.mixtures import em_gmm
 from explorer.ui.plots.figures import ScatterPanel, TracePlot
 from explorer.ui.plots.mixture2d import axis_ranges, empty_frame, panel_frame
 from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel

@@ -27,7 +27,7 @@ from bokeh.models import ColumnDataSource, Legend, LegendItem, Range1d
 from bokeh.plotting import figure
 from panel.viewable import Viewer
 
-from explorer.core.mar_table import CODES
+from explorer.core.missingness.mar_table import CODES
 from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url

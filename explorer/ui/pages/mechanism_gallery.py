@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from bokeh.transform import dodge
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, MechanismGalleryModel
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout

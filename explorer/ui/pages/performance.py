@@ -32,7 +32,7 @@ import param
 from bokeh.palettes import Viridis256
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
@@ -68,7 +68,7 @@ EXPLANATION = """
 One component's E-step needs, for every distinct missingness pattern, the log-density of the observed part and
 the conditional mean and covariance of the missing part. Three ways to get them (same outputs to round-off):
 
-* the **precision-side kernel** (the project's default, `explorer.core.gaussian.observed_gaussian`): one
+* the **precision-side kernel** (the project's default, `explorer.core.gaussians.gaussian.observed_gaussian`): one
   precision P = Σ⁻¹ per component, then per pattern a Cholesky factor of the small m x m block P<sub>mm</sub>
   only: about m³/3 flops per pattern (plus d³ once);
 * the **naive** baseline of Delalleau, Courville & Bengio: a Cholesky factor of the observed block Σ<sub>oo</sub>
@@ -350,7 +350,7 @@ class PerformanceView(Viewer):
                     f"`strategy` field, a **full EM step** with K = 1 per strategy ({', '.join(em_strategies())}; "
                     "dashed). Hover a point for its numbers.")
         return ("Timed per point: one component's **E-step kernel** per strategy. `EMConfig` has no `strategy` field "
-                "in this version of `explorer.core.em_gmm`, so full EM steps are not timed.")
+                "in this version of `explorer.core.mixtures.em_gmm`, so full EM steps are not timed.")
 
     def _show_tree_widgets(self, *events):
         squares = self.model.tree_mask == "squares"

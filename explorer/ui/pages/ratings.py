@@ -1,7 +1,7 @@
 r"""The "Ratings" page: NMAR rating models (Marlin ch. 5) fitted live on a synthetic rating world.
 
 One :class:`~explorer.ui.state.ratings_model.RatingsModel` (a world drawn by
-:mod:`explorer.core.rating_world` and one of MAR MM, MM/CPT-v, MM/CPT-v+, MM/Logit-vd, DP, DP/CPT-v,
+:mod:`explorer.core.discrete.rating_world` and one of MAR MM, MM/CPT-v, MM/CPT-v+, MM/Logit-vd, DP, DP/CPT-v,
 cRBM, cRBM/E-v) is stepped by the shared :class:`~explorer.ui.components.player.StepPlayer` (EM iterations,
 Gibbs sweeps or contrastive-divergence updates, off the event loop when served). The page shows
 
@@ -37,7 +37,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import weak_callback

@@ -33,7 +33,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.datasets import list_datasets
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.player import StepPlayer

@@ -1,7 +1,7 @@
 r"""The "Sensitivity" page: how an estimate moves as the imputations of one column depart from MAR by delta.
 
 One :class:`~explorer.ui.state.sensitivity_model.SensitivityModel` (delta adjustment of Gaussian-mixture
-imputations, :mod:`explorer.core.sensitivity`) on the session's data. The page shows
+imputations, :mod:`explorer.core.missingness.sensitivity`) on the session's data. The page shows
 
 * (a) the imputed values of the chosen column, over all M imputations, shifted / scaled by the delta
   picked with the slider, against the observed values of that column (and, for built-in data, the
@@ -314,7 +314,7 @@ class SensitivityView(ModelPage):
     @staticmethod
     def _compute(job, progress=None):
         """``(result, error)`` of ``job`` (the session's worker): a readable error instead of an exception."""
-        from explorer.core._validation import BadInputError
+        from explorer.core.validation import BadInputError
 
         try:
             return cached_run_job(job, progress), ""

@@ -27,7 +27,7 @@ import numpy as np
 import panel as pn
 import param
 
-from explorer.core import vb_dpgmm
+from explorer.core.mixtures import vb_dpgmm
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage

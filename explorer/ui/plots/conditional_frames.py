@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 MISSING_TOKENS = ("", "?", "nan", "na", "n/a")
 NONE = "(none: 1-D slice)"

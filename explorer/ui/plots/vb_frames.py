@@ -66,7 +66,7 @@ def _points(kind: str, x, y, comp, resp=None) -> dict:
 def plugin_imputation(state, values, missing, rows) -> np.ndarray:
     """The plug-in conditional-mean imputation of the data ``rows`` (observed entries unchanged).
 
-    The numbers of :func:`explorer.core.vb_dpgmm.conditional` ``(state, data).mean()`` on those rows: the
+    The numbers of :func:`explorer.core.mixtures.vb_dpgmm.conditional` ``(state, data).mean()`` on those rows: the
     Gaussian mixture with weights :math:`E_q[\\pi_k]`, means :math:`m_k` and covariances :math:`\\Psi_k/\\nu_k`
     conditioned on each row's observed entries (a row with nothing observed gets the mixture's mean). Only the
     means are computed, every component at once for each pattern of missing entries: a frame needs them for

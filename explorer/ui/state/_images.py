@@ -9,8 +9,8 @@ import functools
 
 import numpy as np
 
-from explorer.core import mechanisms
-from explorer.core._validation import BadInputError
+from explorer.core.missingness import mechanisms
+from explorer.core.validation import BadInputError
 from explorer.datasets import image_shape, load_dataset
 
 DATASETS = ("digits_8x8", "mnist", "photo_patches")

@@ -6,7 +6,7 @@ import json
 
 import param
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 
 __all__ = ["MAX_SEED", "Settings"]
 

@@ -8,15 +8,15 @@ subclass's own scalars), and the lock that makes ``step``/``reset``/``rewind`` s
 worker thread (``try_step`` skips instead of waiting, for periodic callbacks). It imports param,
 never Panel.
 
-A subclass names its core module in ``_CORE`` (:mod:`explorer.core.em_gmm` or
-:mod:`explorer.core.vb_dpgmm`: both offer ``init(data, config, rng)``, ``step(state, data,
+A subclass names its core module in ``_CORE`` (:mod:`explorer.core.mixtures.em_gmm` or
+:mod:`explorer.core.mixtures.vb_dpgmm`: both offer ``init(data, config, rng)``, ``step(state, data,
 config)`` and ``snapshot(state, data, config, truth)``) and the :mod:`explorer.history` builder of
 its traces in ``_make_history``, declares its settings, decorates ``reset`` with the parameters
 that start a new run (calling ``super().reset()``), and implements the hooks
 
 * ``_prepare(data)``: set ``self._data`` / ``self._config`` from an
   :class:`~explorer.core.data.IncompleteData` (may raise
-  :class:`~explorer.core._validation.BadInputError`);
+  :class:`~explorer.core.validation.BadInputError`);
 * ``_outputs(state) -> dict``: the published read-outs of a state (``state=None``: of no run);
 * optionally ``_change(old, new) -> float``: the objective change per fitted row that the
   tolerance is compared with (default: change of ``objective`` divided by ``n_fit``).
@@ -29,7 +29,7 @@ import threading
 import numpy as np
 import param
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.ui.state._settings import Settings
 from explorer.ui.state.data_model import DataModel
 
@@ -126,7 +126,7 @@ class SteppedModel(LockedStepping, Settings):
 
     @property
     def em_data(self):
-        """The prepared data of the run (:class:`explorer.core.em_gmm.EMData`), or None."""
+        """The prepared data of the run (:class:`explorer.core.mixtures.em_gmm.EMData`), or None."""
         return self._data
 
     @property

@@ -50,7 +50,7 @@ import param
 
 from explorer import benchmark as bm
 from explorer._workers import as_done, stop_pool, worker_pool
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.reference import GARRIGA2017_RATES
 from explorer.ui.state._settings import MAX_SEED, Settings
 

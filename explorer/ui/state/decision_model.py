@@ -7,7 +7,7 @@ import:
 
 * :attr:`DecisionModel.data`, a :class:`ClassificationData`: training and test rows (NaN = missing),
   class codes, axis limits. The synthetic sets (Simple, Mix, Overlap, XOR;
-  :mod:`explorer.core.synthetic_classification`) draw 100 training and 200 test rows per class as in
+  :mod:`explorer.core.classifiers.synthetic_classification`) draw 100 training and 200 test rows per class as in
   the thesis; the tables (built-in or the session's upload) are split 2/3 - 1/3 per class and
   standardised with the training rows' observed means and deviations;
 * a :class:`Surface` of a method (:meth:`DecisionModel.compute_surface`): :math:`P(c \\mid x, y)` on a
@@ -24,7 +24,7 @@ longer current (``revision``). Fits depend only on the data, the method and the 
 results are shared by every session of the server (:func:`shared_surface`, :func:`shared_score`): the
 start screen's table is computed once per server, not once per student.
 
-:class:`EMClassifierRun` runs the EM mixture classifier (:mod:`explorer.core.joint_mixture`) one
+:class:`EMClassifierRun` runs the EM mixture classifier (:mod:`explorer.core.classifiers.joint_mixture`) one
 iteration at a time for the page's Step / Play / Reset (the protocol of
 :class:`explorer.ui.components.player.StepPlayer`).
 """
@@ -46,11 +46,11 @@ import param
 
 from explorer import datasets as ds
 from explorer import io as eio
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
-from explorer.core.mechanisms import MECHANISMS, apply_mechanism, get_mechanism
-from explorer.core.synthetic_classification import DATASETS as SYNTHETIC
-from explorer.core.synthetic_classification import make_dataset
+from explorer.core.missingness.mechanisms import MECHANISMS, apply_mechanism, get_mechanism
+from explorer.core.classifiers.synthetic_classification import DATASETS as SYNTHETIC
+from explorer.core.classifiers.synthetic_classification import make_dataset
 from explorer.learn.methods import METHODS, make_method
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
@@ -247,7 +247,7 @@ def load_classification(dataset: str, *, n_per_class: int = 100, data_seed: int 
     data_seed, mask_seed : int
         Seeds of the generator / split and of the mechanism.
     mechanism : str
-        A key of :data:`explorer.core.mechanisms.MECHANISMS` or ``"none"`` (keep the data's own gaps);
+        A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS` or ``"none"`` (keep the data's own gaps);
         applied to the training and the test rows independently.
     rate : float
         Requested missing rate (mechanisms that have one).
@@ -720,9 +720,9 @@ class DecisionModel(Settings):
 class EMClassifierRun(LockedStepping, param.Parameterized):
     """EM of the Gaussian mixture classifier on the model's training rows, one iteration per :meth:`step`.
 
-    Wraps :mod:`explorer.core.joint_mixture` (``prepare``, ``init``, ``step``, ``predict_log_proba``)
+    Wraps :mod:`explorer.core.classifiers.joint_mixture` (``prepare``, ``init``, ``step``, ``predict_log_proba``)
     with the settings of the registered estimator of ``method`` (its ``get_params()`` that are
-    :class:`~explorer.core.joint_mixture.JointConfig` fields), the iteration cap ``STEPPED_MAX_ITER``.
+    :class:`~explorer.core.classifiers.joint_mixture.JointConfig` fields), the iteration cap ``STEPPED_MAX_ITER``.
     A new run starts when the data, the method or the seed change. Thread-safe like
     :class:`explorer.ui.state._stepped.SteppedModel`.
     """
@@ -778,7 +778,7 @@ class EMClassifierRun(LockedStepping, param.Parameterized):
 
     def reset(self):
         """Start a new run (iteration 0) on the model's current data."""
-        from explorer.core import joint_mixture as jm
+        from explorer.core.classifiers import joint_mixture as jm
 
         with self._lock:
             data, rev = self.model.data, self.model.revision
@@ -802,7 +802,7 @@ class EMClassifierRun(LockedStepping, param.Parameterized):
             self._publish(state=state, iteration=state.iteration, stop_reason="", error="", run_id=self.run_id + 1)
 
     def _step(self) -> bool:
-        from explorer.core import joint_mixture as jm
+        from explorer.core.classifiers import joint_mixture as jm
 
         if self.finished:
             return False
@@ -819,7 +819,7 @@ class EMClassifierRun(LockedStepping, param.Parameterized):
 
     def predict_proba(self, X) -> np.ndarray:
         """:math:`P(c \\mid x^o)` under the current state (missing features marginalised), shape (n, C)."""
-        from explorer.core import joint_mixture as jm
+        from explorer.core.classifiers import joint_mixture as jm
 
         with self._lock:
             state, config = self.state, self._config

@@ -1,6 +1,6 @@
 """A steppable EM fit of a Gaussian mixture on the data of a :class:`DataModel`.
 
-:class:`EMModel` wraps :mod:`explorer.core.em_gmm` for the apps: it owns the immutable states
+:class:`EMModel` wraps :mod:`explorer.core.mixtures.em_gmm` for the apps: it owns the immutable states
 of the current run (so a view can rewind to any iteration), publishes ``iteration``,
 ``log_likelihood``, ``converged``, ``stop_reason`` and ``error`` as constant parameters, and is
 safe to drive from a worker thread (``step``/``reset`` take a lock; ``try_step`` skips instead of
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from explorer.core import em_gmm
-from explorer.core.conditional import ConditionalMixture
+from explorer.core.mixtures import em_gmm
+from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.history import em_history
 from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
 from explorer.ui.state._settings import MAX_SEED

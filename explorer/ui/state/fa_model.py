@@ -12,9 +12,9 @@ convergence, Responsibilities) and publishes what they plot:
   half, a random square, or the brush the user paints, applied to every image). With
   ``source = "draw"`` the selected image is the user's **drawing** instead (:meth:`FAModel.draw`,
   ink painted on a blank canvas of the image size), masked and encoded like any test image;
-* **the encoders** (antypas2023 §1.3-1.6, :mod:`explorer.core.neumann`): ``mean`` (MI), ``fca``,
+* **the encoders** (antypas2023 §1.3-1.6, :mod:`explorer.core.factor.neumann`): ``mean`` (MI), ``fca``,
   ``sca``, ``exact`` and ``nsa`` (the Neumann series after l = ``n_terms`` updates). For a mixture,
-  ``exact`` and ``nsa`` are the exact solution mixture and NSA-M (:mod:`explorer.core.mfa_neumann`,
+  ``exact`` and ``nsa`` are the exact solution mixture and NSA-M (:mod:`explorer.core.factor.mfa_neumann`,
   responsibility-weighted, signs corrected); ``fca`` / ``sca`` apply the single-model encoder in
   every component and weight the components with the exact visible responsibilities, and ``mean``
   fills in the mixture mean :math:`\\sum_k\\pi_k\\mu_k`. The thesis's **oracle** (the component
@@ -39,9 +39,9 @@ from collections import OrderedDict
 import numpy as np
 import param
 
-from explorer.core import factor_analysis as fa
-from explorer.core import mfa, mfa_neumann, neumann
-from explorer.core._validation import BadInputError
+from explorer.core.factor import factor_analysis as fa
+from explorer.core.factor import mfa, mfa_neumann, neumann
+from explorer.core.validation import BadInputError
 from explorer.ui.state._images import (
     CLASSES,
     DATASETS,

@@ -11,9 +11,9 @@ Marlin (2008); marlin2008 digest, sections 2.6 and 7 ("Mechanism gallery"). One 
   of Table 3.3), where P(r_d = 1 | x_d = v) is obtained by summing over the other variable.
 
 The data: complete ratings (V = 5) of users in latent clusters from
-:func:`explorer.core.rating_world.make_rating_world` (its own selection is not used), masked by the chosen
-family's function of :mod:`explorer.core.tabular_mechanisms` (``cpt_v``, ``linear_value_effect``, ``logit_vd``,
-levels given) or, for the MAR table, cases drawn by :func:`explorer.core.mar_table.sample`. Read-outs
+:func:`explorer.core.discrete.rating_world.make_rating_world` (its own selection is not used), masked by the chosen
+family's function of :mod:`explorer.core.missingness.tabular_mechanisms` (``cpt_v``, ``linear_value_effect``, ``logit_vd``,
+levels given) or, for the MAR table, cases drawn by :func:`explorer.core.missingness.mar_table.sample`. Read-outs
 (:class:`GalleryResult`): the per-value response probabilities (V, D), the true and sampled masks, the true and
 observed marginals of the values (Fig. 5.2 style) and their symmetrised KL divergence (eq. 5.1.1: each
 empirical distribution smoothed by +1 count per value, in bits), overall and per item (median).
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from explorer.core import mar_table as mt
-from explorer.core import tabular_mechanisms as tm
-from explorer.core.rating_world import make_rating_world
+from explorer.core.missingness import mar_table as mt
+from explorer.core.missingness import tabular_mechanisms as tm
+from explorer.core.discrete.rating_world import make_rating_world
 from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["FAMILIES", "GalleryResult", "MechanismGalleryModel", "symmetrised_kl"]

@@ -7,11 +7,11 @@ Two parts (imports param, numpy, pandas and the core; never Panel):
   structured mask (a k x k square per row of a side x side image, or MCAR patterns) and time, per strategy,
 
   - one component's E-step with each kernel: the project's precision-side kernel
-    :func:`explorer.core.gaussian.observed_gaussian` (factors the m x m missing block of the precision per
+    :func:`explorer.core.gaussians.gaussian.observed_gaussian` (factors the m x m missing block of the precision per
     pattern), Delalleau et al.'s minimum-spanning-tree kernel
-    :func:`explorer.core.pattern_tree.observed_gaussian_tree` and the paper's naive baseline
-    :func:`explorer.core.pattern_tree.observed_gaussian_naive`;
-  - when :class:`explorer.core.em_gmm.EMConfig` has a ``strategy`` field (checked at run time with
+    :func:`explorer.core.mixtures.pattern_tree.observed_gaussian_tree` and the paper's naive baseline
+    :func:`explorer.core.mixtures.pattern_tree.observed_gaussian_naive`;
+  - when :class:`explorer.core.mixtures.em_gmm.EMConfig` has a ``strategy`` field (checked at run time with
     :func:`dataclasses.fields`, see :func:`em_strategies`), also one full EM ``step`` (K = 1) per strategy
     (``numpy``, ``compiled``, ``tree``, ``naive``).
 
@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 import param
 
-from explorer.core._validation import BadInputError
-from explorer.core.gaussian import observed_gaussian, precision_and_logdet
-from explorer.core.patterns import group_patterns
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.gaussian import observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.patterns import group_patterns
 from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["KERNELS", "EM_STRATEGIES", "MASKS", "X_AXES", "PerformanceModel", "em_strategies", "theoretical_flops",
@@ -64,8 +64,8 @@ MIN_SIDE = 4
 
 def em_strategies() -> tuple[str, ...]:
     """The strategies of a full EM step that can be timed: those of :data:`EM_STRATEGIES` when
-    ``explorer.core.em_gmm.EMConfig`` has a ``strategy`` field, else none (only the kernels are timed)."""
-    from explorer.core import em_gmm
+    ``explorer.core.mixtures.em_gmm.EMConfig`` has a ``strategy`` field, else none (only the kernels are timed)."""
+    from explorer.core.mixtures import em_gmm
 
     names = {f.name for f in dataclasses.fields(em_gmm.EMConfig)}
     if "strategy" not in names:
@@ -164,9 +164,9 @@ def warm_up_kernels() -> None:
 
     def run():
         try:
-            from explorer.core.em_gmm import warm_up_kernels as warm_em
-            from explorer.core.patterns import group_patterns
-            from explorer.core.pattern_tree import observed_gaussian_tree
+            from explorer.core.mixtures.em_gmm import warm_up_kernels as warm_em
+            from explorer.core.gaussians.patterns import group_patterns
+            from explorer.core.mixtures.pattern_tree import observed_gaussian_tree
 
             warm_em(background=False)
             missing = np.zeros((4, 3), dtype=bool)
@@ -318,14 +318,14 @@ class PerformanceModel(Settings):
         cancel : threading.Event, optional
             Stops before the next measurement when set (the table so far is returned).
         """
-        from explorer.core import pattern_tree
+        from explorer.core.mixtures import pattern_tree
 
         self.check()
         with _MEASURING, _one_blas_thread():
             return self._sweep(progress, cancel)
 
     def _sweep(self, progress, cancel) -> pd.DataFrame:
-        from explorer.core import pattern_tree
+        from explorer.core.mixtures import pattern_tree
 
         rng = np.random.default_rng(self.seed)
         values, series = self.sweep_values(), self.series()
@@ -361,7 +361,7 @@ class PerformanceModel(Settings):
         return _table(rows)
 
     def _kernel_call(self, strategy: str, case: dict, grouped, tree):
-        from explorer.core import pattern_tree
+        from explorer.core.mixtures import pattern_tree
 
         Xf, mean, cov = case["Xf"], case["mean"], case["covariance"]
         if strategy == "precision":
@@ -379,7 +379,7 @@ class PerformanceModel(Settings):
         return call
 
     def _em_call(self, strategy: str, case: dict):
-        from explorer.core import em_gmm
+        from explorer.core.mixtures import em_gmm
 
         data = em_gmm.prepare(case["X"])
         config = em_gmm.EMConfig(n_components=1, strategy=strategy)
@@ -414,7 +414,7 @@ class PerformanceModel(Settings):
 
     def tree(self):
         """``(PatternTree, missing rows)`` of the drawn case (cached for the same settings)."""
-        from explorer.core import pattern_tree
+        from explorer.core.mixtures import pattern_tree
 
         key = self._tree_key()
         if self._tree_cache is None or self._tree_cache[0] != key:

@@ -2,7 +2,7 @@ r"""The "Ratings" page's model: NMAR rating models (Marlin ch. 5) fitted live on
 
 A :class:`RatingsModel` draws a synthetic rating world (users x items, latent clusters, V = 5 levels,
 the linear value effect :math:`\mu_v(s) = s(v - 3) + 0.5`, digest section 6.2, built by
-:mod:`explorer.core.rating_world`), splits it with the weak-generalisation protocol (one held-out
+:mod:`explorer.core.discrete.rating_world`), splits it with the weak-generalisation protocol (one held-out
 user-selected item and one random item per user) and fits one of the models of digest sections 3.1,
 3.2 and 4.1-4.4 to the training entries, one EM iteration, Gibbs sweep or contrastive-divergence update per
 :meth:`step`:
@@ -10,14 +10,14 @@ user-selected item and one random item per user) and fits one of the models of d
 ========== =============================================== =========================================
 key        model                                           core module
 ========== =============================================== =========================================
-mar_mm     MAR multinomial mixture, MAP-EM (3.1)           :mod:`explorer.core.categorical_mixture`
-cpt_v      MM/CPT-v, MAP-EM (4.1)                          :mod:`explorer.core.cpt_v`
-cpt_v_plus MM/CPT-v+ (mu fixed, 5.4.25-29)                 :mod:`explorer.core.cpt_v` (erratum 5.4.29 applied)
-logit_vd   MM/Logit-vd, generalised EM (4.3)               :mod:`explorer.core.logit_vd`
-dp         DP multinomial mixture, collapsed Gibbs (3.2)   :mod:`explorer.core.dp_multinomial`
-dp_cpt_v   DP/CPT-v, auxiliary-variable Gibbs (4.2)        :mod:`explorer.core.dp_cpt_v`
-crbm       conditional RBM, CD-T (4.4, eqs. 5.7.10-17)     :mod:`explorer.core.crbm`
-crbm_ev    cRBM/E-v, CD-T (4.4, eqs. 5.7.18-25)            :mod:`explorer.core.crbm`
+mar_mm     MAR multinomial mixture, MAP-EM (3.1)           :mod:`explorer.core.discrete.categorical_mixture`
+cpt_v      MM/CPT-v, MAP-EM (4.1)                          :mod:`explorer.core.discrete.cpt_v`
+cpt_v_plus MM/CPT-v+ (mu fixed, 5.4.25-29)                 :mod:`explorer.core.discrete.cpt_v` (erratum 5.4.29 applied)
+logit_vd   MM/Logit-vd, generalised EM (4.3)               :mod:`explorer.core.discrete.logit_vd`
+dp         DP multinomial mixture, collapsed Gibbs (3.2)   :mod:`explorer.core.discrete.dp_multinomial`
+dp_cpt_v   DP/CPT-v, auxiliary-variable Gibbs (4.2)        :mod:`explorer.core.discrete.dp_cpt_v`
+crbm       conditional RBM, CD-T (4.4, eqs. 5.7.10-17)     :mod:`explorer.core.discrete.crbm`
+crbm_ev    cRBM/E-v, CD-T (4.4, eqs. 5.7.18-25)            :mod:`explorer.core.discrete.crbm`
 ========== =============================================== =========================================
 
 The conditional RBMs model P(x | r) (a pattern-mixture factorisation), not P(r | x): they have no
@@ -51,7 +51,7 @@ from types import MappingProxyType
 import numpy as np
 import param
 
-from explorer.core._validation import BadInputError
+from explorer.core.validation import BadInputError
 from explorer.core.deprecation import renamed_names
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
@@ -86,14 +86,14 @@ class ModelSpec:
 
 
 MODELS = {
-    "mar_mm": ModelSpec("mar_mm", "MAR MM", "explorer.core.categorical_mixture", "em", False, True),
-    "cpt_v": ModelSpec("cpt_v", "MM/CPT-v", "explorer.core.cpt_v", "em", True, True),
-    "cpt_v_plus": ModelSpec("cpt_v_plus", "MM/CPT-v+", "explorer.core.cpt_v", "em", True, True),
-    "logit_vd": ModelSpec("logit_vd", "MM/Logit-vd", "explorer.core.logit_vd", "em", True, True),
-    "dp": ModelSpec("dp", "DP", "explorer.core.dp_multinomial", "gibbs", False, False),
-    "dp_cpt_v": ModelSpec("dp_cpt_v", "DP/CPT-v", "explorer.core.dp_cpt_v", "gibbs", True, False),
-    "crbm": ModelSpec("crbm", "cRBM", "explorer.core.crbm", "cd", False, True),
-    "crbm_ev": ModelSpec("crbm_ev", "cRBM/E-v", "explorer.core.crbm", "cd", True, True),
+    "mar_mm": ModelSpec("mar_mm", "MAR MM", "explorer.core.discrete.categorical_mixture", "em", False, True),
+    "cpt_v": ModelSpec("cpt_v", "MM/CPT-v", "explorer.core.discrete.cpt_v", "em", True, True),
+    "cpt_v_plus": ModelSpec("cpt_v_plus", "MM/CPT-v+", "explorer.core.discrete.cpt_v", "em", True, True),
+    "logit_vd": ModelSpec("logit_vd", "MM/Logit-vd", "explorer.core.discrete.logit_vd", "em", True, True),
+    "dp": ModelSpec("dp", "DP", "explorer.core.discrete.dp_multinomial", "gibbs", False, False),
+    "dp_cpt_v": ModelSpec("dp_cpt_v", "DP/CPT-v", "explorer.core.discrete.dp_cpt_v", "gibbs", True, False),
+    "crbm": ModelSpec("crbm", "cRBM", "explorer.core.discrete.crbm", "cd", False, True),
+    "crbm_ev": ModelSpec("crbm_ev", "cRBM/E-v", "explorer.core.discrete.crbm", "cd", True, True),
 }
 #: The conditional RBMs' variant (``CRBMConfig.variant``) per model key.
 CRBM_VARIANTS = {"crbm": "basic", "crbm_ev": "ev"}
@@ -133,11 +133,11 @@ def true_mu(s: float, n_values: int = V) -> np.ndarray:
 # ============================================================================ the world and its protocol
 @dataclass(frozen=True)
 class World:
-    """A synthetic rating world (:func:`explorer.core.rating_world.make_rating_world`) split by the protocol
-    (:func:`~explorer.core.rating_world.split_protocol`, one random and one user-selected test item per user).
+    """A synthetic rating world (:func:`explorer.core.discrete.rating_world.make_rating_world`) split by the protocol
+    (:func:`~explorer.core.discrete.rating_world.split_protocol`, one random and one user-selected test item per user).
 
-    ``world`` the complete :class:`~explorer.core.rating_world.RatingWorld`; ``split`` its
-    :class:`~explorer.core.rating_world.Split`; ``train`` the training users' RatingData (rows = the
+    ``world`` the complete :class:`~explorer.core.discrete.rating_world.RatingWorld`; ``split`` its
+    :class:`~explorer.core.discrete.rating_world.Split`; ``train`` the training users' RatingData (rows = the
     training users); ``codes`` (N, D) their complete ratings (codes 0..V-1); ``mu`` (V,) the true
     mu_v(s); ``s``. Weak generalisation is scored on ``split.targets[("weak", kind)]``.
     """
@@ -173,7 +173,7 @@ def make_world(n_users: int = 300, n_items: int = 20, n_clusters: int = 3, s: fl
     CPT-v+ its mu, eqs. 5.4.25-29) and one test user (the protocol asks for one; strong generalisation
     is not shown on the page). Users the protocol drops (no selected item left) are not replaced.
     """
-    from explorer.core.rating_world import make_rating_world, split_protocol
+    from explorer.core.discrete.rating_world import make_rating_world, split_protocol
 
     for name, value, low in (("n_users", n_users, 10), ("n_items", n_items, 3), ("n_clusters", n_clusters, 1)):
         if int(value) != value or value < low:
@@ -187,7 +187,7 @@ def make_world(n_users: int = 300, n_items: int = 20, n_clusters: int = 3, s: fl
 
 def weak_scores(world: World, proba) -> dict:
     """Weak-generalisation NMAE (normaliser 1.6, median prediction) on the random and user-selected test items."""
-    from explorer.core.rating_metrics import nmae, predictive_median
+    from explorer.core.discrete.rating_metrics import nmae, predictive_median
 
     out = {}
     for kind in ("random", "user"):
@@ -275,7 +275,7 @@ class Run:
         self.data = world.train
         self.fit_data = self.data
         if spec.key == "crbm_ev":  # its r = 0 biases are learned from the hold-out users' random-item ratings
-            from explorer.core.ratings_data import stack
+            from explorer.core.discrete.ratings_data import stack
 
             self.fit_data = stack(world.train, world.holdout)
         self.max_iter, self.tol, self.n_sweeps = int(max_iter), float(tol), int(n_sweeps)
@@ -484,7 +484,7 @@ class RatingsComparison:
 
         ``progress(done, total)`` is called after every fit; ``cancelled()`` is asked before every piece
         of work, and True finishes the comparison where it is (the rows done so far stay).
-        Raises :class:`~explorer.core._validation.BadInputError` when a world cannot be drawn.
+        Raises :class:`~explorer.core.validation.BadInputError` when a world cannot be drawn.
         """
         if self.finished:
             return False
@@ -767,7 +767,7 @@ class RatingsModel(LockedStepping, Settings):
 
     def moment(self, world: World | None = None) -> tuple[np.ndarray, float] | None:
         """The moment estimate of mu and its condition number (digest 2.7) for the world's training data,
-        computed once per world (None without :mod:`explorer.core.cpt_v` or when it fails)."""
+        computed once per world (None without :mod:`explorer.core.discrete.cpt_v` or when it fails)."""
         world = self.world if world is None else world
         if world is None:
             return None
@@ -825,7 +825,7 @@ class RatingsModel(LockedStepping, Settings):
         Returns ``user``, ``rated_item``, ``unrated_item`` (item indices, -1: none), ``p_rated``, ``p_unrated``,
         ``p_unrated_if_selected`` (V,) arrays or None, ``true_rated``, ``true_unrated`` (ratings 1..5).
         """
-        from explorer.core.ratings_data import prepare
+        from explorer.core.discrete.ratings_data import prepare
 
         with self._lock:
             run, world = self._run, self.world

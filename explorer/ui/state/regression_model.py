@@ -16,7 +16,7 @@ the fitted joint on the input gives the predictive density, again a mixture,
 whose mean is the least-squares estimate (eq. 13) :math:`\hat y(x) = \sum_j h_j(x) m_j(x)` and
 from which the stochastic estimate draws :math:`y \sim p(y \mid x)`. With diagonal covariances
 :math:`m_j(x) = \mu_j^y` (a normalised RBF network). Bands are equal-tailed quantiles of the
-mixture (:meth:`explorer.core.conditional.ConditionalMixture.interval`).
+mixture (:meth:`explorer.core.gaussians.conditional.ConditionalMixture.interval`).
 
 For a one-to-many mapping (a noisy circle: two values of :math:`y` for one :math:`x`) the
 conditional is bimodal and its mean falls *between* the modes, where the density is low: the
@@ -52,11 +52,11 @@ from typing import ClassVar
 import numpy as np
 import param
 
-from explorer.core import em_gmm
-from explorer.core._validation import BadInputError
-from explorer.core.conditional import ConditionalMixture, regression
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
+from explorer.core.gaussians.conditional import ConditionalMixture, regression
 from explorer.core.deprecation import renamed_names
-from explorer.core.mixture_regression import mixture_quantile, target_mixtures
+from explorer.core.gaussians.mixture_regression import mixture_quantile, target_mixtures
 from explorer.ui.state._settings import MAX_SEED
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel
@@ -471,9 +471,9 @@ def cached_comparison(request: ComparisonRequest) -> RegressionComparison:
 class SharedRun:
     """The EM states of one run (data, settings and seed), computed once for every session of the server.
 
-    Stands in for :mod:`explorer.core.em_gmm` as a model's ``_CORE`` (``init``, ``step``, ``snapshot``):
+    Stands in for :mod:`explorer.core.mixtures.em_gmm` as a model's ``_CORE`` (``init``, ``step``, ``snapshot``):
     ``init`` gives the run's first state, ``step(old)`` the state after ``old`` when some session has
-    already computed it (the very same object), else computes it with :func:`explorer.core.em_gmm.step`
+    already computed it (the very same object), else computes it with :func:`explorer.core.mixtures.em_gmm.step`
     and keeps it for the next session. States are immutable; EM is deterministic, so a session that
     reads them sees exactly what it would have computed.
     """

@@ -6,7 +6,7 @@ at 10 %: the 47 lowest ``sepal_length`` values are hidden, an NMAR mechanism on 
 :class:`SensitivityModel` fits :class:`~explorer.imputers.GaussianMixtureImputer` (K components),
 draws M imputations (the heavy part: :meth:`SensitivityModel.job` / :func:`run_job`, run off the
 event loop by the view, adopted with :meth:`SensitivityModel.adopt`) and runs the delta
-adjustment of :mod:`explorer.core.sensitivity` on them (cheap: every other setting only reruns
+adjustment of :mod:`explorer.core.missingness.sensitivity` on them (cheap: every other setting only reruns
 :meth:`SensitivityModel.analyse`):
 
 * ``column``: whose imputations are shifted (:math:`x \to x + \delta`, :math:`\delta` in units of the
@@ -17,7 +17,7 @@ adjustment of :mod:`explorer.core.sensitivity` on them (cheap: every other setti
   (scale); ``delta_index`` picks the one whose imputations are drawn.
 
 Outputs (constant parameters, written by the model only): ``table``
-(:class:`~explorer.core.sensitivity.SensitivityTable`), ``tipping``, ``error``, ``status`` and
+(:class:`~explorer.core.missingness.sensitivity.SensitivityTable`), ``tipping``, ``error``, ``status`` and
 ``revision`` (increases with every new table). No Panel import.
 
 The imputations of a job depend only on its data and settings (the seed included), so
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from explorer.core import sensitivity as core
-from explorer.core._validation import BadInputError
+from explorer.core.missingness import sensitivity as core
+from explorer.core.validation import BadInputError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.data_model import DataModel
 from explorer.sensitivity import default_deltas, draw_imputations
@@ -104,7 +104,7 @@ def run_job(job: DrawJob, progress=None) -> DrawResult:
     r"""The imputations of ``job`` (fit + draws; no parameter of any model is touched).
 
     With ``job.selection``: also the Gaussian-mixture selection model with logistic self-masking
-    (:mod:`explorer.core.gaussian_selection`, K components, fitted jointly by EM) and M draws from its
+    (:mod:`explorer.core.mixtures.gaussian_selection`, K components, fitted jointly by EM) and M draws from its
     NMAR-aware conditional :math:`p(x^m \mid x^o, r)`: the page's model-based reference.
     """
     imps = draw_imputations(job.values, job.n_imputations, n_components=job.n_components, bootstrap=job.bootstrap,
@@ -117,7 +117,7 @@ def run_job(job: DrawJob, progress=None) -> DrawResult:
         return DrawResult(imps, None, f"no selection model: rows with more than {MAX_SELECTION_MISSING} missing values "
                                       "make its fit take minutes")
     try:
-        from explorer.core import gaussian_selection as gs
+        from explorer.core.mixtures import gaussian_selection as gs
     except ImportError:  # pragma: no cover - the module is optional here
         return DrawResult(imps, None, "no selection model in this installation")
     if progress:

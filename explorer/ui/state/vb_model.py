@@ -1,6 +1,6 @@
 """A steppable variational Dirichlet-process Gaussian mixture (the POIGMM) on a :class:`DataModel`.
 
-:class:`VBModel` wraps :mod:`explorer.core.vb_dpgmm` as :class:`~explorer.ui.state.em_model.EMModel`
+:class:`VBModel` wraps :mod:`explorer.core.mixtures.vb_dpgmm` as :class:`~explorer.ui.state.em_model.EMModel`
 wraps EM: it owns the immutable states of the current run (so a view can rewind), publishes
 ``iteration``, ``elbo``, ``log_likelihood``, ``n_effective``, ``converged``, ``stop_reason`` and
 ``error`` as constant parameters, and is safe to drive from a worker thread (``step``/``reset``
@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from explorer.core import vb_dpgmm
-from explorer.core._validation import BadInputError, constant_columns
-from explorer.core.conditional import ConditionalMixture
-from explorer.core.conditional_t import (
+from explorer.core.mixtures import vb_dpgmm
+from explorer.core.validation import BadInputError, constant_columns
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )

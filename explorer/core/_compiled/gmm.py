@@ -1,0 +1,466 @@
+r"""Compiled E-step of EM for full-covariance Gaussian mixtures with missing values (numba).
+
+One E-step returns the expected sufficient statistics of :mod:`explorer.core.mixtures.suffstats` (about the
+E-step's means) and the responsibilities, without ever holding the (K, N, D) completions. Rows are
+taken in the *sorted layout* of :func:`~explorer.core.gaussians.patterns.group_patterns` (rows sharing a
+missingness pattern are contiguous: a **run**), in blocks of ``block_rows`` rows for all components
+at once, so the data are read once per iteration and the block's buffers stay in cache:
+
+1. ``_center``: :math:`d_{ik} = x_i - \mu_k` with the missing entries set to 0, for every component
+   (into the workspace's ``E``, shape (K, B, D)).
+2. BLAS: :math:`r_{ik} = \Lambda_k d_{ik}` for the whole block (``R = E @ P``; the only N x D x D
+   product of the E-step, as scikit-learn's).
+3. ``_solve_block`` (one compiled pass): per run and component, the Cholesky factor of the
+   precision-side block :math:`\Lambda_{k,mm}` (once per run; see :mod:`explorer.core.gaussians.gaussian`),
+   then per row :math:`t = L^{-1} r_m`, the observed Mahalanobis distance
+   :math:`d^\top\Lambda d - t^\top t`, :math:`\log|\Sigma_{oo}| = \log|\Sigma| + \log|\Lambda_{mm}|`,
+   and the conditional mean written **in place** into ``E`` (``E[k, i, m] = -L^{-\top} t``, i.e. the
+   completion minus :math:`\mu_k`); then the responsibilities (log-sum-exp over components), written
+   straight into the caller-order responsibility array, their sums per run :math:`W_{gk}`, the first
+   statistic :math:`S_k = \sum_i h_{ik} e_{ik}`, and ``E`` scaled by :math:`\sqrt{h_{ik}}`.
+4. BLAS: :math:`T_k \mathrel{+}= E_k^\top E_k` by ``dsyrk`` (half a GEMM: the M-step's scatter).
+
+After the last block, ``_add_conditional`` adds the conditional covariances once per (run,
+component): :math:`T_k[m, m] \mathrel{+}= W_{gk}\,\Lambda_{k,mm}^{-1}`, skipping the pairs whose
+responsibility mass is negligible, :math:`W_{gk} \le 10^{-12} N_k / G` (:data:`SKIP_RTOL`; G runs with
+missing entries): the skipped mass is at most :math:`10^{-12} N_k` in total and every skipped term is
+bounded by :math:`W_{gk}\Sigma_k` (a conditional covariance is below the marginal one), so the
+covariances move by at most 1e-12 relative. For well separated components almost every pair is
+skipped, which saves K - 1 of K factorisations in that pass.
+
+Buffers (``E``, ``R``, the per-run masses, the factor scratch) live in a :class:`Workspace` that is
+allocated once per (data layout, K) and reused by every step (scratch only: the state's arrays are
+always new).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+from scipy.linalg.blas import dsyrk
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+#: Relative pivot threshold, as :data:`explorer.core.gaussians.gaussian.PIVOT_RTOL` times eps.
+_PIVOT_TOL = 1.0 * np.finfo(float).eps
+#: (run, component) pairs whose responsibility mass is at most ``SKIP_RTOL * N_k / n_runs`` do not get
+#: their conditional covariance added (total effect below SKIP_RTOL relative on the covariances).
+SKIP_RTOL = 1e-12
+#: LLVM may reassociate sums and fuse multiply-adds (vectorised reductions); no assumption about nan / inf,
+#: which the kernels test for.
+_FAST = {"nsz", "arcp", "contract", "reassoc"}
+#: Responsibilities below exp(_LOG_TINY) ~ 1e-300 are set to 0 (their products would be subnormal numbers).
+_LOG_TINY = -690.0
+#: Target bytes of one (K, block, D) buffer (E and R both are one): two of them fit the 1 MiB L2 cache.
+BLOCK_BYTES = 384 * 1024
+#: Runs with at least this many missing entries are factored one component at a time (faster from about
+#: 10 on: measured 0.29 -> 0.19 s per E-step pass at D = 50, m ~ 15; all components at once is faster at m ~ 6).
+M_SWITCH = 10
+BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
+    """E[k, i - r0] = X[i] - means[k] with missing entries 0, rows r0..r1 (run g0 holds row r0)."""
+    K, D = means.shape
+    for k in range(K):
+        for i in range(r0, r1):
+            for j in range(D):
+                E[k, i - r0, j] = X[i, j] - means[k, j]
+    g = g0
+    while g < run_start.size - 1 and run_start[g] < r1:
+        a = max(run_start[g], r0)
+        b = min(run_start[g + 1], r1)
+        for p in range(mis_ptr[g], mis_ptr[g + 1]):
+            j = mis_idx[p]
+            for k in range(K):
+                for i in range(a, b):
+                    E[k, i - r0, j] = 0.0
+        g += 1
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _ldl_all(prec, mis, m, L, inv, dv, sc, ld):
+    """:func:`_ldl_k` of every component at once, the component innermost (independent chains: the CPU
+    overlaps them). L (m, m, K), inv and dv (m, K) = 1 / D and D, ``sc`` (4, K) scratch, ``ld`` (K,) receives
+    log|P_mm|. Returns -1, or the first component whose block is not numerically positive definite."""
+    K = prec.shape[0]
+    big, prod, s, s2 = sc[0], sc[1], sc[2], sc[3]
+    for k in range(K):
+        big[k] = 0.0
+        prod[k] = 1.0
+        ld[k] = 0.0
+        for c in range(m):
+            v = prec[k, mis[c], mis[c]]
+            if v > big[k]:
+                big[k] = v
+    for a in range(m):
+        ja = mis[a]
+        for k in range(K):
+            s[k] = prec[k, ja, ja]
+        for c in range(a):
+            for k in range(K):
+                w = L[a, c, k] * dv[c, k]
+                L[c, a, k] = w
+                s[k] -= L[a, c, k] * w
+        for k in range(K):
+            if not (s[k] > _PIVOT_TOL * m * big[k]):
+                return k
+            inv[a, k] = 1.0 / s[k]
+            dv[a, k] = s[k]
+            prod[k] *= s[k]
+            if prod[k] > 1e150 or prod[k] < 1e-150:
+                ld[k] += np.log(prod[k])
+                prod[k] = 1.0
+        for b in range(a + 1, m):
+            jb = mis[b]
+            for k in range(K):
+                s2[k] = prec[k, jb, ja]
+            for c in range(a):
+                for k in range(K):
+                    s2[k] -= L[b, c, k] * L[c, a, k]
+            for k in range(K):
+                L[b, a, k] = s2[k] * inv[a, k]
+    for k in range(K):
+        ld[k] += np.log(prod[k])
+    return -1
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _ldl_k(P, mis, m, L, LT, inv, wv):
+    """LDL^T factor of P[mis][:, mis]: unit lower L[:m, :m] (and its transpose in LT), inv[:m] = 1 / D.
+
+    Returns log|P_mm|, or nan when a pivot is below m * eps times the largest diagonal entry (not numerically
+    positive definite: the rule of :func:`explorer.core.gaussians.gaussian.cholesky` on squared pivots)."""
+    big = 0.0
+    for c in range(m):
+        v = P[mis[c], mis[c]]
+        if v > big:
+            big = v
+    tol = _PIVOT_TOL * m * big
+    prod = 1.0
+    logdet = 0.0
+    for a in range(m):
+        ja = mis[a]
+        s = P[ja, ja]
+        for c in range(a):
+            w = L[a, c] / inv[c]
+            wv[c] = w
+            s -= L[a, c] * w
+        if not (s > tol):
+            return np.nan
+        ia = 1.0 / s
+        inv[a] = ia
+        L[a, a] = 1.0
+        LT[a, a] = 1.0
+        prod *= s
+        if prod > 1e150 or prod < 1e-150:
+            logdet += np.log(prod)
+            prod = 1.0
+        for b in range(a + 1, m):
+            s2 = P[mis[b], ja]
+            for c in range(a):
+                s2 -= L[b, c] * wv[c]
+            v = s2 * ia
+            L[b, a] = v
+            LT[a, b] = v
+    return logdet + np.log(prod)
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
+    """Rows a..b of one run, one component, long missing blocks (see :func:`_solve_block`). True on failure."""
+    inv, wv, tt = v[0], v[1], v[2]
+    ldmm = _ldl_k(P, mis, m, L, LT, inv, wv)
+    if np.isnan(ldmm):
+        return True
+    const = (D - m) * LOG_2PI + logdet_k + ldmm
+    for i in range(a, b):
+        q = 0.0
+        for j in range(D):
+            q += Ek[i, j] * Rk[i, j]
+        for p in range(m):
+            s = Rk[i, mis[p]]
+            for c in range(p):
+                s -= L[p, c] * tt[c]
+            tt[p] = s
+            q -= s * s * inv[p]
+        for p in range(m - 1, -1, -1):
+            s = tt[p] * inv[p]
+            for c in range(p + 1, m):
+                s -= LT[p, c] * tt[c]
+            tt[p] = s
+        for p in range(m):
+            Ek[i, mis[p]] = -tt[p]
+        ll[i, k] = -0.5 * (const + q)
+    return False
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
+                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll):
+    """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
+    statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
+    precision of component k is not positive definite. ``kv`` (3, K) scratch.
+
+    Runs with fewer than :data:`M_SWITCH` missing entries factor every component at once (component
+    innermost: independent chains); longer blocks one component at a time with contiguous inner
+    products (L1, LT1: one factor and its transpose; v1 (3, m) scratch)."""
+    K, D = logdet.size, E.shape[2]
+    n = r1 - r0
+    ld, const, q = kv[0], kv[1], kv[2]
+    g = g0
+    while g < run_start.size - 1 and run_start[g] < r1:
+        a = max(run_start[g], r0) - r0
+        b = min(run_start[g + 1], r1) - r0
+        m = mis_ptr[g + 1] - mis_ptr[g]
+        mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        if m >= M_SWITCH:
+            for k in range(K):
+                if _per_component(prec[k], mis, m, logdet[k], a, b, E[k], R[k], ll, k, L1, LT1, v1, D):
+                    return 0.0, k
+            g += 1
+            continue
+        if m > 0:
+            bad = _ldl_all(prec, mis, m, L, inv, dv, sc, ld)
+            if bad >= 0:
+                return 0.0, bad
+        for k in range(K):
+            const[k] = (D - m) * LOG_2PI + logdet[k] + (ld[k] if m > 0 else 0.0)
+        for i in range(a, b):
+            for k in range(K):
+                acc = 0.0
+                for j in range(D):
+                    acc += E[k, i, j] * R[k, i, j]
+                q[k] = acc
+            if m > 0:
+                for p in range(m):  # t = L^{-1} r_m (unit lower), all components
+                    jp = mis[p]
+                    for k in range(K):
+                        t[p, k] = R[k, i, jp]
+                    for c in range(p):
+                        for k in range(K):
+                            t[p, k] -= L[p, c, k] * t[c, k]
+                    for k in range(K):
+                        q[k] -= t[p, k] * t[p, k] * inv[p, k]
+                for p in range(m - 1, -1, -1):  # L^{-T} D^{-1} t = Lambda_mm^{-1} r_m, the conditional mean's shift
+                    for k in range(K):
+                        t[p, k] *= inv[p, k]
+                    for c in range(p + 1, m):
+                        for k in range(K):
+                            t[p, k] -= L[c, p, k] * t[c, k]
+                for p in range(m):
+                    jp = mis[p]
+                    for k in range(K):
+                        E[k, i, jp] = -t[p, k]
+            for k in range(K):
+                ll[i, k] = -0.5 * (const[k] + q[k])
+        g += 1
+    total = 0.0
+    g = g0
+    for i in range(n):
+        while run_start[g + 1] <= r0 + i:
+            g += 1
+        top = -np.inf
+        for k in range(K):
+            v = ll[i, k] + logw[k]
+            ll[i, k] = v
+            if v > top:
+                top = v
+        acc = 0.0
+        for k in range(K):
+            acc += np.exp(ll[i, k] - top)
+        norm = top + np.log(acc)
+        total += norm
+        row = perm[r0 + i]
+        rowll[row] = norm
+        for k in range(K):
+            v = ll[i, k] - norm
+            sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
+            h = sh * sh
+            resp[row, k] = h
+            if h == 0.0:  # most (row, component) pairs of well separated components
+                for j in range(D):
+                    E[k, i, j] = 0.0
+                continue
+            W[g, k] += h
+            nk[k] += h
+            for j in range(D):
+                e = E[k, i, j]
+                S[k, j] += h * e
+                E[k, i, j] = sh * e
+    return total, -1
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv):
+    """T[k][mis, mis] += W[g, k] * inv(P_k[mis, mis]) for every run g and component k with W[g, k] > thresh[k].
+
+    Returns (pairs added, status): status -1 = fine, k = component k's block is not positive definite."""
+    K = prec.shape[0]
+    added = 0
+    for g in range(W.shape[0]):
+        m = mis_ptr[g + 1] - mis_ptr[g]
+        if m == 0:
+            continue
+        mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        for k in range(K):
+            w = W[g, k]
+            if not (w > thresh[k]):
+                continue
+            if np.isnan(_ldl_k(prec[k], mis, m, L, LT, inv, wv)):
+                return added, k
+            # Q = inv(P_mm) = LT^{-1} D^{-1} LT^{-T} by the backward recurrence on its rows (LDL^T inverse):
+            # Q[i, j] = delta_ij / D_i - sum_{c > i} LT[i, c] Q[c, j], rows i = m-1 .. 0, Q kept symmetric so
+            # that every inner product runs over contiguous memory
+            Q = Linv
+            for i in range(m - 1, -1, -1):
+                for j in range(m - 1, i, -1):
+                    acc = 0.0
+                    for c in range(i + 1, m):
+                        acc += LT[i, c] * Q[j, c]
+                    Q[i, j] = -acc
+                    Q[j, i] = -acc
+                acc = 0.0
+                for c in range(i + 1, m):
+                    acc += LT[i, c] * Q[i, c]
+                Q[i, i] = inv[i] - acc
+            Tk = T[k]
+            for p in range(m):
+                row = mis[p]
+                for c in range(m):
+                    Tk[row, mis[c]] += w * Q[p, c]
+            added += 1
+    return added, -1
+
+
+class Layout:
+    """Rows of a fit in runs of one pattern each: ``X`` (C-contiguous, 0 at missing entries), the first
+    ``n_fit`` rows fitted, ``perm`` mapping layout rows to the caller's rows."""
+
+    def __init__(self, X, missing, n_fit, perm):
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.n_fit = int(n_fit)
+        self.n_features = self.X.shape[1]
+        self.perm = np.arange(self.X.shape[0], dtype=np.int64) if perm is None else np.asarray(perm, dtype=np.int64)
+        miss = np.asarray(missing[: self.n_fit], dtype=bool)
+        if self.n_fit:
+            change = np.flatnonzero(np.any(miss[1:] != miss[:-1], axis=1)) + 1
+            self.run_start = np.concatenate([[0], change, [self.n_fit]]).astype(np.int64)
+            first = miss[self.run_start[:-1]]
+        else:
+            self.run_start = np.zeros(1, dtype=np.int64)
+            first = np.zeros((0, self.n_features), dtype=bool)
+        counts = first.sum(axis=1)
+        self.mis_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.mis_idx = np.nonzero(first)[1].astype(np.int64)
+        self.n_runs = self.run_start.size - 1
+        self.n_runs_missing = int(np.count_nonzero(counts))
+        self.max_missing = int(counts.max()) if counts.size else 0
+
+
+class Workspace:
+    """Scratch buffers of the compiled E-step for one layout and K (reused by every step of a fit)."""
+
+    def __init__(self, layout: Layout, n_components: int, block_rows: int | None = None):
+        block_rows = block_rows if block_rows is not None else BLOCK_ROWS
+        K, D = n_components, layout.n_features
+        if block_rows is None:
+            block_rows = BLOCK_BYTES // (8 * K * max(D, 1))
+        self.block_rows = int(max(64, min(block_rows, 8192, max(layout.n_fit, 1))))
+        B = self.block_rows
+        self.layout = layout
+        self.n_components = K
+        self.E = np.empty((K, B, D))
+        self.R = np.empty((K, B, D))
+        self.ll = np.empty((B, K))
+        self.W = np.empty((layout.n_runs, K))
+        self.rowll = np.zeros(layout.X.shape[0])  # per-row log-likelihood of the last E-step (caller's order)
+        m = max(layout.max_missing, 1)
+        self.Linv = np.zeros((m, m))
+        self.LK = np.zeros((m, m, K))  # per-component factors, component innermost
+        self.tK = np.empty((m, K))
+        self.invK = np.empty((m, K))
+        self.dK = np.empty((m, K))
+        self.sc = np.empty((4, K))
+        self.kv = np.zeros((3, K))
+        self.L1 = np.zeros((m, m))
+        self.LT1 = np.zeros((m, m))
+        self.v1 = np.zeros((3, m))
+        self.T = np.empty((K, D, D))
+        # first run of every block
+        starts = np.arange(0, layout.n_fit, B, dtype=np.int64)
+        self.blocks = starts
+        self.block_run = (np.searchsorted(layout.run_start, starts, side="right") - 1).astype(np.int64)
+        self.lock = threading.Lock()
+        self.last_pairs_added = 0
+
+    def __reduce__(self):  # scratch: a copy (e.g. of EMData sent to a worker process) gets fresh buffers
+        return (Workspace, (self.layout, self.n_components, self.block_rows))
+
+
+def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = True, skip_rtol: float = SKIP_RTOL):
+    """One E-step over the layout of ``ws``.
+
+    Returns ``(nk, first, second, log_likelihood, resp)`` with ``resp`` of shape (n_rows, K) in the
+    caller's row order (rows outside the fit get ``weights``), ``second`` the full :math:`T_k`.
+    Raises ``ValueError(k)`` -- caught by the caller -- when a missing-block precision is not positive definite.
+    """
+    lay = ws.layout
+    K, D = ws.n_components, lay.n_features
+    means = np.ascontiguousarray(means, dtype=float)
+    precision = np.ascontiguousarray(precision, dtype=float)
+    logdet = np.ascontiguousarray(logdet, dtype=float)
+    with np.errstate(divide="ignore"):
+        logw = np.log(np.asarray(weights, dtype=float))
+    resp = np.empty((lay.X.shape[0], K))
+    if lay.n_fit < lay.X.shape[0]:
+        resp[lay.perm[lay.n_fit:]] = weights
+    W, T = ws.W, ws.T
+    W[...] = 0.0
+    T[...] = 0.0
+    nk = np.zeros(K)
+    S = np.zeros((K, D))
+    total = 0.0
+    Tt = [T[k].T for k in range(K)]  # Fortran-ordered views: dsyrk accumulates in place
+    for b, r0 in enumerate(ws.blocks):
+        r1 = min(r0 + ws.block_rows, lay.n_fit)
+        nb = r1 - r0
+        g0 = ws.block_run[b]
+        E, R = ws.E[:, :nb], ws.R[:, :nb]
+        _center(lay.X, r0, r1, means, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, ws.E)
+        np.matmul(E, precision, out=R)
+        part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
+                                    ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
+                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll)
+        if status >= 0:
+            raise _NotPositiveDefinite(status)
+        total += part
+        for k in range(K):
+            dsyrk(1.0, E[k].T, beta=1.0, c=Tt[k], trans=0, lower=1, overwrite_c=1)
+    second = np.triu(T) + np.triu(T, 1).transpose(0, 2, 1)  # dsyrk filled the upper triangle (C order)
+    ws.last_pairs_added = 0
+    if exact and lay.n_runs_missing:
+        thresh = skip_rtol * nk / lay.n_runs_missing
+        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L1, ws.LT1,
+                                          ws.Linv, ws.v1[0], ws.v1[1])
+        if status >= 0:
+            raise _NotPositiveDefinite(status)
+        ws.last_pairs_added = int(added)
+    return nk, S, second, float(total), resp
+
+
+class _NotPositiveDefinite(Exception):
+    """A missing-block precision of component ``args[0]`` is not positive definite."""
+
+
+def warm_up() -> None:
+    """Compile (empty numba cache) or load (filled cache) every kernel, on a tiny problem."""
+    X = np.array([[0.5, 0.0], [0.0, 1.0], [1.0, 2.0], [0.3, -1.0]])
+    missing = np.array([[False, True], [True, False], [False, False], [False, False]])
+    order = np.array([2, 3, 0, 1])  # the sorted layout: complete rows first
+    lay = Layout(np.where(missing, 0.0, X)[order], missing[order], 4, order)
+    ws = Workspace(lay, 2)
+    prec = np.stack([np.eye(2), 2.0 * np.eye(2)])
+    estep(ws, np.array([0.5, 0.5]), np.zeros((2, 2)), prec, np.array([0.0, -2.0 * np.log(2.0)]))

@@ -1,0 +1,20 @@
+r"""Gaussian mixtures on incomplete data: EM (:mod:`.em_gmm`), its conjugate prior (:mod:`.prior`), the expected
+sufficient statistics and their one E-step dispatcher (:mod:`.suffstats`), the pattern tree of delalleau2012,
+the variational DP mixture, k-means initialisation and the logistic self-masking selection model.
+
+Modules (imported explicitly, nothing here is imported eagerly):
+
+* :mod:`~explorer.core.mixtures.em_gmm`: EM for Gaussian mixtures on data with missing values.
+* :mod:`~explorer.core.mixtures.gaussian_selection`: A selection model for the Gaussian mixture: logistic
+  self-masking, fitted jointly with the mixture.
+* :mod:`~explorer.core.mixtures.kmeans`: k-means(++) on incomplete data, used to initialise the mixture
+  models.
+* :mod:`~explorer.core.mixtures.pattern_tree`: Delalleau, Courville & Bengio's tree-ordered E-step for full-
+  covariance Gaussians (delalleau2012).
+* :mod:`~explorer.core.mixtures.suffstats`: Expected sufficient statistics of EM for Gaussian mixtures with
+  missing values.
+* :mod:`~explorer.core.mixtures.vb_dpgmm`: Variational Dirichlet-process Gaussian mixture on incomplete data
+  (the POIGMM).
+"""
+
+__all__ = ["em_gmm", "gaussian_selection", "kmeans", "pattern_tree", "suffstats", "vb_dpgmm"]
