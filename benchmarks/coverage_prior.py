@@ -82,7 +82,7 @@ def run_cell(args):
     from threadpoolctl import threadpool_limits
 
     from explorer.core.metrics import nrmse
-    from explorer.imputers import ComponentCollapseWarning, GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import ComponentCollapseWarning, GaussianMixtureImputer
 
     X, numeric = load(name)
     rng = np.random.default_rng([seed, 2024])

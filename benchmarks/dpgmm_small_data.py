@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import numpy as np  # noqa: E402
 
 from coverage_prior import DATASETS, hide, load  # noqa: E402
-from explorer.dp_imputer import DPGMMImputer  # noqa: E402
+from explorer.impute.dp_mixture import DPGMMImputer  # noqa: E402
 
 CONFIGS = {  # name -> (DPGMMImputer parameters, divide the data-scaled prior by K^(2/D)?)
     "identity (before)": ({"covariance_prior": "identity"}, False),

@@ -22,8 +22,8 @@ import warnings
 
 import numpy as np
 
-from explorer.dp_imputer import DPGMMImputer
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.dp_mixture import DPGMMImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
 
 def data(n, d, rate, seed=0):

@@ -50,9 +50,9 @@ def _methods(seed: int) -> dict:
     from sklearn.experimental import enable_iterative_imputer  # noqa: F401
     from sklearn.impute import IterativeImputer
 
-    from explorer.dp_imputer import DPGMMImputer
-    from explorer.fa_imputers import MFAImputer
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.dp_mixture import DPGMMImputer
+    from explorer.impute.factor import MFAImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
     from explorer.model_selection import select_n_components
 
     class RuleGMM(TransformerMixin, BaseEstimator):

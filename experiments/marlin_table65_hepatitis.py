@@ -67,7 +67,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from explorer.datasets import load_dataset  # noqa: E402
-from explorer.fa_imputers import MFAImputer  # noqa: E402
+from explorer.impute.factor import MFAImputer  # noqa: E402
 from explorer.learn.discriminant import LDAFAClassifier  # noqa: E402
 from explorer.learn.treatments import MissingInputClassifier  # noqa: E402
 

@@ -56,7 +56,7 @@ from sklearn.neural_network import MLPClassifier  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from explorer.core.classifiers.synthetic_classification import make_dataset  # noqa: E402
-from explorer.fa_imputers import MFAImputer  # noqa: E402
+from explorer.impute.factor import MFAImputer  # noqa: E402
 from explorer.learn.kernel_logistic import KernelLogisticRegression  # noqa: E402
 from explorer.learn.treatments import BestOfRestarts, MissingInputClassifier  # noqa: E402
 

@@ -5,7 +5,7 @@ The public names below are loaded lazily (PEP 562), so ``import explorer`` and
 xarray, scikit-learn, param and Panel are imported the first time a name that needs them is used.
 
 >>> import explorer
->>> explorer.GaussianMixtureImputer      # doctest: +SKIP  (imports explorer.imputers now)
+>>> explorer.GaussianMixtureImputer      # doctest: +SKIP  (imports explorer.impute.gaussian_mixture now)
 """
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from explorer.core.deprecation import moved_modules
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
-    "GaussianMixtureImputer": "explorer.imputers",
-    "DPGMMImputer": "explorer.dp_imputer",
-    "FactorAnalysisImputer": "explorer.fa_imputers",
-    "MFAImputer": "explorer.fa_imputers",
-    "amputate": "explorer.imputers",
+    "GaussianMixtureImputer": "explorer.impute.gaussian_mixture",
+    "DPGMMImputer": "explorer.impute.dp_mixture",
+    "FactorAnalysisImputer": "explorer.impute.factor",
+    "MFAImputer": "explorer.impute.factor",
+    "amputate": "explorer.masking",
     "load_dataset": "explorer.datasets",
     "list_datasets": "explorer.datasets",
     "IncompleteData": "explorer.core.data",
@@ -32,8 +34,8 @@ _LAZY: dict[str, str] = {
     "FitInterruptedWarning": "explorer.core.loop",
     "evaluate": "explorer.evaluation",
     "held_out_scorer": "explorer.evaluation",
-    "TransformedImputer": "explorer.transforms",
-    "suggest_transforms": "explorer.transforms",
+    "TransformedImputer": "explorer.impute.transformed",
+    "suggest_transforms": "explorer.impute.transformed",
     "save_model": "explorer.export",
     "load_model": "explorer.export",
     "export_imputations": "explorer.export",
@@ -46,15 +48,30 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.core.gaussians.conditional import ConditionalMixture
     from explorer.core.data import IncompleteData
     from explorer.datasets import list_datasets, load_dataset
-    from explorer.dp_imputer import DPGMMImputer
-    from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+    from explorer.impute.dp_mixture import DPGMMImputer
+    from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
     from explorer.core.loop import FitInterruptedWarning, IterationInfo
     from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
     from explorer.evaluation import evaluate, held_out_scorer
     from explorer.export import export_imputations, load_model, save_model
-    from explorer.imputers import GaussianMixtureImputer, amputate
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+    from explorer.masking import amputate
     from explorer.sensitivity import sensitivity_analysis
-    from explorer.transforms import TransformedImputer, suggest_transforms
+    from explorer.impute.transformed import TransformedImputer, suggest_transforms
+
+
+# the layout of the previous release: old module paths warn and give the module at its new path
+# (explorer.imputers held amputate too: its alias looks in both modules)
+moved_modules({
+    "explorer.imputers": ("explorer.impute.gaussian_mixture", "explorer.masking"),
+    "explorer.dp_imputer": "explorer.impute.dp_mixture",
+    "explorer.fa_imputers": "explorer.impute.factor",
+    "explorer.transforms": "explorer.impute.transformed",
+    "explorer._imputer_base": "explorer.impute.base",
+    "explorer._progress": "explorer.utils.progress",
+    "explorer._workers": "explorer.utils.workers",
+    "explorer._memory": "explorer.utils.memory",
+})
 
 
 def __getattr__(name: str) -> Any:

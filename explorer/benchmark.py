@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from explorer._workers import as_done, worker_pool
+from explorer.utils.workers import as_done, worker_pool
 from explorer.core.mixtures import em_gmm, vb_dpgmm
 from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
@@ -590,7 +590,7 @@ def run_benchmark(datasets, mechanisms: Sequence[str], rates: Sequence[float], m
     n_jobs : int
         Worker processes (1 = in process; -1 = all cores); each worker uses one BLAS thread. The
         workers exit by themselves when this process dies, even by SIGKILL
-        (:func:`explorer._workers.worker_pool`); an exception here (e.g. Ctrl-C) cancels the
+        (:func:`explorer.utils.workers.worker_pool`); an exception here (e.g. Ctrl-C) cancels the
         queued jobs and terminates the workers instead of waiting for the queue.
     quick : bool
         Cheaper method settings (fewer components, restarts, imputations, trees, sweeps).

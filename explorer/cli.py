@@ -21,9 +21,9 @@ other time (or before the first iteration) stops the command (exit status 130). 
 print ``explorer: error: ...`` and exit with status 2, without a traceback.
 
 ``--transform`` (impute and evaluate) fits the model on per-column transformed data with
-:class:`explorer.transforms.TransformedImputer` and returns imputations and draws on the original
+:class:`explorer.impute.transformed.TransformedImputer` and returns imputations and draws on the original
 scale: ``none`` (default) fits the plain model; ``auto`` applies the transforms
-:func:`explorer.transforms.suggest_transforms` suggests, and a warning line names each one and why;
+:func:`explorer.impute.transformed.suggest_transforms` suggests, and a warning line names each one and why;
 ``COL=KIND[,COL=KIND...]`` (repeatable) gives them, KIND one of ``log``, ``log:LOWER``, ``logit``,
 ``logit:LO:HI`` or ``none`` (:func:`parse_transform`). ``--point mean|median`` (only with
 ``--transform``) chooses the single imputation. Warnings of the imputation stage (a draw or
@@ -302,7 +302,7 @@ def _add_evaluate(sub) -> None:
 def _add_transform_options(sub) -> None:
     sub.add_argument(
         "--transform", action="append", default=None, metavar="SPEC",
-        help="per-column transforms (explorer.transforms.TransformedImputer): 'none' (default); 'auto' applies "
+        help="per-column transforms (explorer.impute.transformed.TransformedImputer): 'none' (default); 'auto' applies "
              "the suggested log / logit transforms and says which on stderr; or COL=KIND[,COL=KIND...], KIND one "
              f"of {_KINDS_HELP} (e.g. ozone=log,count=log:-1,share=logit:0:100; repeatable). The model is fitted "
              "on the transformed columns; imputations and draws come back on the original scale.")
@@ -328,13 +328,13 @@ def _estimator(args, model=None):
             raise CommandError(f"--factors applies to --model fa or mfa, not {model}.")
         kwargs["n_factors"] = args.factors
     if model == "gmm":
-        from explorer.imputers import GaussianMixtureImputer as cls
+        from explorer.impute.gaussian_mixture import GaussianMixtureImputer as cls
     elif model == "dpgmm":
-        from explorer.dp_imputer import DPGMMImputer as cls
+        from explorer.impute.dp_mixture import DPGMMImputer as cls
     elif model == "fa":
-        from explorer.fa_imputers import FactorAnalysisImputer as cls
+        from explorer.impute.factor import FactorAnalysisImputer as cls
     else:
-        from explorer.fa_imputers import MFAImputer as cls
+        from explorer.impute.factor import MFAImputer as cls
     return cls(**kwargs)
 
 
@@ -345,7 +345,7 @@ def _with_transforms(args, estimator, transforms):
             raise CommandError("--point applies only with --transform (auto or COL=KIND): without transforms the "
                                "single imputation is the conditional mean.")
         return estimator
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.transformed import TransformedImputer
 
     return TransformedImputer(estimator, transforms=transforms, point=args.point or "mean")
 
@@ -360,7 +360,7 @@ def _check_columns(transforms, data) -> None:
     import numpy as np
 
     from explorer.core.validation import BadInputError, column_label
-    from explorer.transforms import _resolve
+    from explorer.impute.transformed import resolve_transform
 
     columns = [str(c) for c in data.columns]
     unknown = [c for c in transforms if c not in columns]
@@ -372,7 +372,7 @@ def _check_columns(transforms, data) -> None:
         j = columns.index(name)
         v = values[~np.isnan(values[:, j]), j]
         try:
-            _resolve(spec, v, name, column_label(j, columns), 0.01)
+            resolve_transform(spec, v, name, column_label(j, columns), 0.01)
         except BadInputError as exc:
             raise CommandError(f"--transform {name}=...: {exc} (on the command line: {name}=log:LOWER, "
                                f"{name}=logit:LO:HI or {name}=none)") from None

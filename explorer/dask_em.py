@@ -16,7 +16,7 @@ floating-point summation order (tested to 1e-10 relative). Rows with nothing obs
 by the fit (as in memory) and imputed from the mixture mean.
 
 * :func:`fit` -> :class:`DaskEMResult` (weights, means, covariances, the log-likelihood trace, ...);
-* :meth:`DaskEMResult.to_imputer` -> a fitted :class:`~explorer.imputers.GaussianMixtureImputer`;
+* :meth:`DaskEMResult.to_imputer` -> a fitted :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`;
 * :func:`impute` -> a lazy Dask array (or DataArray): every block imputed by ``map_blocks``,
   observed entries bit for bit;
 * :func:`as_dask_array`: the accepted inputs as one (n, D) float64 Dask array chunked by rows.
@@ -28,7 +28,7 @@ columns; one chunk per row group), or anything numpy reads (wrapped in chunks of
 Validation is lazy but clear: a first pass reduces every block to a small summary (counts,
 observed means and variances, infinities, huge values) and the errors name columns and rows.
 
-Defaults (and why they differ from :class:`~explorer.imputers.GaussianMixtureImputer`):
+Defaults (and why they differ from :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`):
 
 * ``prior=None`` (maximum likelihood). ``prior="auto"`` works but needs the data's mean and
   covariance: like the in-memory fit it computes them by a one-component EM (K = 1) on the whole
@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from explorer._progress import FitProgress, check_progress_params
+from explorer.utils.progress import FitProgress, check_progress_params
 from explorer.core.mixtures import em_gmm
 from explorer.core.loop import run_restarts
 from explorer.core.validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
@@ -517,7 +517,7 @@ class DaskEMResult:
         return self.weights.copy(), self.means.copy(), self.covariances.copy()
 
     def to_imputer(self, predictive: str = "auto"):
-        """A fitted :class:`~explorer.imputers.GaussianMixtureImputer` with these parameters.
+        """A fitted :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` with these parameters.
 
         ``transform`` / ``sample`` / ``conditional`` / ``score_samples`` then work on in-memory data
         (or per block: :func:`impute`). ``empty_rows="marginal"`` (rows with nothing observed are
@@ -525,7 +525,7 @@ class DaskEMResult:
         posterior predictive with a prior and full covariances, else the plug-in Gaussian mixture).
         There is no ``history_`` (the trace is :attr:`trace`).
         """
-        from explorer.imputers import GaussianMixtureImputer
+        from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
         imp = GaussianMixtureImputer(
             n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
@@ -649,7 +649,7 @@ def fit(X, n_components: int, *, covariance_type: str = "full", max_iter: int = 
     client : None, "local", "synchronous", scheduler address or distributed.Client
         See the module docstring.
     callback : callable, optional
-        Called after every iteration with an :class:`~explorer._progress.IterationInfo`; raise
+        Called after every iteration with an :class:`~explorer.utils.progress.IterationInfo`; raise
         ``StopIteration`` to stop (the state so far is kept).
     progress : bool
         A tqdm bar on stderr, one step per iteration.
@@ -679,14 +679,14 @@ def fit(X, n_components: int, *, covariance_type: str = "full", max_iter: int = 
     ConvergenceWarning
         ``max_iter`` reached before ``tol``.
     """
-    from explorer._imputer_base import _rng
+    from explorer.utils.random_state import check_random_state
 
     config = em_gmm.EMConfig(n_components=n_components, covariance_type=covariance_type, reg_covar=reg_covar,
                              tol=tol, max_iter=max_iter, init=init, prior=prior)
     check_progress_params(callback, progress)
     if isinstance(n_sample, bool) or not isinstance(n_sample, (int, np.integer)) or n_sample < 2:
         raise BadInputError(f"n_sample must be an integer >= 2, got {n_sample!r}.")
-    rng = _rng(random_state)
+    rng = check_random_state(random_state)
     src = _source(X, variable=variable, columns=columns, chunk_rows=chunk_rows)
     K, D = config.n_components, src.array.shape[1]
     with _scheduler(client) as (scheduler, dclient):

@@ -46,19 +46,18 @@ import time
 import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 
-from explorer._imputer_base import _rng
+from explorer.utils.random_state import check_random_state
 from explorer.core import metrics as _metrics
-from explorer.core.missingness._mask_helpers import emptied
+from explorer.core.missingness.mask_helpers import emptied
+from explorer.core.gaussians.gaussian import normal_logpdf
 from explorer.core.validation import BadInputError, as_float_matrix
-from explorer.core.missingness.mechanisms import MaskResult, apply_mechanism
+from explorer.core.missingness.mechanisms import MaskResult
 
 __all__ = ["METRICS", "observed_scale", "hide_observed", "entry_logpdf", "imputation_scores", "evaluate", "summarize", "held_out_scorer"]
 
 #: Metrics computed by :func:`evaluate`, in table order.
 METRICS = ("nrmse", "mae", "coverage", "nll")
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 # --------------------------------------------------------------------------- data
@@ -86,7 +85,7 @@ def observed_scale(X) -> np.ndarray:
 def hide_observed(X, mechanism="mcar", rate=0.2, random_state=None, **params):
     """Hide a share of the observed entries of ``X`` for evaluation.
 
-    As :func:`explorer.imputers.amputate` (``rate`` = fraction of the observed entries), with one
+    As :func:`explorer.masking.amputate` (``rate`` = fraction of the observed entries), with one
     rule for scoring: a row the mechanism would empty keeps its observed entries (none of them is
     hidden: with nothing observed an imputer can only return the marginal, and explorer's
     imputers refuse such rows by default). A mechanism that would empty a column is refused.
@@ -100,7 +99,7 @@ def hide_observed(X, mechanism="mcar", rate=0.2, random_state=None, **params):
     info : MaskResult
         ``realised_rate = hidden.sum() / n_observed`` after the rows were restored.
     """
-    from explorer.imputers import EmptyRowsWarning, amputate
+    from explorer.masking import EmptyRowsWarning, amputate
 
     arr = _as_matrix(X)
     with warnings.catch_warnings():
@@ -119,78 +118,22 @@ def hide_observed(X, mechanism="mcar", rate=0.2, random_state=None, **params):
 
 
 # --------------------------------------------------------------------------- densities
-def _gauss_logpdf(x, mean, var):
-    var = np.maximum(var, np.finfo(np.float64).tiny)
-    with np.errstate(over="ignore", divide="ignore"):
-        return -0.5 * (_LOG_2PI + np.log(var) + (x - mean) ** 2 / var)
-
-
 def entry_logpdf(cond, truth, hidden) -> np.ndarray:
     """``log p(x_ij | observed entries of row i)`` of every hidden entry, row-major order.
 
-    ``cond`` is the conditional of an imputer on the data with the entries hidden (hidden
-    entries are missing in it). Exact per-entry marginals for
-    :class:`~explorer.core.gaussians.conditional.ConditionalMixture` (a 1-D Gaussian mixture),
-    ``StudentTConditionalMixture`` (a 1-D t mixture), ``FAConditional`` (Gaussian) and
-    ``MFAConditional`` (a Gaussian mixture), ``TransformedConditional`` of
-    :class:`~explorer.transforms.TransformedImputer` (the 1-D mixture of the transformed scale at
-    the transformed value plus the log-Jacobian, ``-inf`` outside the transform's bounds); any
-    other object with ``mean()`` and ``variance()`` is scored as a Gaussian with that mean and
-    variance.
+    ``cond`` is the conditional of an imputer on the data with the entries hidden (hidden entries are
+    missing in it). A conditional that knows its per-entry marginals answers itself (its ``entry_logpdf``:
+    exact for :class:`~explorer.core.gaussians.conditional.ConditionalMixture`, the Student-t mixture of
+    :mod:`~explorer.core.gaussians.conditional_t`, the factor models' conditionals of
+    :mod:`~explorer.core.factor.fa_conditional` and :class:`~explorer.impute.transformed.TransformedImputer`'s);
+    any other object with ``mean()`` and ``variance()`` is scored as a Gaussian with that mean and variance.
     """
-    from explorer.core.gaussians.conditional import ConditionalMixture
-    from explorer.core.gaussians.conditional_t import StudentTConditionalMixture, log_student_t
-    from explorer.core.factor.fa_conditional import MFAConditional
-
+    own = getattr(cond, "entry_logpdf", None)
+    if callable(own):
+        return own(truth, hidden)
     ri, ci = np.nonzero(hidden)
     x = np.asarray(truth, dtype=np.float64)[ri, ci]
-    if isinstance(cond, ConditionalMixture):
-        M = cond.completions[:, ri, ci]  # (K, h)
-        V = cond._conditional_variances()[:, ri, ci]
-        with np.errstate(divide="ignore"):
-            logw = np.log(cond.weights[ri].T)
-        return logsumexp(logw + _gauss_logpdf(x, M, V), axis=0)
-    if isinstance(cond, StudentTConditionalMixture):
-        M = cond.completions[:, ri, ci]
-        S = np.maximum(cond._scale_diag()[:, ri, ci], np.finfo(np.float64).tiny)
-        with np.errstate(divide="ignore"):
-            logw = np.log(cond.weights[ri].T)
-        return logsumexp(logw + log_student_t((x - M) ** 2 / S, np.log(S), cond.dof[ri].T, 1), axis=0)
-    transformed = _transformed_logpdf(cond, x, ri, ci)
-    if transformed is not None:
-        return transformed
-    if isinstance(cond, MFAConditional):
-        comp = np.stack([_gauss_logpdf(x, c.mean()[ri, ci], c.variance()[ri, ci]) for c in cond.components])
-        return logsumexp(cond.log_resp[ri].T + comp, axis=0)
-    return _gauss_logpdf(x, cond.mean()[ri, ci], cond.variance()[ri, ci])
-
-
-def _transformed_logpdf(cond, x, ri, ci):
-    """Per-entry log densities of a TransformedConditional at ``x`` (entries ``ri, ci``), or None for other conditionals."""
-    import sys
-
-    transforms = sys.modules.get("explorer.transforms")  # only a loaded module can have made ``cond``
-    if transforms is None or not isinstance(cond, transforms.TransformedConditional):
-        return None
-    W, M, S = cond._components(ri, ci)  # (K, h) on the transformed scale
-    y = x.copy()
-    jac = np.zeros_like(x)
-    inside = np.ones(x.shape, dtype=bool)
-    for j in np.unique(ci):
-        t = cond.transforms[j]
-        if t.kind is None:
-            continue
-        sel = np.flatnonzero(ci == j)
-        ok = t.inside(x[sel])
-        y[sel[ok]] = t.forward(x[sel[ok]])
-        jac[sel[ok]] = t.log_jacobian(x[sel[ok]])
-        y[sel[~ok]] = 0.0
-        inside[sel] = ok
-    with np.errstate(divide="ignore"):
-        logw = np.log(W)
-    out = logsumexp(logw + _gauss_logpdf(y, M, S * S), axis=0) + jac
-    out[~inside] = -np.inf  # the model's density is 0 outside its transform's bounds
-    return out
+    return normal_logpdf(x, cond.mean()[ri, ci], cond.variance()[ri, ci])
 
 
 # --------------------------------------------------------------------------- scores
@@ -244,7 +187,7 @@ def _was_interrupted(est) -> bool:
 
     explorer's imputers catch a KeyboardInterrupt raised after their first complete iteration,
     keep the best state and return normally; a loop of fits must then stop rather than start the
-    next fit. Looks at ``est``, the ``imputer_`` of a :class:`~explorer.transforms.TransformedImputer`
+    next fit. Looks at ``est``, the ``imputer_`` of a :class:`~explorer.impute.transformed.TransformedImputer`
     and the steps of a scikit-learn ``Pipeline``.
     """
     seen = [est]
@@ -342,7 +285,7 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         raise BadInputError("evaluate needs at least one imputer.")
     truth = _as_matrix(X)
     scale = observed_scale(truth)
-    seeds = _rng(random_state).integers(0, 2**31 - 1, size=n_repeats)
+    seeds = check_random_state(random_state).integers(0, 2**31 - 1, size=n_repeats)
     rows = []
     for r, seed in enumerate(seeds):
         X_hidden, hidden, info = hide_observed(truth, mechanism, rate, int(seed), **params)

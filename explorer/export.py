@@ -26,9 +26,9 @@ written with the shortest representation that reads back to the same float64 (re
 
 Models
 ------
-:func:`save_model` writes a fitted :class:`~explorer.imputers.GaussianMixtureImputer`,
-:class:`~explorer.dp_imputer.DPGMMImputer`, :class:`~explorer.fa_imputers.FactorAnalysisImputer`
-or :class:`~explorer.fa_imputers.MFAImputer` as **one JSON file** (never pickle): the class name,
+:func:`save_model` writes a fitted :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`,
+:class:`~explorer.impute.dp_mixture.DPGMMImputer`, :class:`~explorer.impute.factor.FactorAnalysisImputer`
+or :class:`~explorer.impute.factor.MFAImputer` as **one JSON file** (never pickle): the class name,
 ``get_params()``, the explorer version, the feature names and every fitted attribute, arrays as
 ``{"dtype", "shape", "data"}`` with ``data`` the flat (C-order) list of values. Python writes each
 float with the shortest decimal that reads back to the same float64, so a loaded model gives
@@ -43,7 +43,7 @@ and its copy of the training data, used only by ``weights="responsibilities"`` o
 unknown class, format version, parameter or attribute, or arrays of the wrong shape are refused
 with a :class:`~explorer.core.validation.BadInputError`.
 
-A fitted :class:`~explorer.transforms.TransformedImputer` (per-column log / logit transforms
+A fitted :class:`~explorer.impute.transformed.TransformedImputer` (per-column log / logit transforms
 around one of the four) is saved in the same file format (same ``format`` and
 ``format_version``) with ``"class": "TransformedImputer"`` and, instead of ``fitted``:
 
@@ -361,13 +361,13 @@ FORMAT_VERSION = 1
 
 # class name -> module; nothing else is ever built by load_model
 _MODEL_CLASSES = {
-    "GaussianMixtureImputer": "explorer.imputers",
-    "DPGMMImputer": "explorer.dp_imputer",
-    "FactorAnalysisImputer": "explorer.fa_imputers",
-    "MFAImputer": "explorer.fa_imputers",
+    "GaussianMixtureImputer": "explorer.impute.gaussian_mixture",
+    "DPGMMImputer": "explorer.impute.dp_mixture",
+    "FactorAnalysisImputer": "explorer.impute.factor",
+    "MFAImputer": "explorer.impute.factor",
 }
 # wrappers around one of the classes above: class name -> module
-_WRAPPER_CLASSES = {"TransformedImputer": "explorer.transforms"}
+_WRAPPER_CLASSES = {"TransformedImputer": "explorer.impute.transformed"}
 # fitted attributes holding training rows: saved only with include_training_data=True
 _TRAINING_ATTRS = {"DPGMMImputer": ("resp_", "_fit_X")}
 # fitted attributes never saved (not needed to use the model)
@@ -381,7 +381,7 @@ _REQUIRED = {
 }
 _ATTR_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 # settings dataclasses (frozen, numbers and tuples only) that parameters / attributes may hold
-_SPEC_TYPES = {"NIWPrior": "explorer.core.mixtures.em_gmm"}
+_SPEC_TYPES = {"NIWPrior": "explorer.core.mixtures.prior"}
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_, "str": object}
 
 
@@ -602,7 +602,7 @@ def _finite_number(x) -> bool:
 # ---------------------------------------------------------------------------- TransformedImputer
 def _encode_transform_spec(spec, where: str):
     """One column's entry of the ``transforms`` parameter as JSON (tuples become lists; ColumnTransform its fields)."""
-    from explorer.transforms import ColumnTransform
+    from explorer.impute.transformed import ColumnTransform
 
     if isinstance(spec, ColumnTransform):
         return {"kind": "column_transform", "fields": _column_transform_fields(spec)}
@@ -681,7 +681,7 @@ def save_model(estimator, path, *, include_training_data: bool = False) -> Path:
     Parameters
     ----------
     estimator : GaussianMixtureImputer, DPGMMImputer, FactorAnalysisImputer, MFAImputer or TransformedImputer
-        Fitted. A :class:`~explorer.transforms.TransformedImputer` must wrap one of the other four;
+        Fitted. A :class:`~explorer.impute.transformed.TransformedImputer` must wrap one of the other four;
         its per-column transforms and the wrapped model are saved together.
     path : str or os.PathLike
         Written (overwritten) as UTF-8 JSON; ``.json`` is the usual suffix.
@@ -805,7 +805,7 @@ def _build_model(doc, label: str):
 
 def _decode_column_transform(obj, where: str, label: str):
     """A ColumnTransform from ``{"kind", "lower", "upper", "reason"}``, its kind and bounds checked."""
-    from explorer.transforms import KINDS, ColumnTransform
+    from explorer.impute.transformed import KINDS, ColumnTransform
 
     if not isinstance(obj, dict) or not set(obj) <= {"column", "kind", "lower", "upper", "reason"}:
         raise BadInputError(f"{label!r}: {where} must be an object with the fields kind, lower, upper, reason; "
@@ -860,7 +860,7 @@ def _decode_transforms_param(value, label: str):
 
 def _build_transformed(doc, label: str):
     """A fitted TransformedImputer from its document: parameters, per-column transforms, the inner model."""
-    from explorer.transforms import _POINTS, TransformedImputer, _check_margin
+    from explorer.impute.transformed import POINTS, TransformedImputer, check_margin
 
     params, columns, inner_doc = doc.get("params"), doc.get("transforms"), doc.get("imputer")
     if not isinstance(params, dict) or not isinstance(columns, list) or not isinstance(inner_doc, dict):
@@ -870,10 +870,10 @@ def _build_transformed(doc, label: str):
     if unknown:
         raise BadInputError(f"{label!r}: unknown parameter(s) {unknown} for TransformedImputer.")
     point = params.get("point", "mean")
-    if point not in _POINTS:
-        raise BadInputError(f"{label!r}: params.point must be one of {_POINTS}; got {point!r}.")
+    if point not in POINTS:
+        raise BadInputError(f"{label!r}: params.point must be one of {POINTS}; got {point!r}.")
     try:
-        margin = _check_margin(params.get("margin", 0.01))
+        margin = check_margin(params.get("margin", 0.01))
     except BadInputError as exc:
         raise BadInputError(f"{label!r}: params.{exc}") from None
     inner_param = params.get("imputer")

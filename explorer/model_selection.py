@@ -1,17 +1,17 @@
 r"""Choosing the number of mixture components K: held-out observed entries, or BIC.
 
-``n_components="auto"`` of :class:`~explorer.imputers.GaussianMixtureImputer` calls
+``n_components="auto"`` of :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` calls
 :func:`select_n_components` with its default rule, the variational mixture's effective components;
-:class:`~explorer.fa_imputers.MFAImputer` uses the held-out likelihood.
+:class:`~explorer.impute.factor.MFAImputer` uses the held-out likelihood.
 
 **The variational mixture's effective components** (``criterion="dpgmm"``, the default): a
-:class:`~explorer.dp_imputer.DPGMMImputer` with its defaults (truncation 15, or the number of rows if fewer; data-scaled prior) is fitted
+:class:`~explorer.impute.dp_mixture.DPGMMImputer` with its defaults (truncation 15, or the number of rows if fewer; data-scaled prior) is fitted
 once and K is the number of components with :math:`E[\pi_k] > 0.01` (``n_effective_``), capped by the
 grid's largest K. Measured against the two rules below and fixed K on the six benchmark data sets
 (``results/k_selection.md``), it gave a better NRMSE than the held-out rule on five (Boston: 0.603 against
 0.602) and a better held-out NLL on four, and costs one variational fit instead of about ten EM fits.
 
-**Held-out likelihood** (``criterion="heldout"``, the default). For each of ``n_repeats`` masks, a
+**Held-out likelihood** (``criterion="heldout"``, the rule of ``MFAImputer``). For each of ``n_repeats`` masks, a
 share ``rate`` of the observed entries is hidden completely at random
 (:func:`explorer.evaluation.hide_observed`), the imputer is fitted with each K on what is left, and
 the hidden entries are scored by their predictive log-density
@@ -38,8 +38,13 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import clone
 
-__all__ = ["DEFAULT_GRID", "KSelection", "select_n_components", "default_grid"]
+from explorer.core.validation import BadInputError
+from explorer.evaluation import _as_matrix, entry_logpdf, hide_observed
+from explorer.impute.dp_mixture import DPGMMImputer
+
+__all__ = ["DEFAULT_GRID", "KSelection", "default_grid", "fit_auto", "select_n_components"]
 
 DEFAULT_GRID = (1, 2, 3, 4, 5, 6, 8)
 CRITERIA = ("dpgmm", "heldout", "bic")
@@ -89,9 +94,6 @@ def _n_parameters(est, D: int) -> int:
 
 def _dpgmm_components(estimator, X, grid) -> KSelection:
     """K = the effective components (E[pi_k] > 0.01) of a default DPGMMImputer, capped by the grid's largest K."""
-    from explorer.dp_imputer import DPGMMImputer
-    from explorer.evaluation import _as_matrix
-
     arr = _as_matrix(X)
     grid = default_grid(*arr.shape) if grid is None else tuple(grid)
     params = estimator.get_params()
@@ -145,11 +147,6 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     BadInputError
         Bad arguments, or no K of the grid could be fitted (the errors are quoted).
     """
-    from sklearn.base import clone
-
-    from explorer.core.validation import BadInputError
-    from explorer.evaluation import _as_matrix, entry_logpdf, hide_observed
-
     if criterion not in CRITERIA:
         raise BadInputError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
     if criterion == "dpgmm":
@@ -216,3 +213,23 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     chosen = next(r["n_components"] for r in table if r["score"] <= best + min_gain)
     return KSelection(n_components=chosen, criterion=criterion, table=tuple(table), rate=float(rate),
                       n_repeats=len(masks) if criterion == "heldout" else 0, min_gain=float(min_gain))
+
+
+def fit_auto(estimator, X):
+    """Fit ``estimator`` (``n_components="auto"``) with the K :func:`select_n_components` picks by its rule.
+
+    The estimator's ``_auto_criterion`` names the rule (``"dpgmm"`` for
+    :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`, ``"heldout"`` for
+    :class:`~explorer.impute.factor.MFAImputer`); an int ``random_state`` seeds the selection (else 0). The
+    chosen K is used for this fit only (``n_components`` stays ``"auto"``, so ``clone`` and refits select
+    again) and the selection is stored as ``selection_``.
+    """
+    seed = estimator.random_state if isinstance(estimator.random_state, (int, np.integer)) else 0
+    selection = select_n_components(estimator, X, criterion=estimator._auto_criterion, random_state=seed)
+    estimator._auto_k = selection.n_components
+    try:
+        estimator.fit(X)
+    finally:
+        del estimator._auto_k
+    estimator.selection_ = selection
+    return estimator

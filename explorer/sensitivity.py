@@ -4,7 +4,7 @@
 pattern-mixture delta adjustment of van Buuren's *Flexible Imputation of Missing Data*, section 3.8;
 read that module's docstring for the method). It takes data with NaNs (array, DataFrame,
 DataArray or :class:`~explorer.core.data.IncompleteData`), fits
-:class:`~explorer.imputers.GaussianMixtureImputer`, draws ``n_imputations`` completed data sets
+:class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`, draws ``n_imputations`` completed data sets
 from :math:`p(x^m \\mid x^o)`, shifts or scales the imputed entries of one column by every delta of
 a grid, and pools the estimate on the completed sets by Rubin's rules.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer._imputer_base import _unwrap
+from explorer.utils.inputs import unwrap
 from explorer.core.missingness import sensitivity as core
 from explorer.core.validation import BadInputError, as_float_matrix
 
@@ -82,12 +82,12 @@ def default_deltas(x_observed, mode: str = "shift", n: int = 21, width: float = 
 
 def draw_imputations(values, n_imputations: int, *, n_components: int = 2, bootstrap: bool = False,
                      random_state=None, progress=None, **imputer_options) -> np.ndarray:
-    """M completed data sets (M, N, D) from :class:`~explorer.imputers.GaussianMixtureImputer`.
+    """M completed data sets (M, N, D) from :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`.
 
     ``progress(done, total)`` (optional) is called after each fit / draw. Rows with every entry
     missing are drawn from the fitted marginal.
     """
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     if isinstance(n_imputations, bool) or not isinstance(n_imputations, numbers.Integral) or n_imputations < 2:
         raise BadInputError(f"n_imputations must be an integer >= 2 (Rubin's rules), got {n_imputations!r}.")
@@ -148,7 +148,7 @@ def sensitivity_analysis(X, column, deltas=None, *, estimate="mean", mean_column
     """
     import pandas as pd
 
-    matrix, _, labels = _unwrap(X)
+    matrix, _, labels = unwrap(X)
     values = as_float_matrix(matrix, name="X", columns=labels)
     N, D = values.shape
     columns = tuple(labels) if labels is not None else tuple(f"x{j}" for j in range(D))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.dp_mixture import DPGMMImputer
+from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
 #: Unfitted; tests ``clone`` them before fitting
 ESTIMATORS = [

@@ -17,9 +17,9 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from explorer.core.validation import BadInputError
-from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.dp_mixture import DPGMMImputer
+from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
 ESTIMATORS = [
     GaussianMixtureImputer(max_iter=20, random_state=0),

@@ -57,7 +57,7 @@ def test_impute_writes_what_the_library_computes(tmp_path, csv_path, capsys, suf
     got = read_imputations(out)
     data = from_csv(csv_path)
     # oracle: the library with the same settings
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     X = np.array(data.values)
     est = GaussianMixtureImputer(n_components=2, random_state=3).fit(pd.DataFrame(X, columns=list(data.columns)))
@@ -181,7 +181,7 @@ def test_evaluate_prints_the_table_of_the_library(tmp_path, csv_path, capsys):
     from sklearn.impute import SimpleImputer
 
     from explorer import evaluation
-    from explorer.fa_imputers import FactorAnalysisImputer
+    from explorer.impute.factor import FactorAnalysisImputer
 
     out = tmp_path / "scores.csv"
     status = main(["evaluate", str(csv_path), "--model", "fa", "--factors", "1", "--repeats", "2", "--seed", "4",
@@ -223,7 +223,7 @@ def test_evaluate_errors(tmp_path, csv_path, capsys, args, match):
 def test_the_fit_line_counts_the_iterations_of_the_library(tmp_path, csv_path, capsys):
     assert main(["impute", str(csv_path), "-k", "2", "--seed", "0", "-o", str(tmp_path / "o.nc"),
                  "--save-model", str(tmp_path / "m.json")]) == 0  # the saved model keeps no callback
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     data = from_csv(csv_path)
     est = GaussianMixtureImputer(n_components=2, random_state=0).fit(
@@ -282,8 +282,8 @@ def _library(path, transforms, point="mean", seed=0):
     """The oracle: TransformedImputer(GaussianMixtureImputer) fitted as the CLI fits it."""
     import warnings
 
-    from explorer.imputers import GaussianMixtureImputer
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+    from explorer.impute.transformed import TransformedImputer
 
     data = from_csv(path)
     X = np.array(data.values)
@@ -415,7 +415,7 @@ def test_transform_with_save_model_round_trip(tmp_path, skewed_csv):
                  "-q", "-o", str(out), "--save-model", str(model_path)]) == 0
     got = read_imputations(out)
     model = load_model(model_path)
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.transformed import TransformedImputer
 
     assert isinstance(model, TransformedImputer) and model.point == "median"
     assert model.get_params()["imputer__callback"] is None and model.imputer_.get_params()["callback"] is None
@@ -464,8 +464,8 @@ def test_evaluate_with_transform_prints_the_table_of_the_library(tmp_path, skewe
     from sklearn.impute import SimpleImputer
 
     from explorer import evaluation
-    from explorer.imputers import GaussianMixtureImputer
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+    from explorer.impute.transformed import TransformedImputer
 
     out = tmp_path / "scores.csv"
     assert main(["evaluate", str(skewed_csv), "--transform", "conc=log", "--point", "median", "--repeats", "2",

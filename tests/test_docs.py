@@ -24,7 +24,7 @@ def test_docs_build_offline_with_warnings_as_errors(tmp_path):
     assert (out / "index.html").is_file() and (out / "architecture.html").is_file()
     api = {p.name for p in (out / "api").glob("*.html")}
     # every public module has its page (a module that fails to import would be missing here)
-    for module in ("explorer.html", "explorer.imputers.html", "explorer.core.mixtures.em_gmm.html", "explorer.ui.page.html",
+    for module in ("explorer.html", "explorer.impute.gaussian_mixture.html", "explorer.core.mixtures.em_gmm.html", "explorer.ui.page.html",
                    "explorer.ui.model_defaults.html"):
         assert module in api, sorted(api)[:20]
     page = (out / "api" / "explorer.core.mixtures.em_gmm.html").read_text(encoding="utf-8")

@@ -146,7 +146,7 @@ def test_data_page_downloads_parse_back_with_observed_values_unchanged(data_view
 
 
 def test_data_page_imputations_are_those_of_the_library_default_imputer(data_view):
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     data = data_view.data_model.data
     expected = GaussianMixtureImputer(empty_rows="marginal", random_state=0).fit(data.values)
@@ -199,7 +199,7 @@ def test_data_page_too_wide_for_a_click_fit_says_so_and_still_offers_the_masked_
 
 def test_a_failing_fit_is_said_on_the_page_and_loses_nothing(monkeypatch):
     from explorer.core.gaussians.gaussian import DegenerateCovarianceError
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     view = DataMechanismView(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.2))
     dl, dm = view.downloads, view.data_model

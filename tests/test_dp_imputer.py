@@ -1,4 +1,4 @@
-"""Tests of explorer.dp_imputer.DPGMMImputer (variational DP mixture, scikit-learn API)."""
+"""Tests of explorer.impute.dp_mixture.DPGMMImputer (variational DP mixture, scikit-learn API)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sklearn.pipeline import Pipeline
 import explorer
 from explorer.core.mixtures import vb_dpgmm
 from explorer.core.validation import BadInputError
-from explorer.dp_imputer import DPGMMImputer
+from explorer.impute.dp_mixture import DPGMMImputer
 
 COV = np.array([[1.0, 0.6, 0.0], [0.6, 1.0, 0.0], [0.0, 0.0, 1.0]])
 SCALE, SHIFT = np.array([1.0, 10.0, 100.0]), np.array([5.0, -3.0, 1000.0])

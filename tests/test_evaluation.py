@@ -34,7 +34,8 @@ from explorer.evaluation import (
     observed_scale,
     summarize,
 )
-from explorer.imputers import EmptyRowsWarning, GaussianMixtureImputer, amputate
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.masking import EmptyRowsWarning, amputate
 
 COV = np.array([[1.0, 0.8, 0.3], [0.8, 1.0, 0.5], [0.3, 0.5, 2.0]])
 MEAN = np.array([1.0, -2.0, 0.5])
@@ -320,8 +321,8 @@ def test_scorer_bad_input():
 
 
 def test_entry_logpdf_of_factor_and_student_t_conditionals_matches_their_densities():
-    from explorer.dp_imputer import DPGMMImputer
-    from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+    from explorer.impute.dp_mixture import DPGMMImputer
+    from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 
     X = _gaussian(120, 14, frac=0.15)
     Xh, hidden, _ = hide_observed(X, random_state=0)
@@ -381,7 +382,7 @@ def test_evaluate_stops_the_loop_when_a_fit_was_interrupted():
 
 
 def test_evaluate_stops_when_the_fit_inside_a_transformed_imputer_was_interrupted():
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.transformed import TransformedImputer
 
     X = np.exp(_gaussian(120, 22, frac=0.05) / 2)
     FITS.clear()
@@ -411,7 +412,7 @@ def test_gridsearch_stops_at_the_first_interrupted_fit():
 def test_entry_logpdf_of_a_transformed_conditional_matches_its_joint_density_on_single_gaps():
     """Oracle: on rows with ONE missing entry the per-entry marginal is the row's joint density
     (TransformedConditional.logpdf, with the Jacobian); and it is not the Gaussian moment approximation."""
-    from explorer.transforms import TransformedImputer
+    from explorer.impute.transformed import TransformedImputer
 
     rng = np.random.default_rng(31)
     Z = rng.multivariate_normal([0.0, 0.5, 0.0], [[1.0, 0.6, 0.3], [0.6, 1.0, 0.2], [0.3, 0.2, 1.0]], size=200)

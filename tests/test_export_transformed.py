@@ -26,11 +26,11 @@ from scipy.special import expit
 from sklearn.base import clone
 
 from explorer.core.validation import BadInputError
-from explorer.dp_imputer import DPGMMImputer
+from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.export import load_model, save_model
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
-from explorer.imputers import GaussianMixtureImputer
-from explorer.transforms import BoundCrossingWarning, ColumnTransform, TransformedImputer, suggest_transforms
+from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.impute.transformed import BoundCrossingWarning, ColumnTransform, TransformedImputer, suggest_transforms
 
 COLUMNS = ["ozone", "frac", "temp", "count"]
 TRANSFORMS = {"ozone": "log", "frac": "logit", "count": ("log", -1)}  # temp: none

@@ -21,12 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from explorer._imputer_base import ScaleWarning
+from explorer.impute.base import ScaleWarning
 from explorer.core.factor import factor_analysis
 from explorer.core.validation import BadInputError
-from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.dp_mixture import DPGMMImputer
+from explorer.impute.factor import FactorAnalysisImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from tests._estimators import ESTIMATORS, IDS
 
 

@@ -1,4 +1,4 @@
-"""Tests of explorer.fa_imputers: FactorAnalysisImputer and MFAImputer.
+"""Tests of explorer.impute.factor: FactorAnalysisImputer and MFAImputer.
 
 Oracles: the core conditional means / log-likelihoods of the fitted parameters, dense scipy
 densities, the exact solver as the limit of the Neumann solver. Conventions: observed entries
@@ -26,7 +26,7 @@ from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import mfa
 from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import FAConditional, MFAConditional
-from explorer.fa_imputers import FactorAnalysisImputer, MFAImputer
+from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 
 IMPUTERS = [
     lambda **kw: FactorAnalysisImputer(n_factors=2, random_state=0, **kw),

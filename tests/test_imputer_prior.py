@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from explorer.core.mixtures import em_gmm
 from explorer.core.validation import BadInputError
-from explorer.imputers import ComponentCollapseWarning, GaussianMixtureImputer, NIWPrior
+from explorer.impute.gaussian_mixture import ComponentCollapseWarning, GaussianMixtureImputer, NIWPrior
 
 
 def _small(seed=0):

@@ -1,4 +1,4 @@
-"""Tests of explorer.imputers: the scikit-learn API of GaussianMixtureImputer, what its methods
+"""Tests of explorer.impute.gaussian_mixture: the scikit-learn API of GaussianMixtureImputer, what its methods
 compute (checked against explorer.core and against formulas written out here), and amputate()."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
 from explorer.core.mixtures.em_gmm import ConvergenceWarning
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
-from explorer.imputers import GaussianMixtureImputer, amputate
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.masking import amputate
 
 PARAMS = {
     "n_components": 1, "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,

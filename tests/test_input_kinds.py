@@ -26,8 +26,8 @@ from sklearn.base import clone
 
 from explorer.core.validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
-from explorer.fa_imputers import FactorAnalysisImputer
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.factor import FactorAnalysisImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from tests._estimators import ESTIMATORS, IDS
 from explorer.io import encode_categoricals, from_csv, from_dataframe, to_dataframe
 

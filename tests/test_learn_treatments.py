@@ -15,7 +15,7 @@ from sklearn.svm import LinearSVC
 
 from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import make_dataset
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.learn.treatments import (
     TREATMENTS,
     BestOfRestarts,

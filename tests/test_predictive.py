@@ -17,7 +17,7 @@ from explorer.core.mixtures import em_gmm
 from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
-from explorer.imputers import GaussianMixtureImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
 
 def _gaussian(n, D, seed):

@@ -8,7 +8,7 @@ import time
 
 from bokeh.server.connection import ServerConnection
 
-from explorer._memory import MemoryTrimmer, malloc_trim
+from explorer.utils.memory import MemoryTrimmer, malloc_trim
 from explorer.ui.page import ClosedConnectionFilter, _install_closed_connection_filter
 
 MSG = "error handling message\n message: %r \n error: %r"

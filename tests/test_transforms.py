@@ -1,4 +1,4 @@
-"""Per-column transforms (explorer.transforms): suggestions, TransformedImputer on the original scale.
+"""Per-column transforms (explorer.impute.transformed): suggestions, TransformedImputer on the original scale.
 
 Oracles: back-transformed intervals / draws equal exp of the inner ones; the log-normal closed forms
 (mean exp(mu + s^2/2), median exp(mu), variance, density) from a dense conditioning of the fitted
@@ -26,10 +26,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
 from explorer.core.gaussians.conditional import ConditionalMixture
-from explorer.dp_imputer import DPGMMImputer
-from explorer.fa_imputers import FactorAnalysisImputer
-from explorer.imputers import GaussianMixtureImputer
-from explorer.transforms import (
+from explorer.impute.dp_mixture import DPGMMImputer
+from explorer.impute.factor import FactorAnalysisImputer
+from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.impute.transformed import (
     BoundCrossingWarning,
     ColumnTransform,
     TransformedConditional,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer import _workers
+from explorer.utils import workers as _workers
 
 psutil = pytest.importorskip("psutil")
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
@@ -59,7 +59,7 @@ import time
 
 sys.path.insert(0, {here!r})
 import nap
-from explorer import _workers
+from explorer.utils import workers as _workers
 
 if __name__ == "__main__":
     start_method, mode = sys.argv[1:3]
@@ -112,7 +112,7 @@ from pathlib import Path
 
 sys.path.insert(0, {here!r})
 import nap
-from explorer import _workers
+from explorer.utils import workers as _workers
 
 
 def serve():  # a server's worker thread, blocked on the pool like BenchmarkModel's
@@ -257,7 +257,7 @@ def test_a_pool_that_finishes_its_jobs_shuts_down_normally(start_method):
         pytest.skip(f"no {start_method!r} start method here")
     code = textwrap.dedent(f'''
         import multiprocessing
-        from explorer import _workers
+        from explorer.utils import workers as _workers
 
         if __name__ == "__main__":
             with _workers.worker_pool(2, mp_context=multiprocessing.get_context({start_method!r})) as pool:

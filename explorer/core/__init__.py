@@ -50,7 +50,7 @@ moved_modules({
     "explorer.core.mechanisms": "explorer.core.missingness.mechanisms",
     "explorer.core.tabular_mechanisms": "explorer.core.missingness.tabular_mechanisms",
     "explorer.core.image_masks": "explorer.core.missingness.image_masks",
-    "explorer.core._mask_helpers": "explorer.core.missingness._mask_helpers",
+    "explorer.core._mask_helpers": "explorer.core.missingness.mask_helpers",
     "explorer.core.mar_table": "explorer.core.missingness.mar_table",
     "explorer.core.sensitivity": "explorer.core.missingness.sensitivity",
     "explorer.core.bernoulli_mixture": "explorer.core.discrete.bernoulli_mixture",

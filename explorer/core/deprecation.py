@@ -47,7 +47,7 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds each old module path and loads it as the module at its new path, with a warning."""
 
     def __init__(self) -> None:
-        self.moves: dict[str, str] = {}
+        self.moves: dict[str, str | tuple[str, ...]] = {}
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: D102 (importlib protocol)
         if fullname not in self.moves:
@@ -60,8 +60,20 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module) -> None:  # noqa: D102 (importlib protocol)
         old = module.__name__
         new = self.moves[old]
-        warnings.warn(f"{old} has moved to {new}; the old path will be removed in the next release",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(f"{old} has moved to {' and '.join(new) if isinstance(new, tuple) else new}; the old path "
+                      "will be removed in the next release", DeprecationWarning, stacklevel=2)
+        if isinstance(new, tuple):  # split in several modules: a thin module that looks in each of them
+            targets = [importlib.import_module(name) for name in new]
+            module.__all__ = [name for target in targets for name in getattr(target, "__all__", ())]
+
+            def __getattr__(name: str) -> Any:
+                for target in targets:
+                    if hasattr(target, name):
+                        return getattr(target, name)
+                raise AttributeError(f"module {old!r} has no attribute {name!r}")
+
+            module.__getattr__ = __getattr__
+            return
         # the import system returns whatever sys.modules holds under the old name once this returns
         sys.modules[old] = importlib.import_module(new)
 
@@ -69,8 +81,10 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _MovedModuleFinder()
 
 
-def moved_modules(moves: Mapping[str, str]) -> None:
+def moved_modules(moves: Mapping[str, str | tuple[str, ...]]) -> None:
     """Keep each old dotted module path of ``moves`` importable as its new path, with a ``DeprecationWarning``.
+
+    A tuple of new paths (a module split in several) gives a thin module whose names are looked up in each.
 
     Idempotent; the finder is installed once, at the end of :data:`sys.meta_path` (it only answers for the
     old paths, which no other finder knows).

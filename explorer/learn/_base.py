@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
-from explorer._imputer_base import _unwrap
+from explorer.utils.inputs import unwrap
 from explorer.core.validation import BadInputError, check_incomplete, check_magnitude, column_label
 
 UNLABELLED = -1
@@ -40,7 +40,7 @@ def check_features(X, *, n_features: int | None = None, name: str = "X", allow_e
     scikit-learn's words). ``allow_empty_columns``: a column with no observed value is accepted
     (at prediction time a batch may miss a feature everywhere; a fit needs every column).
     """
-    matrix, names, labels = _unwrap(X, name=name)
+    matrix, names, labels = unwrap(X, name=name)
     Xn, missing = check_incomplete(matrix, columns=labels, allow_empty_rows=True,
                                    allow_empty_columns=allow_empty_columns, name=name)
     check_magnitude(Xn, columns=labels, name=name)

@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from explorer._imputer_base import _rng
+from explorer.utils.random_state import check_random_state
 from explorer.core.classifiers import discriminant as _dm
 from explorer.core.classifiers import lda_fa as _lf
 from explorer.core.loop import ConvergenceWarning
@@ -277,7 +277,7 @@ class LDAFAClassifier(_DiscriminantBase):
         if self.training not in TRAINING:
             raise BadInputError(f"training must be one of {TRAINING}, got {self.training!r}.")
         config = _lf.LDAFAConfig(n_factors=self.n_factors, reg=self.reg, max_iter=self.max_iter)
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state)
         Xn, missing = self._fit_features(X)
         q = self.n_factors
         if isinstance(q, numbers.Integral) and q >= Xn.shape[1]:

@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from explorer._imputer_base import _rng
+from explorer.utils.random_state import check_random_state
 from explorer.core.discrete import bernoulli_mixture as bm
 from explorer.core.mixtures import em_gmm
 from explorer.core.classifiers import joint_mixture as jm
@@ -76,7 +76,7 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
         Added to every covariance's diagonal after each M-step.
     prior : None, "auto", "fraley-raftery" or NIWPrior, default None
         Normal-inverse-Wishart prior on the components (MAP-EM), as in
-        :class:`explorer.imputers.GaussianMixtureImputer`.
+        :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`.
     label_prior : float, default 0.01
         Dirichlet pseudo-count on P(c | j) for ``"joint"`` (keeps log-probabilities finite).
     max_iter : int, default 200
@@ -133,7 +133,7 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
     def fit(self, X, y):
         """Fit by EM. ``X`` may contain NaN (missing features); ``y`` may contain -1 / NaN (unlabelled rows)."""
         data, config = self._prepare(X, y)
-        result = jm.fit(data, config, _rng(self.random_state))
+        result = jm.fit(data, config, check_random_state(self.random_state))
         self._set_state(result.state)
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
@@ -143,7 +143,7 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
     def start(self, X, y):
         """Validate and initialise without iterating (iteration 0); then call :meth:`step`. Returns self."""
         data, config = self._prepare(X, y)
-        self._set_state(jm.init(data, config, _rng(self.random_state)))
+        self._set_state(jm.init(data, config, check_random_state(self.random_state)))
         self.n_iter_ = 0
         self.converged_ = False
         self.fit_path_ = (jm.snapshot(self.state_, data, config),)
@@ -261,7 +261,7 @@ class GaussianMixtureRegressor(SupervisedMixin, RegressorMixin, BaseEstimator):
         config = em_gmm.EMConfig(n_components=self.n_components, covariance_type=self.covariance_type,
                                  reg_covar=self.reg_covar, tol=self.tol, max_iter=self.max_iter, n_init=self.n_init,
                                  prior=self.prior)
-        result = em_gmm.fit(data, config, _rng(self.random_state))
+        result = em_gmm.fit(data, config, check_random_state(self.random_state))
         st = result.state
         self.weights_ = np.array(st.weights)
         self.means_ = np.array(st.means)
@@ -286,7 +286,7 @@ class GaussianMixtureRegressor(SupervisedMixin, RegressorMixin, BaseEstimator):
         """E[y | x^o] (``estimate="mean"``) or one draw from p(y | x^o) (``"sample"``, seeded by ``random_state``)."""
         cond = self._conditional(X)
         if self.estimate == "sample":
-            out = cond.sample(1, _rng(self.random_state))[0]
+            out = cond.sample(1, check_random_state(self.random_state))[0]
         else:
             out = cond.mean()
         return self._shape(check_finite_output(out, "predict"))
@@ -300,7 +300,7 @@ class GaussianMixtureRegressor(SupervisedMixin, RegressorMixin, BaseEstimator):
 
     def sample(self, X, n_draws=1, random_state=None):
         """Draws from p(y | x^o): shape (n_draws, n_samples) for one target, (n_draws, n_samples, n_targets) else."""
-        out = self._conditional(X).sample(n_draws, _rng(random_state))
+        out = self._conditional(X).sample(n_draws, check_random_state(random_state))
         return self._shape(out)
 
     def conditional_density(self, X_row, grid):
@@ -352,7 +352,7 @@ class BernoulliMixtureClassifier(_MixtureClassifierBase):
                                     pseudo_count=self.pseudo_count, label_prior=self.label_prior, tol=self.tol,
                                     max_iter=self.max_iter, n_init=self.n_init)
         data = bm.prepare(Xn, codes, len(classes), missing=missing)
-        result = bm.fit(data, config, _rng(self.random_state))
+        result = bm.fit(data, config, check_random_state(self.random_state))
         self.classes_ = classes
         self.state_ = result.state
         self.weights_ = np.array(result.state.weights)

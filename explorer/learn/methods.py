@@ -141,7 +141,7 @@ def _treated(base: Callable, treatment: str):
 
         kwargs = {}
         if treatment == "multiple":
-            from explorer.imputers import GaussianMixtureImputer
+            from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
             # one Gaussian (K = 1): its EM fit has no random start, so S separate fits would be S copies of
             # one model; one fit and S draws from it is the same procedure at 1/S of the cost

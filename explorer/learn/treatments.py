@@ -36,7 +36,7 @@ scikit-learn estimator:
     of the whole training set; a pattern whose covering cases hold a single class predicts
     Laplace-smoothed class frequencies :math:`(n_c + 1) / (n + C)` of those cases.
 ``"single"``
-    Impute with ``imputer`` (default :class:`explorer.imputers.GaussianMixtureImputer`, its
+    Impute with ``imputer`` (default :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`, its
     conditional mean; any scikit-learn imputer works, e.g. ``IterativeImputer``) and fit the
     estimator on the completed data; test rows are completed by the same fitted imputer.
 ``"multiple"``
@@ -80,7 +80,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from explorer._imputer_base import _rng
+from explorer.utils.random_state import check_random_state
 from explorer.core.validation import BadInputError
 from explorer.core.rubin import PooledEstimate, rubin_pool
 from explorer.learn._base import SupervisedMixin, check_finite_output, check_labels
@@ -238,7 +238,7 @@ class _MissingInputBase(MetaEstimatorMixin, BaseEstimator):
     def _default_imputer(self):
         if self.imputer is not None:
             return self.imputer
-        from explorer.imputers import GaussianMixtureImputer
+        from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
         return GaussianMixtureImputer(empty_rows="marginal")
 
@@ -257,7 +257,7 @@ class _MissingInputBase(MetaEstimatorMixin, BaseEstimator):
     # ---------------------------------------------------------------- fit
     def _fit(self, Xn, missing, target):
         self._check_params()
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state)
         t = self.treatment
         if t == "mean":
             self.statistics_ = np.nanmean(Xn, axis=0)
@@ -366,7 +366,7 @@ class MissingInputClassifier(SupervisedMixin, ClassifierMixin, _MissingInputBase
     treatment : {"zero", "mean", "augmented", "reduced", "single", "multiple"}, default "mean"
     imputer : scikit-learn imputer or None
         For "single" and "multiple"; None uses
-        ``explorer.imputers.GaussianMixtureImputer(empty_rows="marginal")``. Cloned; its
+        ``explorer.impute.gaussian_mixture.GaussianMixtureImputer(empty_rows="marginal")``. Cloned; its
         ``random_state`` is set per imputation model.
     n_imputations : int, default 5
         S, the number of imputation models (``"multiple"``).
@@ -590,7 +590,7 @@ class BestOfRestarts(MetaEstimatorMixin, BaseEstimator):
             raise BadInputError(f"n_restarts must be a positive integer, got {n!r}.")
         if "random_state" not in self.estimator.get_params(deep=False):
             raise BadInputError(f"{type(self.estimator).__name__} has no random_state; restarts would be identical.")
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state)
         fits, losses = [], []
         for _ in range(int(n)):
             est = clone(self.estimator).set_params(random_state=_seed(rng)).fit(X, y, **fit_params)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import panel as pn
 from panel.viewable import Viewer
 
-from explorer._memory import TRIMMER
+from explorer.utils.memory import TRIMMER
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.weak import weak_callback
 from explorer.ui.components.flow import flow

@@ -120,7 +120,7 @@ def test_log_prior_matches_scipy_densities(covariance_type):
     D, K = 3, 2
     prior = _random_prior(rng, D, covariance_type)
     data = em_gmm.prepare(rng.normal(size=(20, D)))
-    resolved = em_gmm._resolve(data, EMConfig(n_components=K, covariance_type=covariance_type, prior=prior))
+    resolved = em_gmm.resolved_prior(data, EMConfig(n_components=K, covariance_type=covariance_type, prior=prior))
     means = rng.normal(size=(K, D))
     if covariance_type == "full":
         A = rng.normal(size=(K, D, D))

@@ -195,7 +195,7 @@ def test_missing_block_failure_is_reported_with_its_component():
     D = data.n_features
     precision = np.stack([np.eye(D), np.eye(D)])
     precision[1, 0, 0] = 0.0  # not positive definite on any pattern missing column 0
-    with pytest.raises(_kernels._NotPositiveDefinite) as info:
+    with pytest.raises(_kernels.NotPositiveDefinite) as info:
         _kernels.estep(em_gmm.workspace(data, config), np.array([0.5, 0.5]), np.zeros((2, D)), precision, np.zeros(2))
     assert info.value.args[0] == 1
 

@@ -402,7 +402,7 @@ def test_data_prior_is_nu0_times_the_sample_covariance_on_complete_data():
 
 def test_data_prior_on_incomplete_data_is_the_ml_gaussian():
     """Oracle: with gaps, Sigma-hat is the ML single Gaussian (EM to convergence by GaussianMixtureImputer)."""
-    from explorer.imputers import GaussianMixtureImputer
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     rng = np.random.default_rng(8)
     X = clusters(rng, 80, D=3, missing=0.2)

@@ -1,16 +1,17 @@
-r"""The compiled (numba) kernels of the core, the only place numba is imported. Each module is imported lazily,
-inside the function that needs it, so ``import explorer`` never loads numba; every kernel has a numpy
-reference in its algorithm module that the tests compare it with.
+r"""The compiled (numba) kernels of the core, the only place numba is imported.
 
-Modules (imported explicitly, nothing here is imported eagerly):
+Each module is imported lazily, inside the function of its algorithm module that needs it, so ``import
+explorer`` never loads numba. The algorithm modules keep the numpy references the tests compare the kernels
+with, where there is one.
 
-* :mod:`~explorer.core._compiled.dp_multinomial`: Compiled sweep of the collapsed Gibbs sampler of the DP
-  multinomial mixture (numba).
-* :mod:`~explorer.core._compiled.factor`: Compiled E-step and M-step statistics of EM for factor analysis /
-  PPCA with missing values (numba).
-* :mod:`~explorer.core._compiled.gmm`: Compiled E-step of EM for full-covariance Gaussian mixtures with
-  missing values (numba).
-* :mod:`~explorer.core._compiled.vb_dpgmm`: Compiled E-step of the variational DP mixture
-  (:mod:`explorer.core.mixtures.vb_dpgmm`), on the machinery of :mod:`explorer.core._compiled.gmm` (numba,
-  imported lazily).
+* ``gmm``: the E-step of EM for full-covariance Gaussian mixtures with missing values
+  (:mod:`explorer.core.mixtures.em_gmm`, through :func:`explorer.core.mixtures.suffstats.estep_statistics`);
+* ``vb_dpgmm``: the E-step of the variational DP mixture (:mod:`explorer.core.mixtures.vb_dpgmm`) on ``gmm``'s
+  layout and workspace;
+* ``factor``: the E-step and M-step sums of factor analysis / PPCA (:mod:`explorer.core.factor.factor_analysis`);
+* ``pattern_tree``: Prim's tree, the incremental Cholesky updates and small triangular solves of
+  :mod:`explorer.core.mixtures.pattern_tree`;
+* ``dp_multinomial`` and ``dp_cpt_v``: the Gibbs sweeps of :mod:`explorer.core.discrete.dp_multinomial` and
+  :mod:`explorer.core.discrete.dp_cpt_v`;
+* ``crbm``: the leave-one-out predictive of :mod:`explorer.core.discrete.crbm`.
 """

@@ -249,14 +249,14 @@ class FAWorkspace:
         return (FAWorkspace, (self.layout, self.n_factors, self.run_pattern, self.n_rows, self.block_rows))
 
 
-class NotPositiveDefinite(Exception):
+class LatentNotPositiveDefinite(Exception):
     """The latent precision of run ``args[0]`` is not positive definite."""
 
 
 def estep(ws: FAWorkspace, mean, loadings, psi, n_patterns: int):
     """E-step at (mean, loadings, psi): ``(latent_mean (n_rows, q), latent_cov (n_patterns, q, q), rowll
     (n_rows,), total)`` in the caller's row order; rows outside the layout's fit get the prior (mean 0,
-    covariance I) and log-likelihood 0. Raises :class:`NotPositiveDefinite`."""
+    covariance I) and log-likelihood 0. Raises :class:`LatentNotPositiveDefinite`."""
     lay = ws.layout
     q = ws.n_factors
     mean = np.ascontiguousarray(mean, dtype=float)
@@ -282,7 +282,7 @@ def estep(ws: FAWorkspace, mean, loadings, psi, n_patterns: int):
                                  float(logpsi.sum()), Afull, ws.E, ws.Bm, ws.Lrun, ws.ldrun, ws.run_pattern,
                                  lay.perm, latent_mean, latent_cov, rowll, ws.obs_mark, ws.Li, ws.t)
         if status >= 0:
-            raise NotPositiveDefinite(status)
+            raise LatentNotPositiveDefinite(status)
         total += part
     return latent_mean, latent_cov, rowll, total
 

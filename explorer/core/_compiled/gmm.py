@@ -435,7 +435,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
                                     ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
                                     ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll)
         if status >= 0:
-            raise _NotPositiveDefinite(status)
+            raise NotPositiveDefinite(status)
         total += part
         for k in range(K):
             dsyrk(1.0, E[k].T, beta=1.0, c=Tt[k], trans=0, lower=1, overwrite_c=1)
@@ -446,12 +446,12 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L1, ws.LT1,
                                           ws.Linv, ws.v1[0], ws.v1[1])
         if status >= 0:
-            raise _NotPositiveDefinite(status)
+            raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
     return nk, S, second, float(total), resp
 
 
-class _NotPositiveDefinite(Exception):
+class NotPositiveDefinite(Exception):
     """A missing-block precision of component ``args[0]`` is not positive definite."""
 
 

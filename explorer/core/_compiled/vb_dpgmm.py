@@ -41,7 +41,7 @@ from explorer.core._compiled.gmm import (
     _center,
     _ldl_all,
     _ldl_k,
-    _NotPositiveDefinite,
+    NotPositiveDefinite,
 )
 
 __all__ = ["VBWorkspace", "estep", "warm_up"]
@@ -213,7 +213,7 @@ def estep(ws: VBWorkspace, means, precision, logdet, coef, elogpi, logw, *, cond
     ``coef`` (5, D + 1, K) and ``elogpi`` / ``logw`` (K,) are described in :func:`_solve_block_vb`.
     With ``cond_scale`` (K,) the conditional covariances :math:`W_{gk}\\,c_k\\,W_{k,mm}^{-1}` are added to
     the second statistic. Returns ``(tau, nk, first, second, entropy, plugin_log_likelihood)`` with ``tau``
-    (n_fit, K) in the layout's row order and the statistics about ``means``. Raises ``_NotPositiveDefinite(k)``.
+    (n_fit, K) in the layout's row order and the statistics about ``means``. Raises ``NotPositiveDefinite(k)``.
     """
     lay = ws.layout
     K = ws.n_components
@@ -244,7 +244,7 @@ def estep(ws: VBWorkspace, means, precision, logdet, coef, elogpi, logw, *, cond
                                             coef, elogpi, logw, cond_mean, ws.E, ws.R, tau, W, nk, S, ws.LK, ws.tK,
                                             ws.ll, ws.invK, ws.dK, ws.sc, ws.kv, ws.rv, ws.L1, ws.LT1, ws.v1)
         if status >= 0:
-            raise _NotPositiveDefinite(status)
+            raise NotPositiveDefinite(status)
         total += part
         entropy += ent
         if gemm:
@@ -265,7 +265,7 @@ def estep(ws: VBWorkspace, means, precision, logdet, coef, elogpi, logw, *, cond
         added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, Wc, thresh, second, ws.L1, ws.LT1,
                                           ws.Linv, ws.v1[0], ws.v1[1])
         if status >= 0:
-            raise _NotPositiveDefinite(status)
+            raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
     return tau, nk, S, second, float(entropy), float(total)
 

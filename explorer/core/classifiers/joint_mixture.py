@@ -72,7 +72,9 @@ from scipy.special import logsumexp
 
 from explorer.core.loop import ConvergenceWarning, run_restarts
 from explorer.core.validation import BadInputError, check_incomplete, check_int, check_nonnegative, is_int
-from explorer.core.mixtures.em_gmm import COVARIANCE_TYPES, PRIORS, EMConfig, EMData, NIWPrior, _component_loglik, _resolve, log_prior
+from explorer.core.mixtures.em_gmm import COVARIANCE_TYPES, EMConfig, EMData, resolved_prior
+from explorer.core.mixtures.suffstats import component_loglik
+from explorer.core.mixtures.prior import PRIORS, NIWPrior, log_prior
 from explorer.core.mixtures.em_gmm import prepare as _prepare_features
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 from explorer.core.mixtures.kmeans import kmeans
@@ -363,7 +365,7 @@ def _state(data: JointData, config: JointConfig, iteration: int, weights, means,
     """E-step at the given parameters, packaged as a state."""
     em = data.em
     pats = em.patterns
-    ll, xhat, cond = _component_loglik(em.Xp, pats.missing, pats, means, covariances, config.covariance_type, True)
+    ll, xhat, cond = component_loglik(em.Xp, pats.missing, pats, means, covariances, config.covariance_type, True)
     with np.errstate(divide="ignore"):
         weighted = ll + np.log(weights) + _label_term(data.labels_p, label_probs)
     norm = logsumexp(weighted, axis=1)
@@ -474,7 +476,7 @@ def init(data: JointData, config: JointConfig, rng: np.random.Generator) -> Join
     gmean = np.array(em.col_mean)
     gvar = np.nanvar(X[fit_rows], axis=0)
     gvar = np.where(np.isfinite(gvar) & (gvar > 0), gvar, 1.0)
-    prior = _resolve(em, config.em_config())
+    prior = resolved_prior(em, config.em_config())
     if config.structure == "per_class":
         M = C * K
         weights = np.empty(M)
@@ -534,7 +536,7 @@ def init_from_parameters(data: JointData, config: JointConfig, weights, means, c
         raise BadInputError("weights must be non-negative and sum to one.")
     if np.any(lp < 0) or not np.allclose(lp.sum(axis=1), 1.0):
         raise BadInputError("Every row of label_probs must be non-negative and sum to one.")
-    return _state(data, config, 0, w, mu, cov, lp, _resolve(data.em, config.em_config()))
+    return _state(data, config, 0, w, mu, cov, lp, resolved_prior(data.em, config.em_config()))
 
 
 def _check_match(data: JointData, config: JointConfig) -> None:
@@ -609,7 +611,7 @@ def _component_log_density(state: JointState, X, missing, covariance_type: str):
     if Xn.shape[1] != D:
         raise BadInputError(f"X has {Xn.shape[1]} feature(s), but the model was fitted with {D}.")
     pats = group_patterns(miss)
-    ll, _, _ = _component_loglik(np.ascontiguousarray(np.where(miss, 0.0, Xn)), miss, pats, np.asarray(state.means),
+    ll, _, _ = component_loglik(np.ascontiguousarray(np.where(miss, 0.0, Xn)), miss, pats, np.asarray(state.means),
                                  np.asarray(state.covariances), covariance_type, False)
     with np.errstate(divide="ignore"):
         return ll + np.log(state.weights)

@@ -38,7 +38,7 @@ from scipy.linalg.lapack import dtrtri as trtri
 from scipy.special import logsumexp, ndtri
 
 from explorer.core.validation import BadInputError, as_float_matrix, check_draws, check_level, check_missing_matches_nan
-from explorer.core.gaussians.gaussian import LOG_2PI, cholesky
+from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, normal_logpdf
 from explorer.core.gaussians.patterns import group_patterns
 
 __all__ = [
@@ -272,6 +272,17 @@ class FAConditional:
         var_u = _quadratic_diagonals(_gram_of_inverse(Linv), self.params.loadings) + self.params.psi
         return np.where(self.missing, var_u[self.row_pattern], 0.0)
 
+    def entry_logpdf(self, truth, hidden) -> np.ndarray:
+        """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
+
+        Exact: each entry's marginal is Gaussian. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
+        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
+        entries with it.
+        """
+        ri, ci = np.nonzero(hidden)
+        x = np.asarray(truth, dtype=np.float64)[ri, ci]
+        return normal_logpdf(x, self.mean()[ri, ci], self.variance()[ri, ci])
+
     def interval(self, level: float = 0.95):
         """Equal-tailed Gaussian intervals ``(lower, upper)``, both (n, D); equal to the value if observed."""
         level = check_level(level)
@@ -407,9 +418,21 @@ class MFAConditional(_SharedRows):
         var = np.einsum("nk,knd->nd", self.resp, V + dev * dev)
         return np.where(self.missing, np.maximum(var, 0.0), 0.0)
 
+    def entry_logpdf(self, truth, hidden) -> np.ndarray:
+        """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
+
+        Exact: each entry's marginal is a 1-D Gaussian mixture weighted by the responsibilities. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
+        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
+        entries with it.
+        """
+        ri, ci = np.nonzero(hidden)
+        x = np.asarray(truth, dtype=np.float64)[ri, ci]
+        comp = np.stack([normal_logpdf(x, c.mean()[ri, ci], c.variance()[ri, ci]) for c in self.components])
+        return logsumexp(self.log_resp[ri].T + comp, axis=0)
+
     def interval(self, level: float = 0.95):
         """Equal-tailed intervals of every missing entry's 1-D marginal mixture ``(lower, upper)``, (n, D)."""
-        from explorer.core.gaussians.conditional import _mixture_quantile
+        from explorer.core.gaussians.conditional import quantile_of_mixtures
 
         level = check_level(level)
         lower, upper = self.values.copy(), self.values.copy()
@@ -418,8 +441,8 @@ class MFAConditional(_SharedRows):
             M = self.component_means()[:, ri, ci]
             S = np.sqrt(np.stack([c.variance()[ri, ci] for c in self.components]))
             W = self.resp[ri].T
-            lower[ri, ci] = _mixture_quantile(W, M, S, 0.5 * (1.0 - float(level)))
-            upper[ri, ci] = _mixture_quantile(W, M, S, 0.5 * (1.0 + float(level)))
+            lower[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 - float(level)))
+            upper[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 + float(level)))
         return lower, upper
 
     def sample(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:

@@ -376,12 +376,12 @@ class _Scratch:
 
 
 def _estep_compiled(data: FAData, params: FAParams):
-    from explorer.core._compiled.factor import NotPositiveDefinite, estep
+    from explorer.core._compiled.factor import LatentNotPositiveDefinite, estep
 
     with _Scratch(data, params.n_factors) as ws:
         try:
             y, cov, _, total = estep(ws, params.mean, params.loadings, params.psi, data.pattern_missing.shape[0])
-        except NotPositiveDefinite:
+        except LatentNotPositiveDefinite:
             raise DegenerateCovarianceError(
                 "The latent posterior precision I + W_o^T Psi_o^-1 W_o is not numerically positive definite: "
                 "the loadings or noise variances are not finite or extreme. Standardise the data or raise min_psi."

@@ -62,7 +62,14 @@ from explorer.core.validation import (
     check_missing_matches_nan,
     column_label,
 )
-from explorer.core.gaussians.gaussian import LOG_2PI, DegenerateCovarianceError, observed_diagonal, observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.gaussian import (
+    LOG_2PI,
+    DegenerateCovarianceError,
+    normal_logpdf,
+    observed_diagonal,
+    observed_gaussian,
+    precision_and_logdet,
+)
 from explorer.core.gaussians.patterns import group_patterns
 
 __all__ = ["ConditionalMixture", "regression", "COVARIANCE_TYPES"]
@@ -192,7 +199,7 @@ def _readonly(*arrays):
         a.setflags(write=False)
 
 
-def _mixture_quantile(W: np.ndarray, M: np.ndarray, S: np.ndarray, q: float) -> np.ndarray:
+def quantile_of_mixtures(W: np.ndarray, M: np.ndarray, S: np.ndarray, q: float) -> np.ndarray:
     """q-quantiles of N independent 1-D mixtures (columns of the (K, N) arrays), by bisection."""
     comp_q = M + ndtri(q) * S
     live = W > 0
@@ -377,6 +384,20 @@ class ConditionalMixture:
         var = np.einsum("nk,knd->nd", self.weights, self._conditional_variances() + dev * dev)
         return np.where(self.missing, np.maximum(var, 0.0), 0.0)
 
+    def entry_logpdf(self, truth, hidden) -> np.ndarray:
+        """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
+
+        Exact: each entry's marginal is a 1-D Gaussian mixture. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
+        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
+        entries with it.
+        """
+        ri, ci = np.nonzero(hidden)
+        x = np.asarray(truth, dtype=np.float64)[ri, ci]
+        with np.errstate(divide="ignore"):
+            logw = np.log(self.weights[ri].T)
+        comp = normal_logpdf(x, self.completions[:, ri, ci], self._conditional_variances()[:, ri, ci])
+        return logsumexp(logw + comp, axis=0)
+
     def covariance(self, row: int) -> np.ndarray:
         """Joint predictive covariance of the missing block of one row, shape (m, m).
 
@@ -420,8 +441,8 @@ class ConditionalMixture:
             M = self.completions[:, ri, ci]
             S = np.sqrt(self._conditional_variances()[:, ri, ci])
             W = self.weights[ri].T
-            lower[ri, ci] = _mixture_quantile(W, M, S, 0.5 * (1.0 - level))
-            upper[ri, ci] = _mixture_quantile(W, M, S, 0.5 * (1.0 + level))
+            lower[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 - level))
+            upper[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 + level))
         return lower, upper
 
     # ---------------------------------------------------------------- sampling and densities

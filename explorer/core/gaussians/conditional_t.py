@@ -230,6 +230,21 @@ class StudentTConditionalMixture:
         mu = np.where(self._live(1.0)[:, None], mu, np.nan)
         return np.where(self.missing, mu, self.values)
 
+    def entry_logpdf(self, truth, hidden) -> np.ndarray:
+        """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
+
+        Exact: each entry's marginal is a 1-D Student-t mixture. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
+        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
+        entries with it.
+        """
+        ri, ci = np.nonzero(hidden)
+        x = np.asarray(truth, dtype=np.float64)[ri, ci]
+        M = self.completions[:, ri, ci]
+        S = np.maximum(self._scale_diag()[:, ri, ci], np.finfo(np.float64).tiny)
+        with np.errstate(divide="ignore"):
+            logw = np.log(self.weights[ri].T)
+        return logsumexp(logw + log_student_t((x - M) ** 2 / S, np.log(S), self.dof[ri].T, 1), axis=0)
+
     def variance(self) -> np.ndarray:
         """Per-entry predictive variance (law of total variance), shape (n_samples, n_features).
 

@@ -36,6 +36,7 @@ from explorer.core.validation import BadInputError
 from explorer.core.gaussians.patterns import MissingGroup, MissingPatterns
 
 __all__ = [
+    "normal_logpdf",
     "LOG_2PI",
     "DegenerateCovarianceError",
     "cholesky",
@@ -46,6 +47,17 @@ __all__ = [
 ]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def normal_logpdf(x, mean, var) -> np.ndarray:
+    """Log-density of univariate normals :math:`N(\\mu, \\sigma^2)` at ``x``, elementwise (broadcasting).
+
+    A variance of 0 is floored at the smallest positive double, so a point mass gives a finite (huge or very
+    negative) value rather than NaN.
+    """
+    var = np.maximum(var, np.finfo(np.float64).tiny)
+    with np.errstate(over="ignore", divide="ignore"):
+        return -0.5 * (LOG_2PI + np.log(var) + (np.asarray(x) - mean) ** 2 / var)
 
 
 class DegenerateCovarianceError(BadInputError):

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from explorer.core.validation import BadInputError, check_level
-from explorer.core.gaussians.conditional import ConditionalMixture, _mixture_quantile
+from explorer.core.gaussians.conditional import ConditionalMixture, quantile_of_mixtures
 
 __all__ = ["mixture_cdf", "mixture_quantile", "target_mixtures", "predictive_bands", "conditional_density"]
 
@@ -83,7 +83,7 @@ def mixture_quantile(weights, means, sds, q) -> np.ndarray:
     lead = w.shape[:-1]
     K = w.shape[-1]
     W, M, S = (a.reshape(-1, K).T for a in (w, m, s))
-    return _mixture_quantile(W, M, S, q).reshape(lead)
+    return quantile_of_mixtures(W, M, S, q).reshape(lead)
 
 
 def target_mixtures(cond: ConditionalMixture):

@@ -3,7 +3,7 @@ MAR-is-not-enough table, and NMAR sensitivity analysis by delta adjustment.
 
 Modules (imported explicitly, nothing here is imported eagerly):
 
-* ``_mask_helpers``: Validation and small shared helpers of the missingness mechanisms
+* :mod:`~explorer.core.missingness.mask_helpers`: Validation and small shared helpers of the missingness mechanisms
   (:mod:`explorer.core.missingness.mechanisms`).
 * :mod:`~explorer.core.missingness.image_masks`: Image masks (ghahramani1994, delalleau2012, antypas2023,
   marlin2008): random pixels, quarters, halves, squares.
@@ -16,4 +16,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   masks (garriga2017, ghahramani1994, marlin2008).
 """
 
-__all__ = ["image_masks", "mar_table", "mechanisms", "sensitivity", "tabular_mechanisms"]
+__all__ = ["image_masks", "mar_table", "mask_helpers", "mechanisms", "sensitivity", "tabular_mechanisms"]

@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from explorer.core.missingness._mask_helpers import (
+from explorer.core.missingness.mask_helpers import (
     _check_choice,
     _check_rng,
     _complete,

@@ -63,7 +63,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from explorer.core.missingness._mask_helpers import _check_choice
+from explorer.core.missingness.mask_helpers import _check_choice
 from explorer.core.validation import BadInputError
 from explorer.core.missingness.image_masks import (
     image_half,

@@ -9,7 +9,7 @@ Buuren, *Flexible Imputation of Missing Data*, 2nd ed., section 3.8; Rubin 1987)
 departure from MAR explicit and reports how a conclusion moves with it:
 
 1. draw M imputations under MAR (here from a fitted Gaussian mixture,
-   :meth:`explorer.imputers.GaussianMixtureImputer.sample`);
+   :meth:`explorer.impute.gaussian_mixture.GaussianMixtureImputer.sample`);
 2. for each value of :math:`\delta` on a grid, change **only the imputed entries** of one column j:
    shift :math:`x_{nj} \to x_{nj} + \delta` (``mode="shift"``, the neutral value is
    :math:`\delta = 0`) or scale :math:`x_{nj} \to \delta\, x_{nj}` (``mode="scale"``, neutral

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from explorer.core.missingness._mask_helpers import (
+from explorer.core.missingness.mask_helpers import (
     _EPS,
     _binary_flags,
     _check_choice,

@@ -11,10 +11,12 @@ Modules (imported explicitly, nothing here is imported eagerly):
   models.
 * :mod:`~explorer.core.mixtures.pattern_tree`: Delalleau, Courville & Bengio's tree-ordered E-step for full-
   covariance Gaussians (delalleau2012).
+* :mod:`~explorer.core.mixtures.prior`: The conjugate prior of the Gaussian mixtures: Normal-inverse-Wishart (MAP-EM,
+  Fraley & Raftery 2007).
 * :mod:`~explorer.core.mixtures.suffstats`: Expected sufficient statistics of EM for Gaussian mixtures with
   missing values.
 * :mod:`~explorer.core.mixtures.vb_dpgmm`: Variational Dirichlet-process Gaussian mixture on incomplete data
   (the POIGMM).
 """
 
-__all__ = ["em_gmm", "gaussian_selection", "kmeans", "pattern_tree", "suffstats", "vb_dpgmm"]
+__all__ = ["em_gmm", "gaussian_selection", "kmeans", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]

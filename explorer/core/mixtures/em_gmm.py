@@ -101,15 +101,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.linalg import solve_triangular
-from scipy.special import gammaln, logsumexp, multigammaln
+from scipy.special import logsumexp
 
 from explorer.core.loop import ConvergenceWarning, run_restarts
 from explorer.core.validation import BadInputError, check_incomplete
-from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky, observed_diagonal, observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky, observed_gaussian, precision_and_logdet
 from explorer.core.mixtures.kmeans import kmeans, kmeans_plusplus
+from explorer.core.mixtures.prior import (
+    PRIORS,
+    NIWPrior,
+    ResolvedPrior,
+    complete_prior,
+    log_prior,
+    posterior_predictive,
+    prior_mode_divisor,
+    resolved_arrays,
+)
 from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
-from explorer.core.mixtures.suffstats import AUTO_COMPILED_MIN_WORK, SufficientStatistics, m_step, posterior_mode, statistics_from_completions
+from explorer.core.mixtures.suffstats import (
+    SufficientStatistics,
+    choose_strategy,
+    component_loglik,
+    estep_statistics,
+    m_step,
+    posterior_mode,
+    statistics_from_loglik,
+)
 
 __all__ = [
     "EMConfig",
@@ -118,6 +135,8 @@ __all__ = [
     "posterior_predictive",
     "ComponentCollapseWarning",
     "resolve_prior",
+    "resolved_prior",
+    "component_loglik",
     "log_prior",
     "EMData",
     "EMState",
@@ -153,62 +172,6 @@ _EPS10 = 10 * np.finfo(float).eps
 
 class ComponentCollapseWarning(UserWarning):
     """A fitted component's effective size (sum of responsibilities) is below the dimension."""
-
-
-def _as_tuple(value, name: str, ndim: tuple[int, ...]):
-    arr = np.array(value, dtype=float)
-    if arr.ndim not in ndim or arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise BadInputError(f"NIWPrior.{name} must be a finite non-empty array with {' or '.join(map(str, ndim))} "
-                            f"dimension(s); got shape {arr.shape}.")
-    if arr.ndim == 1:
-        return tuple(float(v) for v in arr)
-    return tuple(tuple(float(v) for v in row) for row in arr)
-
-
-@dataclass(frozen=True, slots=True)
-class NIWPrior:
-    """Conjugate Normal-inverse-Wishart prior on every component (MAP-EM, Fraley & Raftery 2007).
-
-    :math:`\\mu_k \\mid \\Sigma_k \\sim N(\\text{mean}, \\Sigma_k / \\text{kappa})`,
-    :math:`\\Sigma_k \\sim \\mathcal{IW}(\\text{dof}, \\text{scale})`; for ``covariance_type="diag"``
-    the matching independent prior per coordinate (inverse-gamma(dof / 2, scale_dd / 2) variances).
-    A field left None takes its data-scaled default when the fit starts (see :func:`resolve_prior`):
-    ``mean`` = data mean, ``dof`` = D + 2, ``scale`` = (dof + D + 2) x data covariance / K^(2/D)
-    (the prior's covariance mode is then data covariance / K^(2/D)). ``kappa`` defaults to 0.01. Arrays are stored as tuples (the prior is hashable and JSON-serialisable).
-
-    Parameters
-    ----------
-    mean : array-like of shape (n_features,), optional
-    kappa : float, default 0.01
-        Prior pseudo-count on the mean (> 0).
-    dof : float, optional
-        Degrees of freedom :math:`\\nu_P` (> D - 1 for "full", > 0 for "diag").
-    scale : array-like of shape (n_features, n_features) or (n_features,), optional
-        :math:`\\Lambda_P` (symmetric positive definite); a vector is a diagonal matrix.
-    """
-
-    mean: tuple | None = None
-    kappa: float = 0.01
-    dof: float | None = None
-    scale: tuple | None = None
-
-    def __post_init__(self):
-        if isinstance(self.kappa, bool) or not isinstance(self.kappa, (int, float, np.integer, np.floating)) \
-                or not (np.isfinite(self.kappa) and self.kappa > 0):
-            raise BadInputError(f"NIWPrior.kappa must be a positive number, got {self.kappa!r}.")
-        object.__setattr__(self, "kappa", float(self.kappa))
-        if self.dof is not None:
-            if isinstance(self.dof, bool) or not isinstance(self.dof, (int, float, np.integer, np.floating)) \
-                    or not (np.isfinite(self.dof) and self.dof > 0):
-                raise BadInputError(f"NIWPrior.dof must be a positive number, got {self.dof!r}.")
-            object.__setattr__(self, "dof", float(self.dof))
-        if self.mean is not None:
-            object.__setattr__(self, "mean", _as_tuple(self.mean, "mean", (1,)))
-        if self.scale is not None:
-            object.__setattr__(self, "scale", _as_tuple(self.scale, "scale", (1, 2)))
-
-
-PRIORS = (None, "auto", "fraley-raftery")
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +354,7 @@ class EMState:
         log-likelihood of the mean-filled matrix), plus ``log_prior`` under a prior (the log-posterior).
     log_prior : float
         :math:`\\sum_j \\log p(\\mu_j, \\Sigma_j)` under the prior (0 without one).
-    prior : _ResolvedPrior or None
+    prior : ResolvedPrior or None
         The prior resolved at initialisation (carried from step to step).
     resp : ndarray of shape (n_samples, n_components)
         Responsibilities :math:`h_{ij}` (the weights for rows with nothing observed).
@@ -443,19 +406,6 @@ def _readonly(*arrays):
             a.setflags(write=False)
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class _ResolvedPrior:
-    """A concrete :class:`NIWPrior` (``spec``) as arrays for one covariance type, with its constants."""
-
-    spec: NIWPrior
-    mean: np.ndarray  # (D,)
-    kappa: float
-    dof: float
-    scale: np.ndarray  # (D, D) for "full", (D,) for "diag"
-    scale_chol: np.ndarray | None  # lower Cholesky factor of scale ("full")
-    log_norm: float  # log-normaliser of one component's prior density
-
-
 _MOMENT_STEPS = 100
 
 
@@ -498,144 +448,17 @@ def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray
 def resolve_prior(data: EMData, config: EMConfig) -> NIWPrior | None:
     """The concrete prior of a fit: ``config.prior`` with every field left None set from the data.
 
-    Defaults: ``mean`` = data mean, ``kappa`` = 0.01, ``dof`` = D + 2 (Fraley & Raftery 2007,
-    section 4; mclust's ``priorControl``), ``scale`` = :func:`prior_mode_divisor` x data covariance /
-    K^(2/D) (see :func:`data_moments`), whose covariance mode is data covariance / K^(2/D); with
-    ``config.prior="fraley-raftery"`` F&R's scale, data covariance / K^(2/D). For ``"diag"`` only the
-    diagonal of ``scale`` is used. None without a prior.
-
-    Raises
-    ------
-    BadInputError
-        A given field of the wrong shape, ``dof`` <= D - 1 ("full"), or a scale that is not
-        positive definite (e.g. a constant column with ``reg_covar=0``).
+    :func:`explorer.core.mixtures.prior.complete_prior` with the data moments of :func:`data_moments`
+    (computed only when a field needs them). None without a prior.
     """
-    spec = config.prior
-    if spec is None:
-        return None
-    rule = spec if isinstance(spec, str) else "auto"
-    if isinstance(spec, str):
-        spec = NIWPrior()
-    D, K = data.n_features, config.n_components
-    dof = float(D + 2) if spec.dof is None else spec.dof
-    mean, scale = spec.mean, spec.scale
-    if mean is None or scale is None:
-        m_hat, c_hat = data_moments(data, config)
-        if mean is None:
-            mean = m_hat
-        if scale is None:
-            scale = c_hat / K ** (2.0 / D)
-            if rule == "auto":  # the prior's covariance mode (scale / mode_divisor) is c_hat / K^(2/D)
-                scale = scale * prior_mode_divisor(dof, D, config.covariance_type)
-    mean, scale = np.asarray(mean, dtype=float), np.asarray(scale, dtype=float)
-    if scale.ndim == 1:
-        scale = np.diag(scale)
-    if mean.shape != (D,) or scale.shape != (D, D):
-        raise BadInputError(f"NIWPrior has mean of shape {mean.shape} and scale of shape {scale.shape}; the data have "
-                            f"{D} feature(s): expected ({D},) and ({D}, {D}) (or ({D},) for a diagonal scale).")
-    if config.covariance_type == "full" and dof <= D - 1:
-        raise BadInputError(f"NIWPrior.dof must be larger than D - 1 = {D - 1} for full covariances, got {dof}.")
-    if not np.allclose(scale, scale.T, rtol=1e-10, atol=0):
-        raise BadInputError("NIWPrior.scale must be a symmetric matrix.")
-    scale = 0.5 * (scale + scale.T)
-    bad = np.flatnonzero(~(np.diag(scale) > 0))
-    if bad.size:
-        raise BadInputError(
-            f"The prior scale is not positive definite: column(s) {bad.tolist()} have zero variance. Drop constant "
-            "columns or set reg_covar > 0."
-        )
-    return NIWPrior(mean=mean, kappa=spec.kappa, dof=dof, scale=scale)
+    return complete_prior(config.prior, data.n_features, config.n_components, config.covariance_type,
+                          lambda: data_moments(data, config))
 
 
-def prior_mode_divisor(dof: float, n_features: int, covariance_type: str = "full") -> float:
-    """:math:`\\nu_P + D + 2` ("full") or :math:`\\nu_P + 3` ("diag"): the prior's covariance mode is scale / this.
-
-    It is the denominator of :func:`_posterior_mode` with no data (:math:`N_j = 0`).
-    """
-    return float(dof) + (n_features + 2.0 if covariance_type == "full" else 3.0)
-
-
-def _resolve(data: EMData, config: EMConfig) -> _ResolvedPrior | None:
-    """:func:`resolve_prior` as arrays and constants for the kernels."""
+def resolved_prior(data: EMData, config: EMConfig) -> ResolvedPrior | None:
+    """:func:`resolve_prior` as arrays and constants for the M-step and :func:`log_prior`; None without a prior."""
     spec = resolve_prior(data, config)
-    if spec is None:
-        return None
-    D = data.n_features
-    mean, scale = np.array(spec.mean), np.array(spec.scale)
-    kappa, dof = spec.kappa, spec.dof
-    if config.covariance_type == "full":
-        try:
-            chol = np.linalg.cholesky(scale)
-        except np.linalg.LinAlgError:
-            raise BadInputError(
-                "The prior scale is not positive definite (collinear or constant columns): drop them or set "
-                "reg_covar > 0."
-            ) from None
-        logdet = 2.0 * np.log(np.diag(chol)).sum()
-        log_norm = (-0.5 * D * np.log(2 * np.pi) + 0.5 * D * np.log(kappa) + 0.5 * dof * logdet
-                    - 0.5 * dof * D * np.log(2.0) - multigammaln(0.5 * dof, D))
-    else:
-        chol = None
-        scale = np.diag(scale).copy()
-        log_norm = float(np.sum(-0.5 * np.log(2 * np.pi) + 0.5 * np.log(kappa) + 0.5 * dof * np.log(0.5 * scale)
-                                - gammaln(0.5 * dof)))
-    _readonly(mean, scale, chol)
-    return _ResolvedPrior(spec=spec, mean=mean, kappa=kappa, dof=dof, scale=scale, scale_chol=chol,
-                          log_norm=float(log_norm))
-
-
-def log_prior(means, covariances, prior: _ResolvedPrior | None) -> float:
-    """:math:`\\sum_j \\log p(\\mu_j, \\Sigma_j)`: normalised NIW densities ("full", covariances (K, D, D))
-    or products of normal x inverse-gamma densities per coordinate ("diag", covariances (K, D)); 0 without prior."""
-    if prior is None:
-        return 0.0
-    means, covariances = np.asarray(means), np.asarray(covariances)
-    K = means.shape[0]
-    dev = means - prior.mean
-    if covariances.ndim == 2:  # diag
-        var = covariances
-        total = K * prior.log_norm - np.sum(
-            0.5 * (prior.dof + 3.0) * np.log(var) + (0.5 * prior.scale + 0.5 * prior.kappa * dev**2) / var
-        )
-        return float(total)
-    D = means.shape[1]
-    L = np.linalg.cholesky(covariances)
-    total = K * prior.log_norm
-    for k in range(K):
-        logdet = 2.0 * np.log(np.diag(L[k])).sum()
-        z = solve_triangular(L[k], dev[k], lower=True)
-        T = solve_triangular(L[k], prior.scale_chol, lower=True)  # tr(Sigma^-1 Lambda) = ||L^-1 L_Lambda||_F^2
-        total -= 0.5 * (prior.dof + D + 2.0) * logdet + 0.5 * np.sum(T * T) + 0.5 * prior.kappa * (z @ z)
-    return float(total)
-
-
-def _component_loglik(Xf, missing, patterns, means, covariances, covariance_type, conditionals):
-    """Per-component observed log-densities (n, K), completions (K, n, D) and conditional covariances."""
-    K = means.shape[0]
-    n = Xf.shape[0]
-    ll = np.empty((n, K))
-    xhat = np.empty((K,) + Xf.shape) if conditionals else None
-    cond = []
-    if covariance_type == "full":
-        precision, logdet = precision_and_logdet(covariances)
-        for k in range(K):
-            ll[:, k], _, cc = observed_gaussian(
-                Xf, patterns, means[k], precision[k], logdet[k], conditionals=conditionals,
-                out=xhat[k] if conditionals else None,
-            )
-            if conditionals:
-                cond.append(tuple(cc))
-    else:
-        if np.any(covariances <= 0):
-            raise DegenerateCovarianceError(
-                "A diagonal variance is zero or negative: a component collapsed on a constant feature. "
-                "Increase reg_covar or drop constant columns."
-            )
-        for k in range(K):
-            ll[:, k], xh = observed_diagonal(Xf, missing, means[k], covariances[k], conditionals=conditionals)
-            if conditionals:
-                xhat[k] = xh
-    return ll, xhat, tuple(cond)
+    return None if spec is None else resolved_arrays(spec, config.covariance_type)
 
 
 _posterior_mode = posterior_mode  # the NIW posterior mode lives beside the statistics it uses
@@ -678,50 +501,29 @@ def resolve_strategy(data: EMData, config: EMConfig) -> str:
     (several seconds when it compiles). Below the threshold a numpy step takes at most about 17 ms, so a
     whole fit costs about that load, and small interactive data (the app's pages) never wait for it.
     """
-    if config.covariance_type != "full":
-        return "numpy"
-    if config.strategy != "auto":
-        return config.strategy
     rows = data.n_samples if config.variant == "mean_impute" else data.n_fit
-    if rows * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK:
-        return "numpy"
-    try:
-        from explorer.core._compiled import gmm as _kernels  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return "numpy"
-    return "compiled"
+    return choose_strategy(rows, config.n_components, data.n_features, config.covariance_type, config.strategy)
 
 
 def _estep(data: EMData, config: EMConfig, weights, means, covariances):
-    """E-step at the given parameters: (SufficientStatistics about ``means``, responsibilities in the caller's order)."""
+    """E-step at the given parameters: (SufficientStatistics about ``means``, responsibilities in the caller's order).
+
+    :func:`~explorer.core.mixtures.suffstats.estep_statistics` on the fit's layout (with the cached compiled
+    workspace), or the pattern tree's kernels (``"tree"`` / ``"naive"``) finished by
+    :func:`~explorer.core.mixtures.suffstats.statistics_from_loglik`.
+    """
     strategy = resolve_strategy(data, config)
-    if strategy == "compiled":
-        return _estep_compiled(data, config, weights, means, covariances)
-    Xfit, miss_fit, pats_fit, rows_fit, perm = _fit_view(data, config)
-    if strategy == "numpy":
-        ll, xhat, cond = _component_loglik(Xfit, miss_fit, pats_fit, means, covariances, config.covariance_type, True)
-    else:
+    Xfit, _, pats_fit, _, perm = _fit_view(data, config)
+    exact = config.variant == "em"
+    if strategy in ("tree", "naive"):
         ll, xhat, cond = _component_loglik_tree(data, config, Xfit, pats_fit, means, covariances, strategy)
-    with np.errstate(divide="ignore"):  # a component with weight exactly 0 gets log-weight -inf
-        weighted = ll + np.log(weights)
-    norm = logsumexp(weighted, axis=1)
-    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
-        resp_p = np.exp(weighted - norm[:, None])
-    total = float(norm[rows_fit].sum())
-    _check_finite(total)
-    stats = statistics_from_completions(
-        resp_p, xhat, cond, pats_fit, means, covariance_type=config.covariance_type, exact=config.variant == "em",
-        covariances=covariances, rows=None if rows_fit.size == resp_p.shape[0] else rows_fit, log_likelihood=total,
-    )
-    return stats, _to_original(resp_p, perm)
-
-
-def _check_finite(total: float) -> None:
-    if not np.isfinite(total):
-        raise DegenerateCovarianceError(
-            "The log-likelihood is not finite: a component assigns zero density to the data. "
-            "Increase reg_covar or use fewer components."
-        )
+        stats, resp, _ = statistics_from_loglik(ll, xhat, cond, pats_fit, weights, means, covariances,
+                                                covariance_type=config.covariance_type, exact=exact)
+        return stats, _to_original(resp, perm)
+    ws = workspace(data, config) if strategy == "compiled" else None
+    stats, resp, _ = estep_statistics(Xfit, pats_fit, weights, means, covariances, covariance_type=config.covariance_type,
+                                      exact=exact, strategy=strategy, workspace=ws)
+    return stats, (resp if ws is not None else _to_original(resp, perm))
 
 
 def _layout(data: EMData, config: EMConfig):
@@ -770,30 +572,6 @@ def warm_up_kernels(*, background: bool = True):
     thread = threading.Thread(target=run, name="explorer-warm-up-kernels", daemon=True)
     thread.start()
     return thread
-
-
-def _estep_compiled(data: EMData, config: EMConfig, weights, means, covariances):
-    from explorer.core._compiled.gmm import Workspace, _NotPositiveDefinite, estep
-
-    precision, logdet = precision_and_logdet(np.asarray(covariances))
-    ws = workspace(data, config)
-    if not ws.lock.acquire(blocking=False):  # another thread steps on the same data: private scratch
-        ws = Workspace(ws.layout, config.n_components, ws.block_rows)
-        ws.lock.acquire()
-    try:
-        nk, first, second, total, resp = estep(ws, weights, means, precision, logdet, exact=config.variant == "em")
-    except _NotPositiveDefinite as exc:
-        raise DegenerateCovarianceError(
-            f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: a "
-            "component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
-            "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns."
-        ) from None
-    finally:
-        ws.lock.release()
-    _check_finite(total)
-    stats = SufficientStatistics(nk=nk, shift=np.array(means, dtype=float), first=first, second=second,
-                                 log_likelihood=total, n_rows=ws.layout.n_fit)
-    return stats, resp
 
 
 def _component_loglik_tree(data, config, Xfit, pats_fit, means, covariances, strategy):
@@ -855,7 +633,7 @@ def init_from_parameters(data: EMData, config: EMConfig, weights, means, covaria
         )
     if np.any(weights < 0) or not np.isclose(weights.sum(), 1.0):
         raise BadInputError("Initial weights must be non-negative and sum to one.")
-    return _state_from_parameters(data, config, 0, weights, means, covariances, _resolve(data, config))
+    return _state_from_parameters(data, config, 0, weights, means, covariances, resolved_prior(data, config))
 
 
 def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
@@ -891,7 +669,7 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
     col_means = (r.T @ Xr + _EPS10 * data.col_mean) / (r.T @ obs_f + _EPS10)  # observed mean per cluster
     D = data.n_features
     full = config.covariance_type == "full"
-    prior = _resolve(data, config)
+    prior = resolved_prior(data, config)
     covs = np.empty((K, D, D) if full else (K, D))
     means = np.empty((K, D))
     for k in range(K):
@@ -924,7 +702,7 @@ def step(state: EMState, data: EMData, config: EMConfig) -> EMState:
     """
     prior = state.prior
     if prior is None and config.prior is not None:  # a state from an ML run continued under a prior
-        prior = _resolve(data, config)
+        prior = resolved_prior(data, config)
     weights, means, covs = m_step(state.stats, reg_covar=config.reg_covar, prior=prior)
     return _state_from_parameters(data, config, state.iteration + 1, weights, means, covs, prior)
 
@@ -986,7 +764,7 @@ def observed_log_likelihood(data: EMData, weights, means, covariances, covarianc
     Rows with nothing observed get 0.
     """
     p = data.patterns
-    ll, _, _ = _component_loglik(
+    ll, _, _ = component_loglik(
         data.Xp, p.missing, p, np.asarray(means), np.asarray(covariances), covariance_type, False
     )
     with np.errstate(divide="ignore"):
@@ -999,59 +777,6 @@ def effective_sizes(state: EMState, data: EMData, config: EMConfig) -> np.ndarra
     """:math:`N_j = \\sum_i h_{ij}` over the rows the fit uses (shape (n_components,))."""
     rows = _fit_view(data, config)[3] if config.variant == "mean_impute" else data.fit_rows
     return state.resp[rows].sum(axis=0)
-
-
-def posterior_predictive(means, covariances, sizes, prior: NIWPrior, reg_covar: float = 0.0):
-    r"""Student-t posterior predictive of every component of a MAP-EM fit (full covariances).
-
-    Each component's conjugate posterior given its expected sufficient statistics at the fitted
-    responsibilities (sizes :math:`N_j`) is :math:`NIW(\mu_j, \kappa_P + N_j, \nu_P + N_j, \Lambda_j)`
-    with :math:`\mu_j` the MAP mean and :math:`\Lambda_j = (\nu_P + N_j + D + 2)(\Sigma_j - \varepsilon I)`
-    (the M-step's mode inverted, :math:`\varepsilon` = ``reg_covar``). Integrating it out gives the
-    multivariate Student-t (Murphy 2007, *Conjugate Bayesian analysis of the Gaussian distribution*,
-    eq. 258)
-
-    .. math::
-
-        St\Big(x \,\Big|\, \mu_j,\; \frac{\kappa_j + 1}{\kappa_j\, v_j}\Lambda_j + \varepsilon I,\; v_j\Big),
-        \qquad v_j = \nu_P + N_j - D + 1,\quad \kappa_j = \kappa_P + N_j .
-
-    Its scale is about :math:`(N_j + 2D + 4) / (N_j + 3)` times the MAP covariance, so a component
-    fitted to few rows in many dimensions gets wide, heavy-tailed predictive intervals instead of
-    over-confident Gaussian ones. With missing data it is the usual EM approximation: the
-    responsibilities and conditional expectations are held at the MAP fit rather than integrated.
-
-    Parameters
-    ----------
-    means, covariances : arrays (K, D), (K, D, D)
-        The MAP-EM fit.
-    sizes : array (K,)
-        Effective component sizes :math:`N_j` (:func:`effective_sizes`).
-    prior : NIWPrior
-        The resolved prior of the fit (:func:`resolve_prior`; every field set).
-    reg_covar : float
-        The ``reg_covar`` the M-step added.
-
-    Returns
-    -------
-    locations (K, D), scales (K, D, D), dof (K,)
-        For :meth:`~explorer.core.gaussians.conditional_t.StudentTConditionalMixture.from_student_t_mixture`.
-    """
-    if prior is None or prior.dof is None or prior.scale is None:
-        raise BadInputError("posterior_predictive needs a resolved NIWPrior (a MAP-EM fit); a maximum-likelihood "
-                            "fit (prior=None) has no posterior.")
-    means, covs = np.asarray(means, dtype=float), np.asarray(covariances, dtype=float)
-    sizes = np.asarray(sizes, dtype=float)
-    if covs.ndim != 3:
-        raise BadInputError("posterior_predictive needs full covariances (covariance_type='full').")
-    D = means.shape[1]
-    nu_n = prior.dof + sizes
-    kappa_n = prior.kappa + sizes
-    dof = nu_n - D + 1.0
-    eye = np.eye(D)
-    lam = (covs - reg_covar * eye) * (nu_n + D + 2.0)[:, None, None]
-    scales = lam * ((kappa_n + 1.0) / (kappa_n * dof))[:, None, None] + reg_covar * eye
-    return means.copy(), 0.5 * (scales + np.swapaxes(scales, 1, 2)), dof
 
 
 def collapsed_components(state: EMState, data: EMData, config: EMConfig) -> np.ndarray:

@@ -22,8 +22,9 @@ is what lets the E-step run as a map over row blocks (Dask) and the completions
 * :func:`statistics_from_completions`: the statistics from per-component completions and
   conditional covariances in the layout of :func:`explorer.core.gaussians.gaussian.observed_gaussian`
   (the generic path: any per-component E-step kernel can feed it).
-* :func:`estep_statistics`: E-step of one block of rows (log-likelihoods, responsibilities,
-  statistics) with the reference numpy kernels of :mod:`explorer.core.gaussians.gaussian`.
+* :func:`estep_statistics`: the E-step of one block of rows (log-likelihoods, responsibilities,
+  statistics), the one dispatcher between the compiled kernel and the reference numpy kernels
+  (:func:`component_loglik`); :func:`statistics_from_loglik` finishes any kernel's per-component output.
 * :func:`m_step`: weights, means and covariances from the statistics, maximum likelihood or the
   posterior mode under a Normal-inverse-Wishart prior (:func:`posterior_mode`).
 """
@@ -37,7 +38,7 @@ from scipy.special import logsumexp
 
 from explorer.core.validation import BadInputError
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError, embed_add, observed_diagonal, observed_gaussian, precision_and_logdet
-from explorer.core.gaussians.patterns import MissingPatterns
+from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
 
 __all__ = [
     "SufficientStatistics",
@@ -169,13 +170,102 @@ def statistics_from_completions(resp, completions, cond_cov, patterns: MissingPa
 
 
 #: ``strategy="auto"`` runs the compiled kernel when rows x components x features reaches this (see
-#: :func:`explorer.core.mixtures.em_gmm.resolve_strategy`).
+#: :func:`choose_strategy`).
 AUTO_COMPILED_MIN_WORK = 200_000
+
+_COLLAPSED = ("a component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
+              "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns.")
+
+
+def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_type: str = "full",
+                    strategy: str = "auto") -> str:
+    """The E-step kernel for ``strategy``: ``"auto"`` resolved to ``"compiled"`` or ``"numpy"``; others as given.
+
+    Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation). ``"auto"``:
+    ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` and numba
+    imports, else ``"numpy"`` (measured in ``results/bench_em.md``; see
+    :func:`explorer.core.mixtures.em_gmm.resolve_strategy`).
+    """
+    if covariance_type != "full":
+        return "numpy"
+    if strategy != "auto":
+        return strategy
+    if n_rows * n_components * n_features < AUTO_COMPILED_MIN_WORK:
+        return "numpy"
+    try:
+        from explorer.core._compiled import gmm  # noqa: F401
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return "numpy"
+    return "compiled"
+
+
+def check_finite_log_likelihood(total: float) -> None:
+    """:class:`DegenerateCovarianceError` when an E-step's log-likelihood is not finite."""
+    if not np.isfinite(total):
+        raise DegenerateCovarianceError(
+            "The log-likelihood is not finite: a component assigns zero density to the data. "
+            "Increase reg_covar or use fewer components."
+        )
+
+
+def component_loglik(Xf, missing, patterns, means, covariances, covariance_type, conditionals):
+    """Per-component observed log-densities (n, K), completions (K, n, D) and conditional covariances."""
+    K = means.shape[0]
+    n = Xf.shape[0]
+    ll = np.empty((n, K))
+    xhat = np.empty((K,) + Xf.shape) if conditionals else None
+    cond = []
+    if covariance_type == "full":
+        precision, logdet = precision_and_logdet(covariances)
+        for k in range(K):
+            ll[:, k], _, cc = observed_gaussian(
+                Xf, patterns, means[k], precision[k], logdet[k], conditionals=conditionals,
+                out=xhat[k] if conditionals else None,
+            )
+            if conditionals:
+                cond.append(tuple(cc))
+    else:
+        if np.any(covariances <= 0):
+            raise DegenerateCovarianceError(
+                "A diagonal variance is zero or negative: a component collapsed on a constant feature. "
+                "Increase reg_covar or drop constant columns."
+            )
+        for k in range(K):
+            ll[:, k], xh = observed_diagonal(Xf, missing, means[k], covariances[k], conditionals=conditionals)
+            if conditionals:
+                xhat[k] = xh
+    return ll, xhat, tuple(cond)
+
+
+def statistics_from_loglik(ll, completions, cond_cov, patterns: MissingPatterns, weights, means, covariances, *,
+                           covariance_type: str = "full", exact: bool = True):
+    """Responsibilities and statistics from per-component log-densities and completions (any kernel's).
+
+    ``ll`` (n_rows, K), ``completions`` (K, n_rows, D) and ``cond_cov`` in the layout of
+    :func:`component_loglik`; rows of ``patterns`` with nothing observed are not counted. Returns
+    ``(stats, resp, row_log_likelihood)`` as :func:`estep_statistics`.
+    """
+    with np.errstate(divide="ignore"):  # a component with weight exactly 0 gets log-weight -inf
+        weighted = ll + np.log(weights)
+    norm = logsumexp(weighted, axis=1)
+    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
+        resp = np.exp(weighted - norm[:, None])
+    empty = patterns.empty_rows
+    norm[empty] = 0.0
+    total = float(norm.sum())
+    check_finite_log_likelihood(total)
+    counted = np.setdiff1d(np.arange(resp.shape[0]), empty) if empty.size else None
+    stats = statistics_from_completions(resp, completions, cond_cov, patterns, means, covariance_type=covariance_type,
+                                        exact=exact, covariances=covariances, rows=counted, log_likelihood=total)
+    return stats, resp, norm
 
 
 def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances, *,
-                     covariance_type: str = "full", exact: bool = True, strategy: str = "auto"):
-    """E-step of one block of rows: statistics and responsibilities.
+                     covariance_type: str = "full", exact: bool = True, strategy: str = "auto", workspace=None):
+    """The E-step of EM for Gaussian mixtures on a block of rows: statistics and responsibilities.
+
+    The one E-step dispatcher: EM (:mod:`explorer.core.mixtures.em_gmm`, its whole data set), the Dask E-step
+    (:mod:`explorer.dask_em`, one block per task) and the tests all call it.
 
     Parameters
     ----------
@@ -185,91 +275,70 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         ``group_patterns(missing)`` of the block (any layout, ``Xf`` in the same row order).
     weights, means, covariances
         Current parameters, shapes (K,), (K, D), (K, D, D) or (K, D).
+    exact : bool
+        The exact E-step (conditional covariances counted); False gives the "naive" variant's statistics.
     strategy : {"auto", "compiled", "numpy"}
         ``"compiled"``: the numba kernel of :mod:`explorer.core._compiled.gmm` (full covariances; the
         results agree with the numpy kernels to round-off); ``"numpy"``: the reference kernels of
-        :mod:`explorer.core.gaussians.gaussian`; ``"auto"``: compiled for full covariances once rows x components
-        x features reaches :data:`AUTO_COMPILED_MIN_WORK`. Diagonal covariances always use numpy.
+        :mod:`explorer.core.gaussians.gaussian` (:func:`component_loglik`); ``"auto"``: :func:`choose_strategy`.
+        Diagonal covariances always use numpy.
+    workspace : explorer.core._compiled.gmm.Workspace, optional
+        The compiled kernel's layout and buffers for these rows, reused across steps (EM caches one per data
+        set); without it one is built. If another thread holds it, a private copy is used.
 
     Returns
     -------
     stats : SufficientStatistics
         About ``shift = means``; rows with nothing observed are not counted.
     resp : ndarray of shape (n_rows, n_components)
-        Responsibilities (the weights for rows with nothing observed).
+        Responsibilities (the weights for rows with nothing observed), in the row order of ``Xf``, or in the
+        caller's order of ``workspace``'s layout when one is given.
     row_log_likelihood : ndarray of shape (n_rows,)
         Per-row observed-data log-likelihood (0 for rows with nothing observed).
     """
     weights = np.asarray(weights, dtype=float)
     means = np.asarray(means, dtype=float)
     covariances = np.asarray(covariances, dtype=float)
-    K = means.shape[0]
     n, D = Xf.shape
     if strategy not in ("auto", "compiled", "numpy"):
         raise BadInputError(f"strategy must be 'auto', 'compiled' or 'numpy', got {strategy!r}.")
-    if covariance_type == "full" and (strategy == "compiled"
-                                      or (strategy == "auto" and n * K * D >= AUTO_COMPILED_MIN_WORK)):
-        return _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact)
-    ll = np.empty((n, K))
-    completions = np.empty((K, n, D))
-    cond = []
-    if covariance_type == "full":
-        precision, logdet = precision_and_logdet(covariances)
-        for k in range(K):
-            ll[:, k], _, cc = observed_gaussian(Xf, patterns, means[k], precision[k], logdet[k], out=completions[k])
-            cond.append(tuple(cc))
-    else:
-        if np.any(covariances <= 0):
-            raise DegenerateCovarianceError("A diagonal variance is zero or negative: a component collapsed on a "
-                                            "constant feature. Increase reg_covar or drop constant columns.")
-        for k in range(K):
-            ll[:, k], completions[k] = observed_diagonal(Xf, patterns.missing, means[k], covariances[k])
-    with np.errstate(divide="ignore"):
-        weighted = ll + np.log(weights)
-    norm = logsumexp(weighted, axis=1)
-    with np.errstate(under="ignore"):
-        resp = np.exp(weighted - norm[:, None])
-    empty = patterns.empty_rows
-    norm[empty] = 0.0
-    if not np.all(np.isfinite(norm)):
-        raise DegenerateCovarianceError("The log-likelihood is not finite: a component assigns zero density to the "
-                                        "data. Increase reg_covar or use fewer components.")
-    counted = np.setdiff1d(np.arange(n), empty) if empty.size else None
-    stats = statistics_from_completions(resp, completions, cond, patterns, means, covariance_type=covariance_type,
-                                        exact=exact, covariances=covariances, rows=counted,
-                                        log_likelihood=float(norm.sum()))
-    return stats, resp, norm
+    if choose_strategy(n, means.shape[0], D, covariance_type, strategy) == "compiled":
+        return _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace)
+    ll, completions, cond = component_loglik(Xf, patterns.missing, patterns, means, covariances, covariance_type, True)
+    return statistics_from_loglik(ll, completions, cond, patterns, weights, means, covariances,
+                                  covariance_type=covariance_type, exact=exact)
 
 
-def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact):
+def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact, workspace):
     """:func:`estep_statistics` by the compiled kernel (rows sorted by pattern unless they already are)."""
-    from explorer.core._compiled.gmm import Layout, Workspace, _NotPositiveDefinite, estep
+    from explorer.core._compiled.gmm import Layout, NotPositiveDefinite, Workspace, estep
 
     precision, logdet = precision_and_logdet(covariances)
-    n = Xf.shape[0]
-    if patterns.perm is not None:  # the sorted layout: Xf's rows are already in runs, empty rows last
-        order, missing = None, patterns.missing
-        X = np.where(missing, 0.0, Xf)
-    else:
-        from explorer.core.gaussians.patterns import group_patterns
-
-        order = group_patterns(patterns.missing, sort=True).perm
-        missing = patterns.missing[order]
-        X = np.where(missing, 0.0, Xf[order])
-    n_fit = n - patterns.empty_rows.size
-    ws = Workspace(Layout(X, missing, n_fit, order), means.shape[0])
+    ws = workspace
+    if ws is None:
+        if patterns.perm is not None:  # the sorted layout: Xf's rows are already in runs, empty rows last
+            order, missing = None, patterns.missing
+            X = np.where(missing, 0.0, Xf)
+        else:
+            order = group_patterns(patterns.missing, sort=True).perm
+            missing = patterns.missing[order]
+            X = np.where(missing, 0.0, Xf[order])
+        ws = Workspace(Layout(X, missing, Xf.shape[0] - patterns.empty_rows.size, order), means.shape[0])
+    if not ws.lock.acquire(blocking=False):  # another thread steps on the same data: private scratch
+        ws = Workspace(ws.layout, means.shape[0], ws.block_rows)
+        ws.lock.acquire()
     try:
         nk, first, second, total, resp = estep(ws, weights, means, precision, logdet, exact=exact)
-    except _NotPositiveDefinite as exc:
+    except NotPositiveDefinite as exc:
         raise DegenerateCovarianceError(
-            f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: a "
-            "component has collapsed. Increase reg_covar, use fewer components, or standardise the data."
+            f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: "
+            + _COLLAPSED
         ) from None
-    if not np.isfinite(total):
-        raise DegenerateCovarianceError("The log-likelihood is not finite: a component assigns zero density to the "
-                                        "data. Increase reg_covar or use fewer components.")
+    finally:
+        ws.lock.release()
+    check_finite_log_likelihood(total)
     stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=float(total),
-                                 n_rows=n_fit)
+                                 n_rows=ws.layout.n_fit)
     return stats, resp, ws.rowll
 
 

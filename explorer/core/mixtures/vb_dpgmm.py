@@ -83,7 +83,7 @@ author's code on standardised data): :math:`\Psi_0 = W_0^{-1}` with :math:`W_0` 
 ``W0``) and :math:`\nu_0 = D`, so an empty component's plug-in covariance :math:`\Psi_0/\nu_0` is
 :math:`I/D`, far narrower than standardised data; on small data many narrow components survive (about
 12 of 15 on 150-180 rows) and the 95 % intervals under-cover. ``covariance_prior="data"`` (what
-:class:`explorer.dp_imputer.DPGMMImputer` uses by default): :math:`\nu_0 = D + 2` and
+:class:`explorer.impute.dp_mixture.DPGMMImputer` uses by default): :math:`\nu_0 = D + 2` and
 :math:`\Psi_0 = \nu_0\hat\Sigma`, with :math:`\hat\Sigma` the data covariance
 (:func:`explorer.core.mixtures.em_gmm.data_moments`: sample moments, or the ML single Gaussian when values are
 missing, plus ``reg_covar`` on the diagonal). Then :math:`\Psi_k/\nu_k = (\nu_0\hat\Sigma + S_k + \ldots)
@@ -607,7 +607,7 @@ def _coefficients(D: int, beta, nu, logdet, kind: str) -> np.ndarray:
 
 def _compiled_pass(data: EMData, config: VBConfig, means, beta, nu, scatter, gamma, weights, precision_logdet=None):
     """The compiled E-step at these parameters: (plug-in log-likelihood, the next step's tau / stats / entropy)."""
-    from explorer.core._compiled.vb_dpgmm import VBWorkspace, _NotPositiveDefinite, estep
+    from explorer.core._compiled.vb_dpgmm import VBWorkspace, NotPositiveDefinite, estep
 
     K, D = means.shape
     W, logdet = precision_and_logdet(scatter) if precision_logdet is None else precision_logdet
@@ -623,7 +623,7 @@ def _compiled_pass(data: EMData, config: VBConfig, means, beta, nu, scatter, gam
         tau, nk_raw, first, second, entropy, plug = estep(
             ws, means, W, logdet, coef, expected_log_weights(gamma, config.stick), logw, cond_mean=principled,
             cond_scale=1.0 / nu if principled else None)
-    except _NotPositiveDefinite as exc:
+    except NotPositiveDefinite as exc:
         raise DegenerateCovarianceError(
             f"The missing block of a scatter matrix (component {exc.args[0]}) is not positive definite: a component "
             "collapsed. Increase reg_covar or use fewer components.") from None

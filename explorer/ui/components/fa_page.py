@@ -100,7 +100,7 @@ class FAPage(Viewer):
         """The read-out line a page shows under its alert (``self._info``; its ``object`` is set to inline Markdown).
 
         A Markdown pane; a page whose read-out changes every frame may return a cheaper
-        :class:`~explorer.ui.plots.textline.TextLine`.
+        :class:`~explorer.ui.components.textline.TextLine`.
         """
         return pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
 

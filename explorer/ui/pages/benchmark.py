@@ -2,7 +2,7 @@
 
 One :class:`~explorer.ui.state.benchmark_model.BenchmarkModel` per page. The results grid has one
 row per metric (NRMSE, NLL, PFC, 95 % coverage) and one column per data set (two slots); each
-panel is a Bokeh figure made once per session (:class:`~explorer.ui.plots.metric_bars.MetricBars`:
+panel is a Bokeh figure made once per session (:class:`~explorer.ui.plots.bars.MetricBars`:
 finite bars, infinite bars, ±2 sd error bars, failed-cell markers, text labels, the reference marks,
 each one source), so new results only replace column data. The second slot's figures are made when
 a second data set is first shown. Bars sit at numeric positions (rate + method offset), never on a
@@ -34,7 +34,7 @@ from explorer import benchmark as bm
 from explorer.reference import GARRIGA2017_FIGURES, GARRIGA2017_RATES, reference_cells
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.plots.metric_bars import BAR_COLUMNS, MetricBars
+from explorer.ui.plots.bars import BAR_COLUMNS, MetricBars
 from explorer.ui.session import Redraw, SessionWorker, push, served_doc
 from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.ui.text import md

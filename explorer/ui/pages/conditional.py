@@ -59,8 +59,8 @@ __all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "m
            "slice_2d"]
 from explorer.ui.plots.conditional_frames import (
     NONE,
-    _placeholder_1d,
-    _placeholder_weights,
+    placeholder_1d,
+    placeholder_weights,
     mass_levels,
     parse_row,
     slice_1d,
@@ -508,8 +508,8 @@ class ConditionalView(Viewer):
         self._custom_error.object = md(message) if custom else ""
         self._custom_error.visible = custom
         self._row_info.object = "" if custom else f"*{md(message)}*"
-        self._slice1d.update(_placeholder_1d(title))
-        self._weights.update(_placeholder_weights())
+        self._slice1d.update(placeholder_1d(title))
+        self._weights.update(placeholder_weights())
         self._pane1d.visible, self._pane2d.visible = True, False
         self._table.object = None
         self._table_note.visible = False

@@ -13,7 +13,7 @@
 * a short explanation of the mechanism (registry summary, MCAR/MAR/NMAR, what to look for).
 
 Every plot is a Bokeh figure made once per session (:mod:`explorer.ui.plots.missingness`,
-:mod:`explorer.ui.plots.histograms`; the image mosaic when image data are first shown): a new data
+:mod:`explorer.ui.plots.bars`; the image mosaic when image data are first shown): a new data
 set, mechanism, column or row order only replaces their data, on the session's event loop
 (:class:`~explorer.ui.session.Redraw`). ``frames`` holds what each plot was last given. The pure
 functions (:func:`pattern_order`, :func:`matrix_rows`, :func:`histogram_parts`,
@@ -36,7 +36,7 @@ from explorer.core.missingness.mechanisms import MECHANISMS
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
-from explorer.ui.plots.histograms import Bars, HistogramOverlay, Marker
+from explorer.ui.plots.bars import Bars, HistogramOverlay, Marker
 from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
 from explorer.ui.session import Redraw, push
 from explorer.ui.text import md
@@ -531,7 +531,7 @@ class DataMechanismView(Viewer):
                 "(a full-covariance mixture of 64 columns takes tens of seconds to minutes). Download the masked "
                 "data and impute them from Python (GaussianMixtureImputer) or with the command line "
                 "(explorer impute).")
-        from explorer.imputers import GaussianMixtureImputer
+        from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
         imputer = GaussianMixtureImputer(empty_rows="marginal", random_state=0)
         with warnings.catch_warnings(record=True) as caught:

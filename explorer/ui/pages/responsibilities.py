@@ -32,7 +32,7 @@ from explorer.ui.plots.bars import BarChart
 from explorer.ui.plots.sources import set_data
 from explorer.ui.session import push
 from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
-from explorer.ui.plots.textline import TextLine
+from explorer.ui.components.textline import TextLine
 from explorer.ui.state.fa_model import FAModel
 from explorer.ui.plots.figures import figure_pane
 

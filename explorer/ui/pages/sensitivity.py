@@ -17,7 +17,7 @@ Fitting the mixture and drawing the imputations runs on the session's worker thr
 the session's event loop; the results are shared by the sessions of the server process
 (:func:`~explorer.ui.state.sensitivity_model.cached_run_job`), so the start screen is drawn once.
 Everything else (column, estimate, grid, slider) reruns only the cheap pooling. Both plots are Bokeh
-figures made once per session (:class:`~explorer.ui.plots.histograms.HistogramOverlay`,
+figures made once per session (:class:`~explorer.ui.plots.bars.HistogramOverlay`,
 :class:`~explorer.ui.plots.estimate_band.EstimateBand`): an update assigns their data on the event
 loop (:class:`~explorer.ui.session.Redraw`). User column names only reach the page as escaped text
 (:func:`explorer.ui.text.md`) or as Bokeh text (titles, labels, options).
@@ -37,7 +37,7 @@ from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.sensitivity_model import DRAW_CACHE, ESTIMATES, SensitivityModel, cached_run_job
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.estimate_band import EstimateBand, Line
-from explorer.ui.plots.histograms import Bars, HistogramOverlay
+from explorer.ui.plots.bars import Bars, HistogramOverlay
 from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls

@@ -155,12 +155,12 @@ def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 8
 
 
 # ----------------------------------------------------------------------------- placeholder frames
-def _placeholder_weights(title: str = "Component weights (no model)") -> dict:
+def placeholder_weights(title: str = "Component weights (no model)") -> dict:
     """No bars (no fitted model): the previous data set's weights must not stay on screen."""
     return {"prior": np.zeros(0), "posterior": np.zeros(0), "title": title}
 
 
-def _placeholder_1d(message: str) -> dict:
+def placeholder_1d(message: str) -> dict:
     grid = np.linspace(0.0, 1.0, 2)
     return {"slice": {"grid": grid, "density": np.zeros(2), "components": np.zeros((1, 2)), "mean": 0.5,
                       "sd": 0.0, "lower": 0.5, "upper": 0.5, "samples": np.zeros(0), "truth": None,

@@ -25,7 +25,7 @@ of its session (and after every step), a script or a test calls :meth:`Benchmark
 parameter watchers (and the widgets and plots they update) never run on the computing thread.
 
 With ``n_jobs > 1`` the cells run in a process pool (spawned workers: forking a threaded server is
-unsafe) from :func:`explorer._workers.worker_pool`: the workers exit by themselves when the server
+unsafe) from :func:`explorer.utils.workers.worker_pool`: the workers exit by themselves when the server
 process dies, even by ``kill -9``, and they are terminated at a normal interpreter exit.
 :meth:`BenchmarkModel.close` (a page whose browser session ended) cancels the run and terminates
 its workers at once.
@@ -49,7 +49,7 @@ import pandas as pd
 import param
 
 from explorer import benchmark as bm
-from explorer._workers import as_done, stop_pool, worker_pool
+from explorer.utils.workers import as_done, stop_pool, worker_pool
 from explorer.core.validation import BadInputError
 from explorer.reference import GARRIGA2017_RATES
 from explorer.ui.state._settings import MAX_SEED, Settings

@@ -3,7 +3,7 @@ r"""The "Sensitivity" page's model: delta adjustment of Gaussian-mixture imputat
 A :class:`~explorer.ui.state.data_model.DataModel` gives the data (a built-in data set or the
 session's upload, with a missingness mechanism; the page's default is iris with ``nmar_lowest``
 at 10 %: the 47 lowest ``sepal_length`` values are hidden, an NMAR mechanism on one column).
-:class:`SensitivityModel` fits :class:`~explorer.imputers.GaussianMixtureImputer` (K components),
+:class:`SensitivityModel` fits :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` (K components),
 draws M imputations (the heavy part: :meth:`SensitivityModel.job` / :func:`run_job`, run off the
 event loop by the view, adopted with :meth:`SensitivityModel.adopt`) and runs the delta
 adjustment of :mod:`explorer.core.missingness.sensitivity` on them (cheap: every other setting only reruns

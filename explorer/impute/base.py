@@ -1,8 +1,8 @@
 """The shared scikit-learn plumbing of the mixture imputers.
 
-:class:`_MixtureImputerBase` gives :class:`~explorer.imputers.GaussianMixtureImputer`,
-:class:`~explorer.dp_imputer.DPGMMImputer`, :class:`~explorer.fa_imputers.FactorAnalysisImputer` and
-:class:`~explorer.fa_imputers.MFAImputer` one ``fit`` / ``transform`` / ``sample`` / ``score_samples`` /
+:class:`_MixtureImputerBase` gives :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`,
+:class:`~explorer.impute.dp_mixture.DPGMMImputer`, :class:`~explorer.impute.factor.FactorAnalysisImputer` and
+:class:`~explorer.impute.factor.MFAImputer` one ``fit`` / ``transform`` / ``sample`` / ``score_samples`` /
 ``score`` / ``regress`` path, input validation with clear errors (non-numeric or sparse input,
 infinities, all-missing rows and columns, wrong shapes) and feature names; each subclass supplies its
 core fit and its conditional through a few hooks.
@@ -30,7 +30,7 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from explorer._progress import FitInterruptedWarning, FitProgress, check_progress_params
+from explorer.utils.progress import FitInterruptedWarning, FitProgress, check_progress_params
 from explorer.core.validation import (
     BadInputError,
     as_float_matrix,
@@ -40,7 +40,6 @@ from explorer.core.validation import (
     column_label,
 )
 from explorer.core.gaussians.conditional import regression
-from explorer.core.data import IncompleteData
 from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
     observed_diagonal,
@@ -49,6 +48,9 @@ from explorer.core.gaussians.gaussian import (
 )
 from explorer.core.gaussians.patterns import group_patterns
 
+from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
+from explorer.utils.random_state import check_random_state
+
 _EMPTY_ROWS = ("raise", "marginal")
 
 
@@ -56,152 +58,11 @@ class ScaleWarning(UserWarning):
     """A column's spread is so small that the estimator's variance floor (in squared data units) dominates it."""
 
 
-#: The ``random_state`` convention of every estimator (scikit-learn's), quoted in their docstrings.
-RANDOM_STATE_DOC = """random_state : int, numpy.random.Generator or None, default None
-        Seed of the random initialisation, following scikit-learn's convention: an int makes every
-        ``fit`` reproducible (also after :func:`sklearn.base.clone`); a Generator is used as is and its
-        state is consumed, so successive fits (and clones made after a fit, which copy the consumed
-        state) differ; None draws fresh entropy at every fit."""
-
-
-def _rng(random_state, name: str = "random_state") -> np.random.Generator:
-    """The Generator of ``random_state`` (scikit-learn's convention, see :data:`RANDOM_STATE_DOC`).
-
-    An int gives a new ``default_rng(seed)`` (reproducible), a Generator is returned itself (shared,
-    its state consumed), None gives fresh entropy; anything else is a clear error.
-    """
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
-        return np.random.default_rng(int(random_state))
-    raise BadInputError(
-        f"{name} must be None, a non-negative int or a numpy.random.Generator; got {random_state!r}. "
-        "(numpy.random.RandomState is not supported: use numpy.random.default_rng(seed).)"
-    )
-
-
-def _reject_sparse(X) -> None:
-    if hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X.sparse, "to_dense"):
-        raise TypeError(
-            "Sparse input is not supported: missing entries must be NaN in a dense array. "
-            "Convert with X.toarray() (or DataFrame.sparse.to_dense())."
-        )
-
-
-def _feature_names(X):
-    """Column names of a DataFrame-like ``X`` as an object array, or None (all must be str)."""
-    cols = getattr(X, "columns", None)
-    if cols is None:
-        return None
-    names = np.asarray(list(cols), dtype=object)
-    if names.size and all(isinstance(c, str) for c in names):
-        return names
-    return None
-
-
-def _kind(X) -> str:
-    """``"incomplete"``, ``"dataframe"``, ``"dataarray"`` or ``"array"`` (anything else numpy reads)."""
-    if isinstance(X, IncompleteData):
-        return "incomplete"
-    module = type(X).__module__ or ""
-    if module.startswith("pandas") and hasattr(X, "columns") and hasattr(X, "iloc"):
-        return "dataframe"
-    if module.startswith("xarray"):
-        if type(X).__name__ == "DataArray":
-            return "dataarray"
-        raise BadInputError(
-            f"X is an xarray {type(X).__name__}; pass a 2-D DataArray (rows x columns), e.g. "
-            "ds.to_dataarray(dim='feature').T, or convert it with explorer.io.from_xarray(ds)."
-        )
-    return "array"
-
-
-def _unwrap(X, name: str = "X"):
-    """``(matrix, names, labels)`` of any accepted input kind.
-
-    ``matrix`` is what :func:`as_float_matrix` validates, ``names`` the string column names (for
-    ``feature_names_in_``; None when the columns are unnamed or not all strings) and ``labels``
-    column names for error messages (or None).
-    """
-    kind = _kind(X)
-    if kind == "incomplete":
-        names = np.asarray(X.columns, dtype=object)
-        return np.array(X.values), names, list(X.columns)
-    _reject_sparse(X)
-    if kind == "dataframe":
-        from explorer.io import frame_values
-
-        names = _feature_names(X)
-        return frame_values(X, name=name), names, [str(c) for c in X.columns]
-    if kind == "dataarray":
-        if X.ndim != 2:
-            raise BadInputError(
-                f"{name} must be a 2-D DataArray (rows x columns); got dims {X.dims}. Stack or select "
-                "dimensions first (DataArray.stack / .sel)."
-            )
-        col_dim = X.dims[1]
-        names = None
-        if col_dim in X.coords:
-            coord = list(X.coords[col_dim].values)
-            if coord and all(isinstance(c, str) for c in coord):
-                names = np.asarray(coord, dtype=object)
-        labels = None if names is None else list(names)
-        return np.asarray(X.values), names, labels
-    names = _feature_names(X)
-    return X, names, None if names is None else [str(c) for c in names]
-
-
-def _wrap(X, out: np.ndarray, what: str = ""):
-    """``out`` (n_samples, n_features) in the kind of ``X``: DataFrame, DataArray, IncompleteData or array."""
-    kind = _kind(X)
-    if kind == "dataframe":
-        import pandas as pd
-
-        return pd.DataFrame(out, index=X.index, columns=X.columns)
-    if kind == "dataarray":
-        return X.copy(data=out)
-    if kind == "incomplete":
-        note = f"{int(X.missing.sum())} missing entries imputed{what}"
-        return IncompleteData(
-            values=out, missing=np.zeros(out.shape, dtype=bool), columns=X.columns, binary=X.binary,
-            name=X.name, description=f"{X.description}; {note}" if X.description else note,
-        )
-    return out
-
-
-def _wrap_draws(X, draws: np.ndarray):
-    """``draws`` (n_imputations, n_samples, n_features) in the kind of ``X`` (see ``sample``)."""
-    kind = _kind(X)
-    m = draws.shape[0]
-    if kind == "dataframe":
-        import pandas as pd
-
-        frames = [pd.DataFrame(d, index=X.index, columns=X.columns) for d in draws]
-        return pd.concat(frames, keys=range(m), names=["imputation", *X.index.names])
-    if kind == "dataarray":
-        import xarray as xr
-
-        if "imputation" in X.dims:
-            raise BadInputError("X already has a dimension named 'imputation'; rename it before sampling.")
-        coords = {k: v for k, v in X.coords.items()}
-        coords["imputation"] = np.arange(m)
-        return xr.DataArray(draws, dims=("imputation", *X.dims), coords=coords, name=X.name, attrs=dict(X.attrs))
-    if kind == "incomplete":
-        import xarray as xr
-
-        return xr.DataArray(
-            draws, dims=("imputation", "sample", "feature"),
-            coords={"imputation": np.arange(m), "feature": list(X.columns)},
-            name=X.name or None, attrs={"description": X.description} if X.description else {},
-        )
-    return draws
-
-
 def _fit_input(X, empty_rows):
     """Validate training data: ``(X_nan, missing, names, columns)`` (``names`` for ``feature_names_in_``)."""
     if empty_rows not in _EMPTY_ROWS:
         raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {empty_rows!r}.")
-    matrix, names, labels = _unwrap(X)
+    matrix, names, labels = unwrap(X)
     columns = None if names is None else [str(c) for c in names]
     Xn, missing = check_incomplete(matrix, columns=labels, allow_empty_rows=empty_rows == "marginal")
     check_magnitude(Xn, columns=labels)
@@ -312,13 +173,13 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             When ``max_iter`` is reached before ``tol``.
         FitInterruptedWarning
             When interrupted (Ctrl-C) after at least one iteration: the best state so far is kept,
-            ``stop_reason_ == "interrupted"`` (see :mod:`explorer._progress`).
+            ``stop_reason_ == "interrupted"`` (see :mod:`explorer.utils.progress`).
         """
         if self._auto_requested():
             return self._fit_auto(X)
         config = self._config()  # parameter errors before data errors
         check_progress_params(getattr(self, "callback", None), getattr(self, "progress", False))
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state)
         Xn, missing, names, columns = _fit_input(X, self.empty_rows)
         self._warn_small_scale(Xn, columns)
         data, config, context = self._fit_setup(Xn, missing, columns, config)
@@ -357,6 +218,8 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ n_components="auto"
     _supports_auto = False  # GaussianMixtureImputer and MFAImputer accept n_components="auto"
     _auto_criterion = "heldout"  # the rule of explorer.model_selection.select_n_components they use
+    # (their _fit_auto is explorer.model_selection.fit_auto: the base never imports model selection, which
+    # imports the estimators it fits)
 
     def _auto_requested(self) -> bool:
         k = getattr(self, "n_components", None)
@@ -369,18 +232,8 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         return self.n_components if k is None else k
 
     def _fit_auto(self, X):
-        from explorer.model_selection import select_n_components
-
-        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-        selection = select_n_components(self, X, criterion=self._auto_criterion,
-                                        random_state=seed)
-        self._auto_k = selection.n_components
-        try:
-            self.fit(X)
-        finally:
-            del self._auto_k
-        self.selection_ = selection
-        return self
+        """``fit`` with ``n_components="auto"``: an estimator that sets ``_supports_auto`` implements it."""
+        raise NotImplementedError(f"{type(self).__name__} sets _supports_auto but has no _fit_auto")
 
     def _variance_floor(self):
         """``(parameter name, value)`` of the variance floor in squared data units, or None."""
@@ -453,7 +306,7 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         arr = self._validate(X)
         out = self._impute(arr)
         self._check_finite(out, arr, "transform")
-        return _wrap(X, out, f" by {type(self).__name__}")
+        return wrap(X, out, f" by {type(self).__name__}")
 
     def _impute(self, arr: np.ndarray) -> np.ndarray:
         return self.conditional(arr).mean()
@@ -524,7 +377,7 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
     def _validate(self, X) -> np.ndarray:
         """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
         check_is_fitted(self, "means_")
-        matrix, names, labels = _unwrap(X)
+        matrix, names, labels = unwrap(X)
         fitted = getattr(self, "feature_names_in_", None)
         if names is not None and fitted is not None and not np.array_equal(names, fitted):
             raise BadInputError(
@@ -569,11 +422,11 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             * IncompleteData: a DataArray with dims ("imputation", "sample", "feature") and the
               column names as the ``feature`` coordinate (``to_netcdf`` writes it as is).
         """
-        rng = _rng(random_state)
+        rng = check_random_state(random_state)
         arr = self._validate(X)
         draws = self.conditional(arr).sample(n_imputations, rng)
         self._check_finite(draws, arr, "sample")
-        return _wrap_draws(X, draws)
+        return wrap_draws(X, draws)
 
     def score(self, X, y=None) -> float:
         """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""
@@ -600,9 +453,9 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "means_")
         columns = self._columns
-        if _kind(X) == "array" and np.ndim(X) == 1:  # a single input column given as a vector
+        if input_kind(X) == "array" and np.ndim(X) == 1:  # a single input column given as a vector
             X = np.asarray(X).reshape(-1, 1)
-        arr = as_float_matrix(_unwrap(X)[0], name="X")
+        arr = as_float_matrix(unwrap(X)[0], name="X")
         check_magnitude(arr)
         inp = np.atleast_1d(np.asarray(inputs, dtype=object))
         if arr.shape[1] == self.n_features_in_:

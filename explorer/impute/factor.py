@@ -14,7 +14,7 @@ reports that early stopping can lower the reconstruction error on image data). F
 the exact EM, and :meth:`conditional` (samples, intervals, densities) is always the exact
 conditional Gaussian / mixture.
 
-The conventions are those of :class:`explorer.imputers.GaussianMixtureImputer`: parameters stored
+The conventions are those of :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`: parameters stored
 untouched, fitted attributes ending in ``_``, NaN = missing, observed entries returned bit for bit,
 ``clone`` / ``Pipeline`` / ``GridSearchCV`` work.
 """
@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer._imputer_base import _MixtureImputerBase
+from explorer.model_selection import fit_auto
+from explorer.impute.base import _MixtureImputerBase
 from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import mfa, mfa_neumann, neumann
 from explorer.core.validation import BadInputError
@@ -58,7 +59,7 @@ def _history(trace, stop_reason: str, n_components: int):
 class _FactorImputerBase(_MixtureImputerBase):
     """Shared plumbing of the factor imputers; subclasses define ``_core``, ``_em_config``, ``_store`` and ``_model``.
 
-    ``fit`` / ``transform`` / ``score_samples`` come from :class:`~explorer._imputer_base._MixtureImputerBase`
+    ``fit`` / ``transform`` / ``score_samples`` come from :class:`~explorer.impute.base._MixtureImputerBase`
     through its hooks; ``score_samples`` is the Woodbury observed-data log-likelihood.
     """
 
@@ -180,7 +181,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
     Examples
     --------
     >>> import numpy as np
-    >>> from explorer.fa_imputers import FactorAnalysisImputer
+    >>> from explorer.impute.factor import FactorAnalysisImputer
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 1)) @ rng.normal(size=(1, 4)) + 0.3 * rng.normal(size=(200, 4))
     >>> X[::3, 2] = np.nan
@@ -280,6 +281,9 @@ class MFAImputer(_FactorImputerBase):
     _core = mfa
 
     _supports_auto = True
+
+    def _fit_auto(self, X):
+        return fit_auto(self, X)
 
     def __init__(self, n_components=2, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
                  max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, empty_rows="raise",

@@ -9,7 +9,7 @@ author's code, and the only choice for new rows), or the fitted responsibilities
 :math:`\\tau_{nk}` for the training rows (the thesis, eq. 3.27).
 
 It shares its plumbing (``fit``, validation, feature names, ``transform``/``sample``/``score``/
-``regress``) with :class:`explorer.imputers.GaussianMixtureImputer`; ``score_samples`` is the
+``regress``) with :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`; ``score_samples`` is the
 plug-in observed-data log-density :math:`\\log\\sum_k E[\\pi_k] N(x^o; \\hat\\mu_k^o, \\hat\\Sigma_k^{oo})`
 on the scale of ``X``.
 
@@ -25,7 +25,7 @@ import dataclasses
 
 import numpy as np
 
-from explorer._imputer_base import _MixtureImputerBase
+from explorer.impute.base import _MixtureImputerBase
 from explorer.core.mixtures import vb_dpgmm
 from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
@@ -87,7 +87,7 @@ class DPGMMImputer(_MixtureImputerBase):
         (every component's predictive then has more than 2 degrees of freedom: finite means and
         variances), as with the default prior; ``"gaussian"`` otherwise (e.g.
         ``covariance_prior="identity"`` with its :math:`\\nu_0 = D`). It is not called ``predictive``
-        as in :class:`~explorer.imputers.GaussianMixtureImputer` because :meth:`predictive` is a
+        as in :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` because :meth:`predictive` is a
         method here and scikit-learn stores every parameter as an attribute of the same name.
     reg_covar : float, default 1e-6
         Added as :math:`N_k \\varepsilon I` to every scatter matrix.
@@ -159,7 +159,7 @@ class DPGMMImputer(_MixtureImputerBase):
     Examples
     --------
     >>> import numpy as np
-    >>> from explorer.dp_imputer import DPGMMImputer
+    >>> from explorer.impute.dp_mixture import DPGMMImputer
     >>> rng = np.random.default_rng(0)
     >>> X = np.vstack([rng.normal(0, 1, (100, 2)), rng.normal(6, 1, (100, 2))])
     >>> X[::5, 1] = np.nan

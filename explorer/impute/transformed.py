@@ -65,9 +65,10 @@ from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from explorer._imputer_base import _kind, _unwrap, _wrap, _wrap_draws
+from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
 from explorer.core.validation import BadInputError, as_float_matrix, check_level, column_label
-from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.conditional import ConditionalMixture, quantile_of_mixtures
+from explorer.core.gaussians.gaussian import normal_logpdf
 
 __all__ = [
     "BoundCrossingWarning",
@@ -79,7 +80,7 @@ __all__ = [
 ]
 
 KINDS = ("log", "logit")
-_POINTS = ("mean", "median")
+POINTS = ("mean", "median")
 _PERCENT_HINTS = ("%", "percent", "pct", "perc")
 _N_NODES = 96  # Gauss-Hermite nodes per component for the logit moments
 _SKEW_LOG = 0.5  # right skew above which a positive column gets a log suggestion
@@ -168,7 +169,7 @@ def _as_matrix(X):
     Every input kind the imputers accept (array-like, DataFrame, 2-D DataArray, IncompleteData),
     read by the imputers' own ``_unwrap``.
     """
-    matrix, names, labels = _unwrap(X)
+    matrix, names, labels = unwrap(X)
     arr = as_float_matrix(matrix, name="X", columns=labels)
     return arr, (None if names is None else [str(c) for c in names]), labels
 
@@ -260,13 +261,13 @@ def suggest_transforms(X, margin: float = 0.01) -> dict:
     Examples
     --------
     >>> import numpy as np
-    >>> from explorer.transforms import suggest_transforms
+    >>> from explorer.impute.transformed import suggest_transforms
     >>> rng = np.random.default_rng(0)
     >>> X = np.column_stack([np.exp(rng.normal(3, 0.8, 100)), rng.uniform(0.1, 0.9, 100), rng.normal(0, 1, 100)])
     >>> {j: t.kind for j, t in suggest_transforms(X).items()}
     {0: 'log', 1: 'logit', 2: None}
     """
-    margin = _check_margin(margin)
+    margin = check_margin(margin)
     arr, names, _ = _as_matrix(X)
     out = {}
     for j in range(arr.shape[1]):
@@ -276,13 +277,13 @@ def suggest_transforms(X, margin: float = 0.01) -> dict:
     return out
 
 
-def _check_margin(margin) -> float:
+def check_margin(margin) -> float:
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0.0 < margin < 0.5:
         raise BadInputError(f"margin must be a number in (0, 0.5), got {margin!r}.")
     return float(margin)
 
 
-def _resolve(spec, v: np.ndarray, name, label: str, margin: float) -> ColumnTransform:
+def resolve_transform(spec, v: np.ndarray, name, label: str, margin: float) -> ColumnTransform:
     """A user's spec for one column (None, "log", "logit", tuples, ColumnTransform) checked against its observed values."""
     if isinstance(spec, ColumnTransform):
         reason = spec.reason
@@ -456,6 +457,35 @@ class TransformedConditional:
             out[ri, ci] = u
         return out
 
+    def entry_logpdf(self, truth, hidden) -> np.ndarray:
+        """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
+
+        The 1-D mixture of the transformed scale at the transformed value plus the log-Jacobian; ``-inf`` outside the transform's bounds (the model's density is 0 there). The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
+        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
+        entries with it.
+        """
+        ri, ci = np.nonzero(hidden)
+        x = np.asarray(truth, dtype=np.float64)[ri, ci]
+        W, M, S = self._components(ri, ci)  # (K, h) on the transformed scale
+        y = x.copy()
+        jac = np.zeros_like(x)
+        inside = np.ones(x.shape, dtype=bool)
+        for j in np.unique(ci):
+            t = self.transforms[j]
+            if t.kind is None:
+                continue
+            sel = np.flatnonzero(ci == j)
+            ok = t.inside(x[sel])
+            y[sel[ok]] = t.forward(x[sel[ok]])
+            jac[sel[ok]] = t.log_jacobian(x[sel[ok]])
+            y[sel[~ok]] = 0.0
+            inside[sel] = ok
+        with np.errstate(divide="ignore"):
+            logw = np.log(W)
+        out = logsumexp(logw + normal_logpdf(y, M, S * S), axis=0) + jac
+        out[~inside] = -np.inf
+        return out
+
     def mean(self) -> np.ndarray:
         """:math:`E[x \\mid x^o]` on the original scale (closed form for the log, quadrature for the logit)."""
         return self._finish(self._moments(1), "conditional means")
@@ -472,7 +502,7 @@ class TransformedConditional:
         ri, ci = np.nonzero(self.missing)
         if ri.size:
             W, M, S = self._components(ri, ci)
-            out[ri, ci] = _mixture_quantile(W, M, S, 0.5)
+            out[ri, ci] = quantile_of_mixtures(W, M, S, 0.5)
         return self._finish(self._back(out), "medians")
 
     def interval(self, level: float = 0.95):
@@ -523,12 +553,6 @@ class TransformedConditional:
         return np.where(self.missing, out, self.values)
 
 
-def _mixture_quantile(W, M, S, q):
-    from explorer.core.gaussians.conditional import _mixture_quantile as quantile
-
-    return quantile(W, M, S, q)
-
-
 # ----------------------------------------------------------------------------- the meta-estimator
 class TransformedImputer(TransformerMixin, BaseEstimator):
     """Fit a density imputer on per-column transformed data (log / logit) and answer on the original scale.
@@ -563,7 +587,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from explorer.transforms import TransformedImputer
+    >>> from explorer.impute.transformed import TransformedImputer
     >>> rng = np.random.default_rng(0)
     >>> X = np.exp(rng.multivariate_normal([3.0, 1.0], [[0.5, 0.3], [0.3, 0.4]], size=200))
     >>> X[::5, 0] = np.nan
@@ -599,9 +623,9 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         TransformWarning
             With ``transforms="suggest"``, naming every transformed column and why.
         """
-        if self.point not in _POINTS:
-            raise BadInputError(f"point must be one of {_POINTS}, got {self.point!r}.")
-        margin = _check_margin(self.margin)
+        if self.point not in POINTS:
+            raise BadInputError(f"point must be one of {POINTS}, got {self.point!r}.")
+        margin = check_margin(self.margin)
         arr, names, _ = _as_matrix(X)
         D = arr.shape[1]
         observed = [arr[~np.isnan(arr[:, j]), j] for j in range(D)]
@@ -619,7 +643,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
                 )
         elif self.transforms is None or isinstance(self.transforms, Mapping):
             given = _column_keys(self.transforms or {}, names, D)
-            chosen = [_resolve(given.get(j), observed[j], keys[j], labels[j], margin) for j in range(D)]
+            chosen = [resolve_transform(given.get(j), observed[j], keys[j], labels[j], margin) for j in range(D)]
         else:
             raise BadInputError(
                 f"transforms must be 'suggest', a dict column -> transform, or None; got {self.transforms!r}."
@@ -628,7 +652,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         self.transforms_ = dict(zip(keys, chosen))
         inner = self.imputer
         if inner is None:
-            from explorer.imputers import GaussianMixtureImputer
+            from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
             inner = GaussianMixtureImputer()
         if not hasattr(inner, "conditional") or not hasattr(inner, "fit"):
@@ -706,7 +730,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         cond = TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
         out = cond.mean() if self.point == "mean" else cond.median()
         self._warn_crossing(out, out, cond.missing, cols, "imputation(s)")
-        return _wrap(X, out)
+        return wrap(X, out)
 
     def interval(self, X, level: float = 0.95):
         """Equal-tailed predictive intervals on the original scale: ``(lower, upper)``, each (n_samples, n_features).
@@ -717,8 +741,8 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         cond = TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
         lower, upper = cond.interval(level)
         self._warn_crossing(lower, upper, cond.missing, cols, f"{check_level(level):.0%} interval(s)")
-        if _kind(X) in ("dataframe", "dataarray"):
-            return _wrap(X, lower), _wrap(X, upper)
+        if input_kind(X) in ("dataframe", "dataarray"):
+            return wrap(X, lower), wrap(X, upper)
         return lower, upper
 
     def sample(self, X, n_imputations=5, random_state=None) -> np.ndarray:
@@ -736,7 +760,7 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         cond = TransformedConditional(None, arr, self._transforms)
         out = np.stack([cond._finish(cond._back(d), "draws") for d in draws])
         self._warn_crossing(out.min(axis=0), out.max(axis=0), cond.missing, cols, "draw(s)")
-        return _wrap_draws(X, out)
+        return wrap_draws(X, out)
 
     def score_samples(self, X) -> np.ndarray:
         """Observed-data log-likelihood of every row on the original scale (the inner one plus the Jacobian)."""
