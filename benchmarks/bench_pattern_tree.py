@@ -64,12 +64,12 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from explorer.core.gaussians.gaussian import observed_gaussian, precision_and_logdet  # noqa: E402
+from explorer.core.gaussians.patterns import group_patterns  # noqa: E402
 from explorer.core.mixtures.pattern_tree import (  # noqa: E402
     build_pattern_tree,
     observed_gaussian_naive,
     observed_gaussian_tree,
 )
-from explorer.core.gaussians.patterns import group_patterns  # noqa: E402
 
 
 def random_squares(n_rows: int, rng: np.random.Generator, side: int = 28, k: int = 5) -> np.ndarray:

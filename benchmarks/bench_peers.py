@@ -554,7 +554,6 @@ def main(argv=None):
 
     sys.path.insert(1, str(ROOT / "benchmarks"))
     from bench_em import make_data  # noqa: E402  (same generator as bench_em.py; explorer already imported)
-
     from threadpoolctl import threadpool_limits
 
     gi = git_info(args.explorer_root) if (Path(args.explorer_root) / ".git").exists() else {}

@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
-
 from coverage_prior import DATASETS, hide, load  # noqa: E402
+
 from explorer.impute.dp_mixture import DPGMMImputer  # noqa: E402
 
 CONFIGS = {  # name -> (DPGMMImputer parameters, divide the data-scaled prior by K^(2/D)?)

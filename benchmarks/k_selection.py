@@ -38,7 +38,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
-
 from coverage_prior import DATASETS, hide, load  # noqa: E402
 
 FIXED = (1, 2, 3, 5)

@@ -49,8 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from explorer.core.mixtures import em_gmm  # noqa: E402
 from explorer.core.missingness.image_masks import image_square  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
 from explorer.datasets import load_dataset  # noqa: E402
 
 SHAPE = (28, 28)
@@ -147,8 +147,8 @@ def time_strategies(Xtr, K, seed, cfg):
 
 
 def tree_stats(Xm):
-    from explorer.core.mixtures.pattern_tree import build_pattern_tree
     from explorer.core.gaussians.patterns import group_patterns
+    from explorer.core.mixtures.pattern_tree import build_pattern_tree
 
     t = time.perf_counter()
     tree = build_pattern_tree(group_patterns(np.isnan(Xm), sort=True))

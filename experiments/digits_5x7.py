@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from explorer.core.mixtures import em_gmm  # noqa: E402
 from explorer.core.missingness.mechanisms import apply_mechanism  # noqa: E402
+from explorer.core.mixtures import em_gmm  # noqa: E402
 from explorer.datasets import DIGIT_SHAPE, digit_templates, load_dataset  # noqa: E402
 
 PUBLISHED = {"em": (-4633.0, 328.0), "mean_impute": (-10062.0, 1263.0)}

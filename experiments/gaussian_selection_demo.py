@@ -44,9 +44,9 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from explorer.core.missingness.tabular_mechanisms import self_masking  # noqa: E402
 from explorer.core.mixtures import em_gmm  # noqa: E402
 from explorer.core.mixtures import gaussian_selection as gs  # noqa: E402
-from explorer.core.missingness.tabular_mechanisms import self_masking  # noqa: E402
 from explorer.datasets import load_dataset  # noqa: E402
 
 SETTINGS = (

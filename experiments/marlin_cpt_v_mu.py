@@ -37,8 +37,8 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from explorer.core.discrete import cpt_v as C  # noqa: E402
-from explorer.core.validation import BadInputError  # noqa: E402
 from explorer.core.discrete.ratings_data import prepare  # noqa: E402
+from explorer.core.validation import BadInputError  # noqa: E402
 
 MU = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
 THESIS = {"em": [0.093, 0.303, 0.526, 0.697, 0.897], "moment": [0.099, 0.304, 0.507, 0.674, 0.904],

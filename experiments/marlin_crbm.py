@@ -42,10 +42,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
+from marlin_rating_world import METRICS, _fmt, _mean_se, world_split  # noqa: E402
+
 from explorer.core.discrete import crbm  # noqa: E402
 from explorer.core.discrete.rating_world import THESIS_S, score_split  # noqa: E402
 from explorer.core.discrete.ratings_data import stack  # noqa: E402
-from marlin_rating_world import METRICS, _fmt, _mean_se, world_split  # noqa: E402
 
 MODELS = {"cRBM": "basic", "cRBM/E-v": "ev"}
 #: Table 5.2 (Yahoo!, strong NMAE at the K chosen by weak NMAE): (K, mean, s.e.) for random and user items

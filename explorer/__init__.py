@@ -45,19 +45,19 @@ _LAZY: dict[str, str] = {
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
-    from explorer.core.gaussians.conditional import ConditionalMixture
     from explorer.core.data import IncompleteData
-    from explorer.datasets import list_datasets, load_dataset
-    from explorer.impute.dp_mixture import DPGMMImputer
-    from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
+    from explorer.core.gaussians.conditional import ConditionalMixture
     from explorer.core.loop import FitInterruptedWarning, IterationInfo
     from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
+    from explorer.datasets import list_datasets, load_dataset
     from explorer.evaluation import evaluate, held_out_scorer
     from explorer.export import export_imputations, load_model, save_model
+    from explorer.impute.dp_mixture import DPGMMImputer
+    from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
     from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+    from explorer.impute.transformed import TransformedImputer, suggest_transforms
     from explorer.masking import amputate
     from explorer.sensitivity import sensitivity_analysis
-    from explorer.impute.transformed import TransformedImputer, suggest_transforms
 
 
 # the layout of the previous release: old module paths warn and give the module at its new path

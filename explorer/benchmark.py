@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from explorer.utils.workers import as_done, worker_pool
+from explorer.core.data import IncompleteData, standardize
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.metrics import gaussian_nll, interval_coverage, nrmse, pfc, rmse
+from explorer.core.missingness.mechanisms import apply_mechanism, get_mechanism
 from explorer.core.mixtures import em_gmm, vb_dpgmm
 from explorer.core.validation import BadInputError
-from explorer.core.gaussians.conditional import ConditionalMixture
-from explorer.core.data import IncompleteData, standardize
-from explorer.core.missingness.mechanisms import apply_mechanism, get_mechanism
-from explorer.core.metrics import gaussian_nll, interval_coverage, nrmse, pfc, rmse
+from explorer.utils.workers import as_done, worker_pool
 
 __all__ = [
     "METHODS",

@@ -58,13 +58,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from explorer.utils.progress import FitProgress, check_progress_params
-from explorer.core.mixtures import em_gmm
-from explorer.core.loop import run_restarts
-from explorer.core.validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.loop import run_restarts
+from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.suffstats import SufficientStatistics, estep_statistics, m_step
+from explorer.core.validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
+from explorer.utils.progress import FitProgress, check_progress_params
 
 __all__ = ["DaskEMResult", "SAMPLE_ROWS", "as_dask_array", "fit", "impute"]
 

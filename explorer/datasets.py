@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "ASSETS_DIR",

@@ -47,12 +47,12 @@ import warnings
 
 import numpy as np
 
-from explorer.utils.random_state import check_random_state
 from explorer.core import metrics as _metrics
-from explorer.core.missingness.mask_helpers import emptied
 from explorer.core.gaussians.gaussian import normal_logpdf
-from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.core.missingness.mask_helpers import emptied
 from explorer.core.missingness.mechanisms import MaskResult
+from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.utils.random_state import check_random_state
 
 __all__ = ["METRICS", "observed_scale", "hide_observed", "entry_logpdf", "imputation_scores", "evaluate", "summarize", "held_out_scorer"]
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from explorer.core.validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
+from explorer.core.validation import BadInputError, NonNumericError
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

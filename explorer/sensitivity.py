@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.utils.inputs import unwrap
 from explorer.core.missingness import sensitivity as core
 from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.utils.inputs import unwrap
 
 __all__ = ["SensitivityReport", "default_deltas", "draw_imputations", "resolve_column", "sensitivity_analysis"]
 

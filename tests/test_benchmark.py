@@ -24,10 +24,10 @@ from explorer.benchmark import (
     run_benchmark,
     summarise,
 )
-from explorer.core.validation import BadInputError
-from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.data import IncompleteData, standardize
+from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.metrics import nrmse
+from explorer.core.validation import BadInputError
 from tests.conftest import REPO_ROOT
 
 

@@ -19,8 +19,8 @@ from scipy.special import log_softmax
 
 from explorer.core.discrete import bernoulli_mixture as bm
 from explorer.core.discrete import categorical_mixture as cm
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.ratings_data import prepare
+from explorer.core.validation import BadInputError
 
 
 def categorical_data(rng, n=120, D=5, V=3, K=3, hole=0.3):

@@ -17,8 +17,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from explorer.core.discrete import cpt_v as C
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.ratings_data import prepare
+from explorer.core.validation import BadInputError
 
 MU = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from explorer.core.discrete import crbm as C
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.rating_world import make_rating_world, score_split, split_protocol
 from explorer.core.discrete.ratings_data import prepare, stack
+from explorer.core.validation import BadInputError
 
 D, V, K = 3, 3, 2
 Z_ALL = np.array(list(itertools.product((0.0, 1.0), repeat=K)))

@@ -20,8 +20,8 @@ import pytest
 from scipy.special import gammaln
 
 from explorer.core.discrete import dp_cpt_v as dp
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.ratings_data import prepare
+from explorer.core.validation import BadInputError
 
 # Tiny data set: every (r, a) kind. kind 0: r=1,a=1; 1: r=1,a=0; 2: r=0,a=0; 3: r=0,a=1.
 _KIND = np.array([[2, 2, 0], [3, 1, 2], [0, 2, 1]])

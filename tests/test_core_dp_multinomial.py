@@ -19,8 +19,8 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from explorer.core.discrete import dp_multinomial as dp
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.ratings_data import prepare
+from explorer.core.validation import BadInputError
 
 TINY = np.array([[0.0, 1.0],
                  [0.0, np.nan],

@@ -18,8 +18,8 @@ from scipy.stats import multivariate_normal
 from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
 
 from explorer.core.classifiers import joint_mixture as jm
-from explorer.core.validation import BadInputError
 from explorer.core.mixtures.em_gmm import NIWPrior
+from explorer.core.validation import BadInputError
 
 
 # ----------------------------------------------------------------------------- helpers

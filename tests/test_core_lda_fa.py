@@ -15,8 +15,8 @@ import pytest
 from scipy.optimize import minimize
 
 from explorer.core.classifiers import discriminant as dm
-from explorer.core.factor import factor_analysis as fa
 from explorer.core.classifiers import lda_fa as lf
+from explorer.core.factor import factor_analysis as fa
 from explorer.core.validation import BadInputError
 
 

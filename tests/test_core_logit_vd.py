@@ -17,8 +17,8 @@ from scipy.optimize import minimize
 
 from explorer.core.discrete import cpt_v as C
 from explorer.core.discrete import logit_vd as L
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.ratings_data import prepare
+from explorer.core.validation import BadInputError
 
 
 def four_case_data(rng, N=300, D=6, V=4, K=2):

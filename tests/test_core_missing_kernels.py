@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers import missing_kernels as mk
+from explorer.core.validation import BadInputError
 
 NAN = np.nan
 

@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from explorer.core.missingness import sensitivity as sens
-from explorer.core.validation import BadInputError
 from explorer.core.rubin import rubin_pool
+from explorer.core.validation import BadInputError
 from explorer.sensitivity import sensitivity_analysis
 
 

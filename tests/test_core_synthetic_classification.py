@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import (
     DATASETS,
     SPECS,
@@ -14,6 +13,7 @@ from explorer.core.classifiers.synthetic_classification import (
     make_xor,
     mcar_patterns,
 )
+from explorer.core.validation import BadInputError
 
 N_BIG = 40_000
 

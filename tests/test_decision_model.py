@@ -9,8 +9,16 @@ from sklearn.metrics import log_loss
 
 from explorer.core.validation import BadInputError
 from explorer.learn.methods import METHODS, stepped_methods
-from explorer.ui.state.decision_model import (GRID_SIZE, TEST_PER_CLASS, DecisionModel, EMClassifierRun, fit_method,
-                                            load_classification, scores_of, surface_of)
+from explorer.ui.state.decision_model import (
+    GRID_SIZE,
+    TEST_PER_CLASS,
+    DecisionModel,
+    EMClassifierRun,
+    fit_method,
+    load_classification,
+    scores_of,
+    surface_of,
+)
 
 
 @pytest.fixture(scope="module")

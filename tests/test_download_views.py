@@ -14,12 +14,12 @@ import pytest
 import xarray as xr
 
 from explorer.core.validation import BadInputError
-from explorer.ui.state.data_model import DataModel
-from explorer.ui.state.em_model import EMModel
 from explorer.ui.components import downloads as _downloads
 from explorer.ui.components.downloads import FORMATS, safe_filename
 from explorer.ui.pages.conditional import ConditionalView
 from explorer.ui.pages.data_mechanism import MAX_FIT_FEATURES, DataMechanismView
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.em_model import EMModel
 
 FORMAT_NAMES = list(FORMATS)
 # pandas < 3 needs the round-trip float parser to read back the float64 written; pandas 3 does by default

@@ -22,8 +22,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.impute import KNNImputer, SimpleImputer
 from sklearn.model_selection import GridSearchCV, KFold
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.validation import BadInputError
 from explorer.evaluation import (
     METRICS,
     entry_logpdf,

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from explorer.core.validation import BadInputError
-from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.export import (
     export_imputations,
     load_model,
@@ -30,6 +29,7 @@ from explorer.export import (
     to_dataset,
     to_long_frame,
 )
+from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 

@@ -26,8 +26,8 @@ from scipy.special import expit
 from sklearn.base import clone
 
 from explorer.core.validation import BadInputError
-from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.export import load_model, save_model
+from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.impute.transformed import BoundCrossingWarning, ColumnTransform, TransformedImputer, suggest_transforms

@@ -21,14 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 
-from explorer.impute.base import ScaleWarning
 from explorer.core.factor import factor_analysis
 from explorer.core.validation import BadInputError
+from explorer.impute.base import ScaleWarning
 from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from tests._estimators import ESTIMATORS, IDS
-
 
 
 def _data(seed=0, n=100):

@@ -24,8 +24,8 @@ from sklearn.pipeline import Pipeline
 import explorer
 from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import mfa
-from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import FAConditional, MFAConditional
+from explorer.core.validation import BadInputError
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 
 IMPUTERS = [

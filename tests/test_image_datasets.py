@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
+from explorer.core.validation import BadInputError
 from explorer.datasets import ASSETS_DIR, image_shape, list_datasets, load_dataset
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,12 +14,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
-from explorer.core.mixtures.em_gmm import ConvergenceWarning
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures.em_gmm import ConvergenceWarning
+from explorer.core.validation import BadInputError
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.masking import amputate
 

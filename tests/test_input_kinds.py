@@ -24,12 +24,12 @@ import pytest
 import xarray as xr
 from sklearn.base import clone
 
-from explorer.core.validation import BadInputError, NonNumericError
 from explorer.core.data import IncompleteData
+from explorer.core.validation import BadInputError, NonNumericError
 from explorer.impute.factor import FactorAnalysisImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
-from tests._estimators import ESTIMATORS, IDS
 from explorer.io import encode_categoricals, from_csv, from_dataframe, to_dataframe
+from tests._estimators import ESTIMATORS, IDS
 
 COLUMNS = ["Ozone", "Solar.R", "Wind", "Temp"]
 

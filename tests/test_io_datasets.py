@@ -10,8 +10,8 @@ import pytest
 import xarray as xr
 
 from explorer import datasets
-from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
+from explorer.core.validation import BadInputError
 from explorer.datasets import dataset_parameters, digit_templates, list_datasets, load_dataset
 from explorer.io import from_csv, from_dataframe, from_numpy, from_xarray, to_dataframe
 

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "explorer"
 MAX_MODULES = 15

@@ -21,8 +21,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import make_dataset
+from explorer.core.validation import BadInputError
 from explorer.learn.discriminant import LDAClassifier, LDAFAClassifier, QDAClassifier, RDAClassifier
 
 

@@ -25,8 +25,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.mixture_regression import mixture_cdf, mixture_quantile, target_mixtures
+from explorer.core.validation import BadInputError
 from explorer.learn.joint import BernoulliMixtureClassifier, GaussianMixtureClassifier, GaussianMixtureRegressor
 
 

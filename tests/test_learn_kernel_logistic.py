@@ -8,8 +8,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
 from explorer.core.classifiers import missing_kernels as mk
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import make_dataset
+from explorer.core.validation import BadInputError
 from explorer.learn.kernel_logistic import KernelLogisticRegression as KLR
 from explorer.learn.treatments import MissingInputClassifier
 

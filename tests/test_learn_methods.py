@@ -7,8 +7,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import make_dataset
+from explorer.core.validation import BadInputError
 from explorer.learn.methods import FAMILIES, METHODS, MISSING_MODULES, make_method, method_names, stepped_methods
 
 

@@ -13,8 +13,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.synthetic_classification import make_dataset
+from explorer.core.validation import BadInputError
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.learn.treatments import (
     TREATMENTS,

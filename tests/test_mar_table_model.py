@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from explorer.core.missingness import mar_table as mt
-from explorer.ui.state.mar_table_model import MARTableModel
 from explorer.ui.pages.mar_not_enough import MARTableView, sweep_frame, table_html, validity_markdown
+from explorer.ui.state.mar_table_model import MARTableModel
 
 
 def _small(**kw):

@@ -7,8 +7,8 @@ import pytest
 
 from explorer.core.missingness import mar_table as mt
 from explorer.core.validation import BadInputError
-from explorer.ui.state.mechanism_gallery_model import MechanismGalleryModel, symmetrised_kl
 from explorer.ui.pages.mechanism_gallery import MechanismGalleryView, gallery_frame
+from explorer.ui.state.mechanism_gallery_model import MechanismGalleryModel, symmetrised_kl
 
 
 def test_symmetrised_kl_oracle():

@@ -14,8 +14,8 @@ from sklearn.base import clone
 from sklearn.mixture import GaussianMixture
 
 from explorer.core.validation import BadInputError
-from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.evaluation import entry_logpdf, hide_observed
+from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.model_selection import default_grid, select_n_components

@@ -8,11 +8,18 @@ import time
 import numpy as np
 import pytest
 
+from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.mixtures import pattern_tree
 from explorer.core.validation import BadInputError
-from explorer.core.gaussians.patterns import group_patterns
-from explorer.ui.state.performance_model import (KERNELS, SWEEP_COLUMNS, PerformanceModel, em_strategies,
-                                               mcar_patterns, square_patterns, theoretical_flops)
+from explorer.ui.state.performance_model import (
+    KERNELS,
+    SWEEP_COLUMNS,
+    PerformanceModel,
+    em_strategies,
+    mcar_patterns,
+    square_patterns,
+    theoretical_flops,
+)
 
 
 @pytest.fixture(scope="module")

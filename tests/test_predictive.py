@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
 

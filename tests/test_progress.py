@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from explorer.utils.progress import FitProgress
-from explorer.core.mixtures import em_gmm, vb_dpgmm
 from explorer.core.loop import ConvergenceWarning, FitInterruptedWarning, IterationInfo, LoopMonitor, run_restarts
+from explorer.core.mixtures import em_gmm, vb_dpgmm
 from explorer.core.validation import BadInputError
 from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.utils.progress import FitProgress
 
 ESTIMATORS = [
     GaussianMixtureImputer(n_components=2, max_iter=40, random_state=0),

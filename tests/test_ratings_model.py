@@ -9,8 +9,15 @@ import pytest
 
 from explorer.core.validation import BadInputError
 from explorer.ui.state import ratings_model as rm
-from explorer.ui.state.ratings_model import (MODELS, RatingsComparison, RatingsModel, Run, available_models, compare_models,
-                                             make_world)
+from explorer.ui.state.ratings_model import (
+    MODELS,
+    RatingsComparison,
+    RatingsModel,
+    Run,
+    available_models,
+    compare_models,
+    make_world,
+)
 
 HAVE = available_models()
 EM_MODELS = [k for k in MODELS if MODELS[k].kind == "em"]

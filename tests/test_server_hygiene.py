@@ -8,8 +8,8 @@ import time
 
 from bokeh.server.connection import ServerConnection
 
-from explorer.utils.memory import MemoryTrimmer, malloc_trim
 from explorer.ui.page import ClosedConnectionFilter, _install_closed_connection_filter
+from explorer.utils.memory import MemoryTrimmer, malloc_trim
 
 MSG = "error handling message\n message: %r \n error: %r"
 

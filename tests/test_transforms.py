@@ -23,9 +23,9 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData
 from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.validation import BadInputError
 from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer

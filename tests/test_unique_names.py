@@ -46,8 +46,8 @@ def test_a_renamed_name_still_imports_with_a_warning(module, old, new):
 def test_the_new_names_import_silently_and_unknown_names_still_fail():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        from explorer.core.mixtures import vb_dpgmm
         from explorer.core.missingness.mar_table import MARTableEMState  # noqa: F401
+        from explorer.core.mixtures import vb_dpgmm
         from explorer.ui.components.downloads import PageImputations  # noqa: F401
     assert vb_dpgmm.ConvergenceWarning is vb_dpgmm.VBConvergenceWarning  # the core modules' protocol name
     with pytest.raises(AttributeError, match="no attribute 'EMStat'"):

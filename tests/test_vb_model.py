@@ -10,9 +10,9 @@ import threading
 import numpy as np
 import pytest
 
-from explorer.core.mixtures import vb_dpgmm
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
+from explorer.core.mixtures import vb_dpgmm
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.vb_model import VBModel
 

@@ -11,18 +11,18 @@ import pytest
 from bokeh.document import Document
 
 from explorer.core.validation import BadInputError
-from explorer.ui.state.data_model import DataModel
-from explorer.ui.state.em_model import EMModel
-from explorer.ui.state.vb_model import VBModel
 from explorer.ui.pages import conditional as conditional_page
-from explorer.ui.plots.density_slices import WeightBars
-from explorer.ui.session import SessionWorker
 from explorer.ui.pages.conditional import (
     NONE,
     ConditionalView,
     mass_levels,
     parse_row,
 )
+from explorer.ui.plots.density_slices import WeightBars
+from explorer.ui.session import SessionWorker
+from explorer.ui.state.data_model import DataModel
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.state.vb_model import VBModel
 from tests._text_checks import shown
 
 COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]

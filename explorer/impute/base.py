@@ -30,15 +30,6 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from explorer.utils.progress import FitInterruptedWarning, FitProgress, check_progress_params
-from explorer.core.validation import (
-    BadInputError,
-    as_float_matrix,
-    check_incomplete,
-    check_magnitude,
-    check_no_empty_rows,
-    column_label,
-)
 from explorer.core.gaussians.conditional import regression
 from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
@@ -47,8 +38,16 @@ from explorer.core.gaussians.gaussian import (
     precision_and_logdet,
 )
 from explorer.core.gaussians.patterns import group_patterns
-
+from explorer.core.validation import (
+    BadInputError,
+    as_float_matrix,
+    check_incomplete,
+    check_magnitude,
+    check_no_empty_rows,
+    column_label,
+)
 from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
+from explorer.utils.progress import FitInterruptedWarning, FitProgress, check_progress_params
 from explorer.utils.random_state import check_random_state
 
 _EMPTY_ROWS = ("raise", "marginal")

@@ -25,14 +25,14 @@ import dataclasses
 
 import numpy as np
 
-from explorer.impute.base import _MixtureImputerBase
-from explorer.core.mixtures import vb_dpgmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
+from explorer.core.mixtures import vb_dpgmm
+from explorer.core.validation import BadInputError
+from explorer.impute.base import _MixtureImputerBase
 
 __all__ = ["DPGMMImputer"]
 

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.model_selection import fit_auto
-from explorer.impute.base import _MixtureImputerBase
 from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import mfa, mfa_neumann, neumann
-from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import FAParams
 from explorer.core.factor.mfa import MFAParams
 from explorer.core.factor.mfa_neumann import MixtureEncoding
 from explorer.core.factor.neumann import NeumannConfig
+from explorer.core.validation import BadInputError
+from explorer.impute.base import _MixtureImputerBase
+from explorer.model_selection import fit_auto
 
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 

@@ -17,18 +17,16 @@ fitted attributes end with ``_``), so ``clone``, ``get_params``/``set_params``, 
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from explorer.model_selection import fit_auto
-from explorer.impute.base import _EMPTY_ROWS, _MixtureImputerBase
-
-from explorer.utils.progress import FitInterruptedWarning, IterationInfo
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
+from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
+from explorer.core.validation import BadInputError
+from explorer.impute.base import _EMPTY_ROWS, _MixtureImputerBase
+from explorer.model_selection import fit_auto
+from explorer.utils.progress import FitInterruptedWarning, IterationInfo
 
 _PREDICTIVE = ("auto", "student_t", "gaussian")
 

@@ -65,10 +65,10 @@ from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
-from explorer.core.validation import BadInputError, as_float_matrix, check_level, column_label
 from explorer.core.gaussians.conditional import ConditionalMixture, quantile_of_mixtures
 from explorer.core.gaussians.gaussian import normal_logpdf
+from explorer.core.validation import BadInputError, as_float_matrix, check_level, column_label
+from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
 
 __all__ = [
     "BoundCrossingWarning",

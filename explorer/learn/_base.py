@@ -24,8 +24,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 
-from explorer.utils.inputs import unwrap
 from explorer.core.validation import BadInputError, check_incomplete, check_magnitude, column_label
+from explorer.utils.inputs import unwrap
 
 UNLABELLED = -1
 

@@ -36,11 +36,11 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from explorer.utils.random_state import check_random_state
 from explorer.core.classifiers import discriminant as _dm
 from explorer.core.classifiers import lda_fa as _lf
 from explorer.core.loop import ConvergenceWarning
 from explorer.core.validation import BadInputError
+from explorer.utils.random_state import check_random_state
 
 from ._base import SupervisedMixin, check_finite_output, check_labels
 

@@ -31,14 +31,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from explorer.utils.random_state import check_random_state
-from explorer.core.discrete import bernoulli_mixture as bm
-from explorer.core.mixtures import em_gmm
 from explorer.core.classifiers import joint_mixture as jm
-from explorer.core.validation import BadInputError, check_level
+from explorer.core.discrete import bernoulli_mixture as bm
 from explorer.core.gaussians.conditional import regression
 from explorer.core.gaussians.mixture_regression import conditional_density as _conditional_density
+from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError, check_level
 from explorer.learn._base import SupervisedMixin, check_features, check_finite_output, check_labels
+from explorer.utils.random_state import check_random_state
 
 __all__ = ["GaussianMixtureClassifier", "GaussianMixtureRegressor", "BernoulliMixtureClassifier"]
 

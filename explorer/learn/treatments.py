@@ -80,10 +80,10 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from explorer.utils.random_state import check_random_state
-from explorer.core.validation import BadInputError
 from explorer.core.rubin import PooledEstimate, rubin_pool
+from explorer.core.validation import BadInputError
 from explorer.learn._base import SupervisedMixin, check_finite_output, check_labels
+from explorer.utils.random_state import check_random_state
 
 __all__ = [
     "TREATMENTS",

@@ -16,16 +16,15 @@ from collections.abc import Callable, Iterable
 import panel as pn
 from panel.viewable import Viewer
 
-from explorer.utils.memory import TRIMMER
 from explorer.ui.components.banner import DataErrorBanner
-from explorer.ui.weak import weak_callback
 from explorer.ui.components.flow import flow
-from explorer.ui.text import md
-from explorer.ui.url import UrlBinding, UrlState
-
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.model_defaults import install as _install_model_defaults
 from explorer.ui.session import served_doc
+from explorer.ui.text import md
+from explorer.ui.url import UrlBinding, UrlState
+from explorer.ui.weak import weak_callback
+from explorer.utils.memory import TRIMMER
 
 _install_model_defaults()  # Bokeh's stable property defaults once per class: ~20 % of a page's open
 

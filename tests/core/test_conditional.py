@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import logsumexp
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture, regression
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.validation import BadInputError
 
 
 def random_mixture(rng, K, D, *, diag=False):

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from explorer.core.mixtures import vb_dpgmm as vb
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
+from explorer.core.mixtures import vb_dpgmm as vb
+from explorer.core.validation import BadInputError
 
 
 def _random_model(rng, K=3, D=4, dof_low=3.0):

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from explorer.core.validation import BadInputError
 from explorer.core.data import IncompleteData, Standardizer, standardize
+from explorer.core.validation import BadInputError
 
 
 @pytest.fixture

@@ -19,17 +19,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
-from explorer.core.mixtures.em_gmm import ConvergenceWarning, EMConfig
 from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
     observed_diagonal,
     observed_gaussian,
     precision_and_logdet,
 )
-from explorer.core.missingness.mechanisms import apply_mechanism
 from explorer.core.gaussians.patterns import SMALL_BLOCK, group_patterns
+from explorer.core.missingness.mechanisms import apply_mechanism
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures.em_gmm import ConvergenceWarning, EMConfig
+from explorer.core.validation import BadInputError
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import invgamma, invwishart, multivariate_normal, norm
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
-from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, EMConfig, NIWPrior
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, EMConfig, NIWPrior
+from explorer.core.validation import BadInputError
 
 
 def _random_prior(rng, D, covariance_type):

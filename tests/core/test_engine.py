@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError, precision_and_logdet
+from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.suffstats import SufficientStatistics, m_step
+from explorer.core.validation import BadInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore:Stopped after max_iter")

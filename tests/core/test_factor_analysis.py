@@ -21,8 +21,8 @@ from scipy import stats
 from sklearn.decomposition import PCA, FactorAnalysis
 
 from explorer.core.factor import factor_analysis as fa
-from explorer.core.validation import BadInputError
 from explorer.core.factor.factor_analysis import ConvergenceWarning, FAConfig, FAParams
+from explorer.core.validation import BadInputError
 
 
 def fa_sample(rng, n, D, q, *, psi_range=(0.3, 0.8)):

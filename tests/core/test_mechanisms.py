@@ -10,12 +10,10 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import expit, logit
 
-from explorer.core.validation import BadInputError
 from explorer.core.missingness.mechanisms import (
     MECHANISMS,
     MaskResult,
     apply_mechanism,
-    mcar_rows,
     cpt_v,
     get_mechanism,
     image_half,
@@ -28,11 +26,13 @@ from explorer.core.missingness.mechanisms import (
     mar_rows,
     mar_threshold,
     mcar,
+    mcar_rows,
     nmar_lowest,
     nmar_random,
     quantile_levels,
     self_masking,
 )
+from explorer.core.validation import BadInputError
 
 N, D = 4000, 16
 IMG = (8, 6)

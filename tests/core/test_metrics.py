@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from explorer.core.validation import BadInputError
 from explorer.core.metrics import gaussian_nll, interval_coverage, mae, nll_from_logpdf, nrmse, pfc, rmse
+from explorer.core.validation import BadInputError
 
 T = np.array([[1.0, 2.0], [3.0, 4.0]])
 IMP = np.array([[1.0, 0.0], [6.0, 4.0]])

@@ -23,11 +23,11 @@ from scipy.special import logsumexp
 from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import mfa
 from explorer.core.factor import mfa_neumann as mn
-from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import FAParams, mixture_conditional
-from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 from explorer.core.factor.mfa import ConvergenceWarning, MFAConfig, MFAParams
 from explorer.core.factor.neumann import NeumannConfig
+from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.validation import BadInputError
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from explorer.core.factor import factor_analysis as fa
 from explorer.core.factor import neumann as ns
-from explorer.core.validation import BadInputError
 from explorer.core.factor.factor_analysis import FAParams
 from explorer.core.factor.neumann import NeumannConfig
+from explorer.core.validation import BadInputError
 
 
 def random_model(rng, D, q, *, psi_range=(0.1, 1.0)):

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError, observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.mixtures.pattern_tree import (
     build_pattern_tree,
     cholesky_update,
@@ -21,7 +21,7 @@ from explorer.core.mixtures.pattern_tree import (
     observed_gaussian_tree,
     unique_patterns,
 )
-from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.validation import BadInputError
 
 
 def _spd(rng, d, jitter=0.5):

@@ -6,10 +6,14 @@ import math
 import numpy as np
 import pytest
 
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.rating_metrics import (
-    expected_uniform_mae, ndcg, nmae, predictive_mean, predictive_median,
+    expected_uniform_mae,
+    ndcg,
+    nmae,
+    predictive_mean,
+    predictive_median,
 )
+from explorer.core.validation import BadInputError
 
 
 @pytest.mark.parametrize("v", [2, 3, 5, 7])

@@ -3,10 +3,13 @@
 import numpy as np
 import pytest
 
-from explorer.core.validation import BadInputError
 from explorer.core.discrete.rating_world import (
-    THESIS_S, linear_value_effect_mu, make_rating_world, split_protocol,
+    THESIS_S,
+    linear_value_effect_mu,
+    make_rating_world,
+    split_protocol,
 )
+from explorer.core.validation import BadInputError
 
 
 def test_linear_value_effect_matches_the_thesis():

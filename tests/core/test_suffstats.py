@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from explorer.core.mixtures import em_gmm
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.suffstats import SufficientStatistics, estep_statistics, m_step
+from explorer.core.validation import BadInputError
 
 
 def _data(n=300, d=5, rate=0.3, seed=0, offset=0.0):

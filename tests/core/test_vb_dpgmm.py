@@ -19,8 +19,8 @@ from scipy.stats import wishart
 
 from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures import vb_dpgmm as vb
-from explorer.core.validation import BadInputError
 from explorer.core.mixtures.vb_dpgmm import VBConfig, VBConvergenceWarning
+from explorer.core.validation import BadInputError
 
 LOG_2PI = np.log(2 * np.pi)
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.core.mixtures import vb_dpgmm as vb
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
+from explorer.core.mixtures import vb_dpgmm as vb
 from explorer.core.mixtures.vb_dpgmm import VBConfig
+from explorer.core.validation import BadInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore::explorer.core.mixtures.vb_dpgmm.VBConvergenceWarning")
 

@@ -36,12 +36,12 @@ from explorer.core._compiled.gmm import (
     LOG_2PI,
     M_SWITCH,
     SKIP_RTOL,
+    NotPositiveDefinite,
     Workspace,
     _add_conditional,
     _center,
     _ldl_all,
     _ldl_k,
-    NotPositiveDefinite,
 )
 
 __all__ = ["VBWorkspace", "estep", "warm_up"]

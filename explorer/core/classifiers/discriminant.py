@@ -88,10 +88,10 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.special import logsumexp
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_incomplete
 from explorer.core.gaussians.gaussian import LOG_2PI, DegenerateCovarianceError, cholesky
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError, check_incomplete
 
 __all__ = [
     "MODELS", "ConvergenceWarning", "DegenerateCovarianceError", "DiscriminantConfig", "DiscriminantData",

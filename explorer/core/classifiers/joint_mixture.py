@@ -70,16 +70,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.special import logsumexp
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_incomplete, check_int, check_nonnegative, is_int
-from explorer.core.mixtures.em_gmm import COVARIANCE_TYPES, EMConfig, EMData, resolved_prior
-from explorer.core.mixtures.suffstats import component_loglik
-from explorer.core.mixtures.prior import PRIORS, NIWPrior, log_prior
-from explorer.core.mixtures.em_gmm import prepare as _prepare_features
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError
-from explorer.core.mixtures.kmeans import kmeans
 from explorer.core.gaussians.patterns import group_patterns
-from explorer.core.mixtures.suffstats import SufficientStatistics, m_step, statistics_from_completions
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.mixtures.em_gmm import COVARIANCE_TYPES, EMConfig, EMData, resolved_prior
+from explorer.core.mixtures.em_gmm import prepare as _prepare_features
+from explorer.core.mixtures.kmeans import kmeans
+from explorer.core.mixtures.prior import PRIORS, NIWPrior, log_prior
+from explorer.core.mixtures.suffstats import SufficientStatistics, component_loglik, m_step, statistics_from_completions
+from explorer.core.validation import BadInputError, check_incomplete, check_int, check_nonnegative, is_int
 
 __all__ = [
     "STRUCTURES",

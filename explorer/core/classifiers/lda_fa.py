@@ -81,11 +81,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError
 from explorer.core.classifiers.discriminant import DiscriminantData, chol_solve, class_log_posterior, prepare
 from explorer.core.gaussians.gaussian import LOG_2PI, DegenerateCovarianceError, cholesky
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "ConvergenceWarning", "DiscriminativeResult", "FAFixedMeanResult", "FAFixedMeanState", "LDAFAConfig",

@@ -50,9 +50,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from explorer.core.discrete.ratings_data import RatingData
 from explorer.core.loop import ConvergenceWarning, run_restarts
 from explorer.core.validation import BadInputError, check_int, check_nonnegative, is_int
-from explorer.core.discrete.ratings_data import RatingData
 
 __all__ = [
     "CategoricalConfig",

@@ -62,10 +62,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln, xlogy
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng, is_int
 from explorer.core.discrete.rating_metrics import predictive_mean, predictive_median
 from explorer.core.discrete.ratings_data import RatingData
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng, is_int
 
 __all__ = [
     "CPTvConfig",

@@ -83,10 +83,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng
 from explorer.core.discrete.cpt_v import _check_data
 from explorer.core.discrete.ratings_data import RatingData
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng
 
 __all__ = ["CRBMConfig", "CRBMState", "CRBMResult", "init", "step", "fit", "predict_proba", "hidden_proba"]
 

@@ -73,8 +73,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, gammaln, logsumexp
 
-from explorer.core.validation import BadInputError, check_int, check_rng, is_int
 from explorer.core.discrete.ratings_data import RatingData
+from explorer.core.validation import BadInputError, check_int, check_rng, is_int
 
 __all__ = [
     "DPCPTvConfig",

@@ -61,8 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from explorer.core.validation import BadInputError, check_int
 from explorer.core.discrete.ratings_data import RatingData
+from explorer.core.validation import BadInputError, check_int
 
 __all__ = [
     "DPMultinomialConfig",

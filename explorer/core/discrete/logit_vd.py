@@ -49,10 +49,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.core.discrete.cpt_v import (
+    _check_data,
+    _check_prior,
+    _e_step,
+    _m_step_mixture,
+    _mixture_log_prior,
+    _predict,
+)
+from explorer.core.discrete.ratings_data import RatingData
 from explorer.core.loop import ConvergenceWarning, run_restarts
 from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng, is_int
-from explorer.core.discrete.cpt_v import _check_data, _check_prior, _e_step, _m_step_mixture, _mixture_log_prior, _predict
-from explorer.core.discrete.ratings_data import RatingData
 
 __all__ = [
     "LogitVdConfig",

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.core.validation import BadInputError, check_int, check_rng
 from explorer.core.discrete.rating_metrics import ndcg, nmae, predictive_mean, predictive_median
 from explorer.core.discrete.ratings_data import RatingData, prepare
+from explorer.core.validation import BadInputError, check_int, check_rng
 
 __all__ = [
     "RatingWorld", "Split", "Targets", "THESIS_S", "linear_value_effect_mu", "make_rating_world", "score_split",

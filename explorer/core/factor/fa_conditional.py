@@ -37,9 +37,9 @@ from scipy.linalg import solve_triangular
 from scipy.linalg.lapack import dtrtri as trtri
 from scipy.special import logsumexp, ndtri
 
-from explorer.core.validation import BadInputError, as_float_matrix, check_draws, check_level, check_missing_matches_nan
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, normal_logpdf
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.validation import BadInputError, as_float_matrix, check_draws, check_level, check_missing_matches_nan
 
 __all__ = [
     "FAConditional", "FAParams", "MFAConditional", "component_posteriors", "conditional", "log_likelihood",

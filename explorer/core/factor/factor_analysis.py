@@ -54,8 +54,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import cho_solve
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, as_float_matrix, check_incomplete
 from explorer.core.factor.fa_conditional import (  # noqa: F401  (private kernels re-exported for neumann.py and mfa.py)
     _CHUNK,
     FAConditional,
@@ -72,6 +70,8 @@ from explorer.core.factor.fa_conditional import (  # noqa: F401  (private kernel
     log_likelihood,
 )
 from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError, as_float_matrix, check_incomplete
 
 __all__ = [
     "INIT_METHODS", "KINDS", "ConvergenceWarning", "FAConditional", "FAConfig", "FAData", "FAParams",

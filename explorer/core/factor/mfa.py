@@ -51,8 +51,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.core.loop import ConvergenceWarning
-from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import (
     FAParams,
     MFAConditional,
@@ -63,9 +61,23 @@ from explorer.core.factor.fa_conditional import (
     component_posteriors,
     mixture_conditional,
 )
-from explorer.core.factor.factor_analysis import KINDS, FAData, _check_em_settings, _check_features, _check_n_factors, _EMResult
-from explorer.core.factor.factor_analysis import _LikelihoodObjective, _m_step, _partial_scatter, _ppca_from_covariance, _run_em, prepare
+from explorer.core.factor.factor_analysis import (
+    KINDS,
+    FAData,
+    _check_em_settings,
+    _check_features,
+    _check_n_factors,
+    _EMResult,
+    _LikelihoodObjective,
+    _m_step,
+    _partial_scatter,
+    _ppca_from_covariance,
+    _run_em,
+    prepare,
+)
+from explorer.core.loop import ConvergenceWarning
 from explorer.core.mixtures.kmeans import kmeans
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "INIT_METHODS", "KINDS", "ConvergenceWarning", "MFAConfig", "MFAParams", "MFAResult", "MFAState",

@@ -41,7 +41,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from explorer.core.factor import neumann
-from explorer.core.validation import BadInputError, as_float_matrix
 from explorer.core.factor.fa_conditional import (
     _check_rows,
     _pattern_table,
@@ -50,9 +49,10 @@ from explorer.core.factor.fa_conditional import (
     _SharedRows,
     component_posteriors,
 )
-from explorer.core.gaussians.gaussian import LOG_2PI
 from explorer.core.factor.mfa import MFAParams, _as_mfa
 from explorer.core.factor.neumann import NeumannConfig
+from explorer.core.gaussians.gaussian import LOG_2PI
+from explorer.core.validation import BadInputError, as_float_matrix
 
 __all__ = ["MixtureEncoding", "NSAMProblem", "NSAMState", "encode_exact", "encoding", "fit", "init", "prepare",
            "step"]

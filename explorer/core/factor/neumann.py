@@ -46,7 +46,6 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.linalg.lapack import dsyevd as syevd
 
-from explorer.core.validation import BadInputError
 from explorer.core.factor.fa_conditional import (
     FAParams,
     _as_params,
@@ -56,6 +55,7 @@ from explorer.core.factor.fa_conditional import (
     _posterior,
 )
 from explorer.core.gaussians.gaussian import cholesky
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "FALLBACKS", "METHODS", "NeumannConfig", "NeumannProblem", "NeumannResult", "NeumannState", "decode",

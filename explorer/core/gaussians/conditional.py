@@ -54,14 +54,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
-from explorer.core.validation import (
-    BadInputError,
-    as_float_matrix,
-    check_draws,
-    check_level,
-    check_missing_matches_nan,
-    column_label,
-)
 from explorer.core.gaussians.gaussian import (
     LOG_2PI,
     DegenerateCovarianceError,
@@ -71,6 +63,14 @@ from explorer.core.gaussians.gaussian import (
     precision_and_logdet,
 )
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.validation import (
+    BadInputError,
+    as_float_matrix,
+    check_draws,
+    check_level,
+    check_missing_matches_nan,
+    column_label,
+)
 
 __all__ = ["ConditionalMixture", "regression", "COVARIANCE_TYPES"]
 

@@ -49,10 +49,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp, stdtr, stdtrit
 
-from explorer.core.validation import BadInputError, check_draws, check_level
 from explorer.core.gaussians.conditional import ConditionalMixture, _as_array, draw_components
 from explorer.core.gaussians.gaussian import LOG_2PI, observed_gaussian, precision_and_logdet
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.validation import BadInputError, check_draws, check_level
 
 __all__ = ["StudentTConditionalMixture", "log_student_t", "normal_wishart_predictive"]
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.patterns import MissingGroup, MissingPatterns
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "normal_logpdf",

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from explorer.core.validation import BadInputError, check_level
 from explorer.core.gaussians.conditional import ConditionalMixture, quantile_of_mixtures
+from explorer.core.validation import BadInputError, check_level
 
 __all__ = ["mixture_cdf", "mixture_quantile", "target_mixtures", "predictive_bands", "conditional_density"]
 

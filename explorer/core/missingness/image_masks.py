@@ -17,8 +17,8 @@ from explorer.core.missingness.mask_helpers import (
     _complete,
     _image_shape,
 )
-from explorer.core.validation import BadInputError
 from explorer.core.missingness.tabular_mechanisms import mcar
+from explorer.core.validation import BadInputError
 
 __all__ = ["random_pixels", "image_quarter", "image_half", "image_square"]
 

@@ -55,9 +55,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import xlogy
 
+from explorer.core.deprecation import renamed_names
 from explorer.core.loop import ConvergenceWarning, run_restarts
 from explorer.core.validation import BadInputError, check_int, check_nonnegative, check_rng
-from explorer.core.deprecation import renamed_names
 
 __all__ = [
     "PARAM_NAMES", "CODES", "MARCounts", "MARTableEMConfig", "MARTableEMState", "MARTableEMResult",

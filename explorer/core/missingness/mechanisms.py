@@ -63,14 +63,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from explorer.core.missingness.mask_helpers import _check_choice
-from explorer.core.validation import BadInputError
 from explorer.core.missingness.image_masks import (
     image_half,
     image_quarter,
     image_square,
     random_pixels,
 )
+from explorer.core.missingness.mask_helpers import _check_choice
 from explorer.core.missingness.tabular_mechanisms import (
     cpt_v,
     fixed_patterns,
@@ -86,6 +85,7 @@ from explorer.core.missingness.tabular_mechanisms import (
     quantile_levels,
     self_masking,
 )
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "Param", "Mechanism", "MaskResult", "MECHANISMS", "get_mechanism", "list_mechanisms",

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
-from explorer.core.validation import BadInputError
 from explorer.core.rubin import rubin_pool
+from explorer.core.validation import BadInputError
 
 __all__ = ["MODES", "NEUTRAL", "Estimand", "SensitivityTable", "TippingPoint", "adjust", "delta_adjustment",
            "estimate_sets", "mean_of", "ols_coefficient", "ols_fit", "tipping_point"]

@@ -103,9 +103,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.special import logsumexp
 
+from explorer.core.gaussians.gaussian import (
+    DegenerateCovarianceError,
+    cholesky,
+    observed_gaussian,
+    precision_and_logdet,
+)
+from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
 from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_incomplete
-from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky, observed_gaussian, precision_and_logdet
 from explorer.core.mixtures.kmeans import kmeans, kmeans_plusplus
 from explorer.core.mixtures.prior import (
     PRIORS,
@@ -117,7 +122,6 @@ from explorer.core.mixtures.prior import (
     prior_mode_divisor,
     resolved_arrays,
 )
-from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
 from explorer.core.mixtures.suffstats import (
     SufficientStatistics,
     choose_strategy,
@@ -127,6 +131,7 @@ from explorer.core.mixtures.suffstats import (
     posterior_mode,
     statistics_from_loglik,
 )
+from explorer.core.validation import BadInputError, check_incomplete
 
 __all__ = [
     "EMConfig",

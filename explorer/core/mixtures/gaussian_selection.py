@@ -107,10 +107,10 @@ from numpy.polynomial.hermite import hermgauss
 from scipy.linalg import solve_triangular
 from scipy.special import expit, log_expit, logsumexp
 
-from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_draws, check_incomplete, check_int, check_nonnegative, is_int
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.loop import ConvergenceWarning, run_restarts
+from explorer.core.validation import BadInputError, check_draws, check_incomplete, check_int, check_nonnegative, is_int
 
 __all__ = [
     "SelectionConfig",

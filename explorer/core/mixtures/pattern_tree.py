@@ -75,9 +75,15 @@ from scipy.linalg.lapack import dtrtrs
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
-from explorer.core.validation import BadInputError
-from explorer.core.gaussians.gaussian import LOG_2PI, PIVOT_RTOL, DegenerateCovarianceError, cholesky, precision_and_logdet
+from explorer.core.gaussians.gaussian import (
+    LOG_2PI,
+    PIVOT_RTOL,
+    DegenerateCovarianceError,
+    cholesky,
+    precision_and_logdet,
+)
 from explorer.core.gaussians.patterns import MissingPatterns
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "MST_MAX_PATTERNS",

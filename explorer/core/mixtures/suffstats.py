@@ -36,9 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from explorer.core.validation import BadInputError
-from explorer.core.gaussians.gaussian import DegenerateCovarianceError, embed_add, observed_diagonal, observed_gaussian, precision_and_logdet
+from explorer.core.gaussians.gaussian import (
+    DegenerateCovarianceError,
+    embed_add,
+    observed_diagonal,
+    observed_gaussian,
+    precision_and_logdet,
+)
 from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "SufficientStatistics",

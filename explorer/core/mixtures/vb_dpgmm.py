@@ -100,13 +100,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaln, digamma, gammaln, logsumexp
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.conditional import ConditionalMixture
-from explorer.core.loop import run_restarts
-from explorer.core.mixtures.em_gmm import ConvergenceWarning as _EMConvergenceWarning
-from explorer.core.mixtures.em_gmm import EMConfig, EMData, data_moments, prepare
-from explorer.core.mixtures.em_gmm import _layout as _em_layout
-from explorer.core.mixtures.suffstats import AUTO_COMPILED_MIN_WORK
 from explorer.core.gaussians.gaussian import (
     LOG_2PI,
     DegenerateCovarianceError,
@@ -115,7 +109,13 @@ from explorer.core.gaussians.gaussian import (
     observed_gaussian,
     precision_and_logdet,
 )
+from explorer.core.loop import run_restarts
+from explorer.core.mixtures.em_gmm import ConvergenceWarning as _EMConvergenceWarning
+from explorer.core.mixtures.em_gmm import EMConfig, EMData, data_moments, prepare
+from explorer.core.mixtures.em_gmm import _layout as _em_layout
 from explorer.core.mixtures.kmeans import kmeans
+from explorer.core.mixtures.suffstats import AUTO_COMPILED_MIN_WORK
+from explorer.core.validation import BadInputError
 
 __all__ = [
     "INIT_METHODS",
@@ -607,7 +607,7 @@ def _coefficients(D: int, beta, nu, logdet, kind: str) -> np.ndarray:
 
 def _compiled_pass(data: EMData, config: VBConfig, means, beta, nu, scatter, gamma, weights, precision_logdet=None):
     """The compiled E-step at these parameters: (plug-in log-likelihood, the next step's tau / stats / entropy)."""
-    from explorer.core._compiled.vb_dpgmm import VBWorkspace, NotPositiveDefinite, estep
+    from explorer.core._compiled.vb_dpgmm import NotPositiveDefinite, VBWorkspace, estep
 
     K, D = means.shape
     W, logdet = precision_and_logdet(scatter) if precision_logdet is None else precision_logdet

@@ -12,9 +12,9 @@ import param
 from panel.viewable import Viewer
 
 from explorer.core.missingness.mechanisms import MECHANISMS
+from explorer.ui.components.upload import FileUpload, decoded
 from explorer.ui.state.data_model import MAX_UPLOAD_BYTES, NO_MECHANISM, UPLOADED, DataModel
 from explorer.ui.text import html, md
-from explorer.ui.components.upload import FileUpload, decoded
 
 __all__ = ["DataControls"]
 

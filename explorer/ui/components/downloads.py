@@ -37,8 +37,8 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core.validation import BadInputError
 from explorer.core.deprecation import renamed_names
+from explorer.core.validation import BadInputError
 from explorer.export import export_imputations
 from explorer.ui.text import md
 

@@ -44,25 +44,25 @@ from panel.viewable import Viewer
 
 from explorer.core.validation import BadInputError, constant_columns
 from explorer.datasets import list_datasets
+from explorer.ui.components.banner import DataErrorBanner
+from explorer.ui.components.data_controls import DataControls
+from explorer.ui.components.downloads import DownloadPanel, PageImputations
+from explorer.ui.components.notebook import notebook_layout
+from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
+from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.state.vb_model import VBModel
-from explorer.ui.components.notebook import notebook_layout
-from explorer.ui.components.banner import DataErrorBanner
-from explorer.ui.components.downloads import DownloadPanel, PageImputations
-from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
-from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.text import md
-from explorer.ui.components.data_controls import DataControls
 
 __all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "parse_row", "slice_1d",
            "slice_2d"]
 from explorer.ui.plots.conditional_frames import (
     NONE,
-    placeholder_1d,
-    placeholder_weights,
     mass_levels,
     parse_row,
+    placeholder_1d,
+    placeholder_weights,
     slice_1d,
     slice_2d,
 )

@@ -31,16 +31,16 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.core.validation import BadInputError
 from explorer.core.missingness.mechanisms import MECHANISMS
-from explorer.ui.state.data_model import NO_MECHANISM, DataModel
+from explorer.core.validation import BadInputError
 from explorer.ui.components.banner import DataErrorBanner
+from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.plots.bars import Bars, HistogramOverlay, Marker
 from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
 from explorer.ui.session import Redraw, push
+from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.text import md
-from explorer.ui.components.data_controls import DataControls
 
 __all__ = [
     "DataMechanismView", "pattern_order", "matrix_rows", "pattern_table", "histogram_edges",

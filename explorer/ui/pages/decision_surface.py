@@ -36,11 +36,11 @@ from panel.viewable import Viewer
 
 from explorer.core.missingness.mechanisms import MECHANISMS
 from explorer.learn.methods import FAMILIES, METHODS, MISSING_MODULES
+from explorer.ui.components.frame_jobs import LatestFrame
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.components.upload import FileUpload, decoded
 from explorer.ui.page import sync_with_url
-from explorer.ui.components.frame_jobs import LatestFrame
 from explorer.ui.plots.surface_panels import MAIN, PALETTE, STRIP, SurfacePanels
 from explorer.ui.session import Redraw, push, run_then, served_doc
 from explorer.ui.state.data_model import NO_MECHANISM, UPLOADED

@@ -23,15 +23,15 @@ import param
 
 from explorer import datasets as ds
 from explorer.core.mixtures import em_gmm
-from explorer.ui.plots.figures import ScatterPanel, TracePlot
-from explorer.ui.plots.mixture2d import axis_ranges, empty_frame, panel_frame
-from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
-from explorer.ui.state.em_model import EMModel
-from explorer.ui.page import ModelPage, weak_callback
-from explorer.ui.session import Redraw, push
-from explorer.ui.text import md
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.player import StepPlayer
+from explorer.ui.page import ModelPage, weak_callback
+from explorer.ui.plots.figures import ScatterPanel, TracePlot
+from explorer.ui.plots.mixture2d import axis_ranges, empty_frame, panel_frame
+from explorer.ui.session import Redraw, push
+from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
+from explorer.ui.state.em_model import EMModel
+from explorer.ui.text import md
 
 __all__ = ["EMPlayground", "VARIANTS"]
 

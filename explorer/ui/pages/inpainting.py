@@ -30,9 +30,9 @@ import panel as pn
 import param
 
 from explorer.ui.components.fa_page import URL, FAPage, mask_widgets, model_widgets
+from explorer.ui.components.textline import TextLine
 from explorer.ui.plots.bars import BarChart
 from explorer.ui.plots.images import ImagePanel, grey_mapper, mosaic
-from explorer.ui.components.textline import TextLine
 from explorer.ui.session import push, run_then
 from explorer.ui.state.fa_model import METHOD_LABELS, METHODS
 from explorer.ui.weak import weak_callback

@@ -28,12 +28,12 @@ from bokeh.plotting import figure
 from panel.viewable import Viewer
 
 from explorer.core.missingness.mar_table import CODES
-from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
-from explorer.ui.session import Redraw, push, run_then
-from explorer.ui.weak import weak_callback
 from explorer.ui.plots.figures import figure_pane
+from explorer.ui.session import Redraw, push, run_then
+from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
+from explorer.ui.weak import weak_callback
 
 __all__ = ["MARTableView", "SweepPlot", "create_model", "sweep_frame", "table_html", "validity_markdown"]
 

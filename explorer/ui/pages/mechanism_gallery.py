@@ -16,22 +16,30 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import (ColorBar, ColumnDataSource, FixedTicker, HoverTool, Legend, LegendItem, LinearColorMapper,
-                          Range1d)
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    FixedTicker,
+    HoverTool,
+    Legend,
+    LegendItem,
+    LinearColorMapper,
+    Range1d,
+)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 from panel.viewable import Viewer
 
 from explorer.core.validation import BadInputError
-from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, MechanismGalleryModel
 from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
+from explorer.ui.plots.figures import figure_pane
 from explorer.ui.session import Redraw, push, run_then
+from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, MechanismGalleryModel
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
-from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["GalleryPlots", "MechanismGalleryView", "create_model", "gallery_frame"]
 

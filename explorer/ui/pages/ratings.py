@@ -43,8 +43,14 @@ from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import weak_callback
 from explorer.ui.plots.rating_figures import ObjectiveTrace, PredictivePlot, SelectionBars
 from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
-from explorer.ui.state.ratings_model import (MODELS, S_VALUES, RatingsComparison, RatingsModel, RatingsSnapshot,
-                                             available_models)
+from explorer.ui.state.ratings_model import (
+    MODELS,
+    S_VALUES,
+    RatingsComparison,
+    RatingsModel,
+    RatingsSnapshot,
+    available_models,
+)
 from explorer.ui.text import md
 
 __all__ = ["RatingsView", "comparison_table", "predictive_frame", "selection_frame", "trace_frame"]

@@ -36,18 +36,18 @@ import param
 from explorer.core.validation import BadInputError
 from explorer.datasets import list_datasets
 from explorer.ui.components.data_controls import DataControls
+from explorer.ui.components.frame_jobs import LatestFrame
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage, weak_callback
-from explorer.ui.components.frame_jobs import LatestFrame
 from explorer.ui.plots.regression_panels import DensitySlicePlot, RegressionScatter
 from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.regression_model import (
     JOINT_DRAW,
     JOINT_MEAN,
-    RegressionComparison,
     ComparisonRequest,
     Readouts,
+    RegressionComparison,
     RegressionModel,
     cached_comparison,
 )

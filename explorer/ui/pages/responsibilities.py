@@ -28,13 +28,13 @@ from bokeh.plotting import figure
 
 from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
+from explorer.ui.components.textline import TextLine
 from explorer.ui.plots.bars import BarChart
+from explorer.ui.plots.figures import figure_pane
+from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.sources import set_data
 from explorer.ui.session import push
-from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
-from explorer.ui.components.textline import TextLine
 from explorer.ui.state.fa_model import FAModel
-from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["ResponsibilitiesView", "ShiftHistogram", "accuracy_frame", "create_model", "selected_frame", "shift_frame",
            "shift_histogram"]

@@ -33,14 +33,14 @@ import panel as pn
 import param
 
 from explorer.datasets import list_datasets
+from explorer.ui.components.data_controls import DataControls
+from explorer.ui.page import ModelPage, weak_callback
+from explorer.ui.plots.bars import Bars, HistogramOverlay
+from explorer.ui.plots.estimate_band import EstimateBand, Line
+from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.sensitivity_model import DRAW_CACHE, ESTIMATES, SensitivityModel, cached_run_job
-from explorer.ui.page import ModelPage, weak_callback
-from explorer.ui.plots.estimate_band import EstimateBand, Line
-from explorer.ui.plots.bars import Bars, HistogramOverlay
-from explorer.ui.session import Redraw, push, run_then
 from explorer.ui.text import md
-from explorer.ui.components.data_controls import DataControls
 
 __all__ = ["SensitivityView", "estimate_frame", "histogram_frame", "sensitivity_datasets"]
 

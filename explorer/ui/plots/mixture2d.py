@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from bokeh.palettes import Category10_10
 
-from explorer.core.mixtures import em_gmm
 from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.mixtures import em_gmm
 
 __all__ = ["COLORS", "TRACE_MIN_ITERATIONS", "axis_ranges", "ellipse_paths", "empty_frame", "fit_axes", "panel_frame",
            "panel_overlay"]

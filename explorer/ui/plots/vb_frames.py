@@ -19,8 +19,8 @@ from bokeh.core.properties import value
 from bokeh.models import FixedTicker, Legend, LegendItem, Range1d, Span
 from bokeh.plotting import ColumnDataSource, figure
 
-from explorer.ui.plots.sources import set_data
 from explorer.ui.plots.figures import figure_pane
+from explorer.ui.plots.sources import set_data
 
 __all__ = [
     "POINT_COLUMNS",

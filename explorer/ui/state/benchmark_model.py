@@ -49,10 +49,10 @@ import pandas as pd
 import param
 
 from explorer import benchmark as bm
-from explorer.utils.workers import as_done, stop_pool, worker_pool
 from explorer.core.validation import BadInputError
 from explorer.reference import GARRIGA2017_RATES
 from explorer.ui.state._settings import MAX_SEED, Settings
+from explorer.utils.workers import as_done, stop_pool, worker_pool
 
 __all__ = ["BenchmarkModel", "BENCHMARK_DATASETS", "DEFAULT_METHODS", "COMMITTED_SUMMARY", "SUMMARY_COLUMNS",
            "STATUSES", "read_results"]

@@ -18,9 +18,9 @@ import param
 
 from explorer import datasets as ds
 from explorer import io as eio
-from explorer.core.validation import BadInputError, InfeasibleRateError
 from explorer.core.data import IncompleteData, standardize
 from explorer.core.missingness.mechanisms import MECHANISMS, MaskResult, apply_mechanism, get_mechanism
+from explorer.core.validation import BadInputError, InfeasibleRateError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.session_data import SessionData
 

@@ -46,11 +46,11 @@ import param
 
 from explorer import datasets as ds
 from explorer import io as eio
-from explorer.core.validation import BadInputError
-from explorer.core.data import IncompleteData
-from explorer.core.missingness.mechanisms import MECHANISMS, apply_mechanism, get_mechanism
 from explorer.core.classifiers.synthetic_classification import DATASETS as SYNTHETIC
 from explorer.core.classifiers.synthetic_classification import make_dataset
+from explorer.core.data import IncompleteData
+from explorer.core.missingness.mechanisms import MECHANISMS, apply_mechanism, get_mechanism
+from explorer.core.validation import BadInputError
 from explorer.learn.methods import METHODS, make_method
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping

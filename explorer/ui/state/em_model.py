@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from explorer.core.mixtures import em_gmm
 from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.mixtures import em_gmm
 from explorer.history import em_history
-from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
 from explorer.ui.state._settings import MAX_SEED
+from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
 
 __all__ = ["MAX_KEPT_STATES", "EMModel"]
 

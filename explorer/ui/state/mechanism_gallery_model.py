@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
+from explorer.core.discrete.rating_world import make_rating_world
 from explorer.core.missingness import mar_table as mt
 from explorer.core.missingness import tabular_mechanisms as tm
-from explorer.core.discrete.rating_world import make_rating_world
 from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["FAMILIES", "GalleryResult", "MechanismGalleryModel", "symmetrised_kl"]

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 import param
 
-from explorer.core.validation import BadInputError
 from explorer.core.gaussians.gaussian import observed_gaussian, precision_and_logdet
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.validation import BadInputError
 from explorer.ui.state._settings import MAX_SEED, Settings
 
 __all__ = ["KERNELS", "EM_STRATEGIES", "MASKS", "X_AXES", "PerformanceModel", "em_strategies", "theoretical_flops",
@@ -164,8 +164,8 @@ def warm_up_kernels() -> None:
 
     def run():
         try:
-            from explorer.core.mixtures.em_gmm import warm_up_kernels as warm_em
             from explorer.core.gaussians.patterns import group_patterns
+            from explorer.core.mixtures.em_gmm import warm_up_kernels as warm_em
             from explorer.core.mixtures.pattern_tree import observed_gaussian_tree
 
             warm_em(background=False)

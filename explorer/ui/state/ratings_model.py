@@ -51,8 +51,8 @@ from types import MappingProxyType
 import numpy as np
 import param
 
-from explorer.core.validation import BadInputError
 from explorer.core.deprecation import renamed_names
+from explorer.core.validation import BadInputError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
 

@@ -52,11 +52,11 @@ from typing import ClassVar
 import numpy as np
 import param
 
+from explorer.core.deprecation import renamed_names
+from explorer.core.gaussians.conditional import ConditionalMixture, regression
+from explorer.core.gaussians.mixture_regression import mixture_quantile, target_mixtures
 from explorer.core.mixtures import em_gmm
 from explorer.core.validation import BadInputError
-from explorer.core.gaussians.conditional import ConditionalMixture, regression
-from explorer.core.deprecation import renamed_names
-from explorer.core.gaussians.mixture_regression import mixture_quantile, target_mixtures
 from explorer.ui.state._settings import MAX_SEED
 from explorer.ui.state.data_model import DataModel
 from explorer.ui.state.em_model import EMModel

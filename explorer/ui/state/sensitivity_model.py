@@ -39,9 +39,9 @@ import param
 
 from explorer.core.missingness import sensitivity as core
 from explorer.core.validation import BadInputError
+from explorer.sensitivity import default_deltas, draw_imputations
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.data_model import DataModel
-from explorer.sensitivity import default_deltas, draw_imputations
 
 __all__ = ["DRAW_CACHE", "ESTIMATES", "DrawCache", "DrawJob", "DrawResult", "SensitivityModel", "cached_run_job",
            "run_job"]

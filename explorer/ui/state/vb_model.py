@@ -22,16 +22,16 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from explorer.core.mixtures import vb_dpgmm
-from explorer.core.validation import BadInputError, constant_columns
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import (
     StudentTConditionalMixture,
     normal_wishart_predictive,
 )
+from explorer.core.mixtures import vb_dpgmm
+from explorer.core.validation import BadInputError, constant_columns
 from explorer.history import vb_history
-from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
 from explorer.ui.state._settings import MAX_SEED
+from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
 
 __all__ = ["COVARIANCE_PRIORS", "MAX_KEPT_STATES", "MEAN_PRIORS", "VBModel"]
 
