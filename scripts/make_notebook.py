@@ -9,9 +9,15 @@ inline=True)``): the pages render without internet access (tests/browser/test_ju
 * notebooks/factor_models.ipynb: PPCA and mixtures of PPCA on masked MNIST 1s and 7s, the exact and the
   Neumann-series (NSA / NSA-M) encoders, convergence, responsibilities, the Inpainting page;
 * notebooks/learning_with_missing_features.ipynb: classifiers and regressors trained on incomplete data (the
-  joint-density models of ghahramani1994, Marlin's chapter 6 treatments, LDA-FA and kernel logistic regression).
+  joint-density models of ghahramani1994, Marlin's chapter 6 treatments, LDA-FA and kernel logistic regression);
+* notebooks/nmar_models.ipynb: Marlin's chapters 3-5 (MAR is not enough, the NMAR rating models, the conditional
+  RBMs), the Gaussian selection model, delta-adjustment sensitivity, the Ratings page.
+
+``--docs`` also runs them and writes their copies with the text outputs for the documentation site
+(docs/notebooks/, see the end of this file): ``.venv/bin/python scripts/make_notebook.py --docs``.
 """
 import nbformat as nbf
+
 nb = nbf.v4.new_notebook()
 md = lambda s: nbf.v4.new_markdown_cell(s)
 code = lambda s: nbf.v4.new_code_cell(s)
@@ -88,7 +94,7 @@ md("""## 4. The numerical core: `prepare` / `init` / `step` / `fit`
 Every iterative algorithm has the same shape, with immutable states, so apps can step, play, pause and
 rewind it. Here we reproduce the remark of Ghahramani & Jordan's Fig. 1: with `y` missing whenever `x` is
 large (MAR), the maximum-likelihood mean of `y` lies above **every** observed `y`."""),
-code("""from explorer.core import em_gmm
+code("""from explorer.core.mixtures import em_gmm
 from explorer.core.missingness.mechanisms import apply_mechanism
 
 biv = load_dataset("ghahramani_bivariate", n_samples=100, random_state=1).truth
@@ -310,7 +316,7 @@ full scale, where early-stopped NSA-M recovers the loss.
 `explorer.core.factor.neumann` has every encoder of antypas2023 for a fitted factor model (`FAParams`):
 mean imputation (no encoding), the full- and scaled-covariance approximations FCA and SCA, the exact
 posterior mean, and NSA with l terms; `reconstruct` decodes mu + W y and keeps the observed pixels."""),
-code("""from explorer.core import neumann
+code("""from explorer.core.factor import neumann
 from explorer.core.factor.fa_conditional import FAParams
 
 model = FAParams.from_arrays(ppca.mean_, ppca.loadings_, ppca.noise_variance_)
@@ -573,7 +579,7 @@ md("""## 3. Learning the selection model: MM/CPT-v, the moment estimator, MM/Log
 Users rate a value-v item with probability mu_v (CPT-v). EM on the mixture with the selection model recovers mu with
 observed-information standard errors; the moment estimator solves Phi [1/mu] = 1 from the observed marginals (its
 condition number says how far to trust it); Logit-vd adds an item effect, mu_vd = sigmoid(sigma_v + omega_d)."""),
-code("""from explorer.core import cpt_v, logit_vd
+code("""from explorer.core.discrete import cpt_v, logit_vd
 
 rng = np.random.default_rng(0)
 N, D, V, K = 3000, 10, 5, 3
@@ -596,7 +602,7 @@ md("""## 4. DP/CPT-v: the exact auxiliary-variable Gibbs sampler (Marlin 5.5)
 
 A Dirichlet-process mixture with the same selection model. No missing value is stored: the missing ratings of each
 (item, cluster) are summarised by auxiliary counts, and beta and mu are drawn from their conjugate posteriors."""),
-code("""from explorer.core import dp_cpt_v
+code("""from explorer.core.discrete import dp_cpt_v
 
 config, rng = dp_cpt_v.DPCPTvConfig(), np.random.default_rng(1)
 start = dp_cpt_v.init(data, config, rng, n_clusters=10)   # single-site Gibbs splits clusters slowly: start from 10
@@ -635,7 +641,7 @@ trained on the training users plus the hold-out users who rated random items. Bo
 divergence (CD-T, the thesis's ceil(i/200) schedule; 150 updates here, 1000 in the thesis) and predict with the hidden
 units summed out. On random items the r-dependent biases cut the error, as in the thesis
 (`experiments/marlin_crbm.py`, `results/marlin_crbm.md`)."""),
-code("""from explorer.core import crbm
+code("""from explorer.core.discrete import crbm
 from explorer.core.discrete.ratings_data import stack
 
 rng = np.random.default_rng(0)
@@ -706,3 +712,72 @@ for i, cell in enumerate(nm.cells):  # stable cell ids: regenerating leaves the 
     cell["id"] = f"nmar-{i:02d}"
 nm.metadata["kernelspec"] = KERNEL
 nbf.write(nm, str(NOTEBOOKS / "nmar_models.ipynb"))
+
+
+# ----------------------------------------------------------------------------------------- the docs' copies
+# `.venv/bin/python scripts/make_notebook.py --docs` also runs every notebook (nbclient, offline, from notebooks/)
+# and writes docs/notebooks/<name>.ipynb: the same cells with the text outputs of that run (printed lines, tables,
+# reprs). The Panel pages and HoloViews plots are live JavaScript views that need a running kernel and would store
+# megabytes of inline BokehJS: each is replaced by a one-line note. The notebooks in notebooks/ stay without
+# outputs (JupyterLab runs them in the tests); tests/test_docs_notebooks.py checks that the copies have the same
+# cells as the notebooks and carry text outputs but no JavaScript.
+
+#: MIME types of live views (Panel, HoloViews, Bokeh, ipywidgets): never stored in the docs' copies
+LIVE_MIME_PREFIXES = ("application/javascript", "application/vnd.holoviews", "application/vnd.bokehjs",
+                      "application/vnd.jupyter.widget")
+#: MIME types kept from a run (text/html only without scripts: pandas tables, not Panel's loaders)
+KEPT_MIME = ("text/plain", "text/html", "text/markdown", "image/png")
+LIVE_NOTE = ("*A live view (a Panel page or a HoloViews plot) is shown here when the notebook runs: it needs a "
+             "kernel, so the documentation does not store it. Open the notebook with `bash scripts/notebooks.sh`.*")
+
+
+def _is_live(output) -> bool:
+    data = output.get("data", {})
+    if any(key.startswith(LIVE_MIME_PREFIXES) for key in data):
+        return True
+    return "<script" in str(data.get("text/html", ""))
+
+
+def docs_outputs(outputs: list) -> list:
+    """The outputs of one cell as the docs store them: text kept, live views replaced by one note."""
+    kept, noted = [], False
+    for output in outputs:
+        kind = output["output_type"]
+        if kind == "error":
+            raise RuntimeError(f"a cell failed: {output['ename']}: {output['evalue']}")
+        if kind == "stream":
+            kept.append(output)
+            continue
+        if _is_live(output):
+            if not noted:
+                kept.append(nbf.v4.new_output("display_data", data={"text/markdown": LIVE_NOTE}))
+                noted = True
+            continue
+        data = {key: value for key, value in output.get("data", {}).items() if key in KEPT_MIME}
+        if not data:
+            continue
+        output["data"] = data
+        output["metadata"] = {}
+        kept.append(output)
+    return kept
+
+
+def write_docs_copies(names: list[str]) -> None:
+    from nbclient import NotebookClient
+
+    out_dir = NOTEBOOKS.parent / "docs" / "notebooks"
+    out_dir.mkdir(exist_ok=True)
+    for name in names:
+        book = nbf.read(str(NOTEBOOKS / name), as_version=4)
+        NotebookClient(book, timeout=900, kernel_name="python3",
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        for cell in book.cells:
+            cell.metadata.pop("execution", None)
+            if cell.cell_type == "code":
+                cell.outputs = docs_outputs(cell.outputs)
+        nbf.write(book, str(out_dir / name))
+        print(f"wrote docs/notebooks/{name}")
+
+
+if __name__ == "__main__" and "--docs" in __import__("sys").argv[1:]:
+    write_docs_copies(sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))

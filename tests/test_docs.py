@@ -29,3 +29,16 @@ def test_docs_build_offline_with_warnings_as_errors(tmp_path):
         assert module in api, sorted(api)[:20]
     page = (out / "api" / "explorer.core.mixtures.em_gmm.html").read_text(encoding="utf-8")
     assert "init" in page and "step" in page and "fit" in page  # members are documented, not just listed
+
+    # the pages moved from the README, the notebooks with their stored text outputs, the results as downloads
+    for page in ("commands", "pages", "classroom", "performance", "user_guide/index", "user_guide/csv",
+                 "user_guide/nmar", "reproductions/index", "reproductions/garriga2017", "notebooks/index",
+                 "notebooks/tour", "notebooks/nmar_models"):
+        assert (out / f"{page}.html").is_file(), page
+    tour = (out / "notebooks" / "tour.html").read_text(encoding="utf-8")
+    assert "coverage of the 95% intervals on the missing entries" in tour  # a printed output, not only the code
+    assert "A live view" in tour and "Bokeh.embed" not in tour  # a live view is a note, not stored JavaScript
+    garriga = (out / "reproductions" / "garriga2017.html").read_text(encoding="utf-8")
+    assert "BostonHousing" in garriga and "_downloads/" in garriga  # the included table, the results file linked
+    pages = (out / "pages.html").read_text(encoding="utf-8")
+    assert pages.count("<img") >= 16
