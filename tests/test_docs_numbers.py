@@ -149,3 +149,27 @@ def test_checked_pages_name_their_results_file(rel):
     source = {"user_guide/csv.md": "coverage_prior.md", "user_guide/evaluation.md": "k_selection.md",
               "classroom.md": "page_cost.md", "reproductions/gj1994_fig3.md": "gj_iris_fig3.md"}[rel]
     assert f"results/{source}" in page
+
+
+RATING_ROWS = {"MM (MAR)": "MM", "MM/CPT-v": "MM/CPT-v", "MM/CPT-v+": "MM/CPT-v+", "MM/Logit-vd": "MM/Logit-vd",
+               "DP (MAR)": "DP", "DP/CPT-v": "DP/CPT-v", "DP/CPT-v+": "DP/CPT-v+", "true parameters": "Oracle"}
+
+
+def test_rating_world_table_is_results_marlin_rating_world():
+    """reproductions/marlin2008_ch5.md: strong-generalisation NMAE on random items at s = 0, 0.125, 0.25 and the
+    reduction against the MAR model of the same family at s = 0.25."""
+    page = _page("reproductions/marlin2008_ch5.md").replace("\n  |", "\n|")  # the table is indented in a list
+    res = _results("marlin_rating_world.json")
+    for label, model in RATING_ROWS.items():
+        cells = _cells(_row(page, f"| {label} |"))
+        runs = res["summary"][model]
+        expected = [f"{runs[s]['nmae_strong_random']:.3f} +- {runs[s]['nmae_strong_random_se']:.3f}"
+                    for s in ("0.0", "0.125", "0.25")]
+        assert cells[1:4] == expected, label
+        mar = "MM" if model.startswith("MM") else "DP"
+        key = f"{model} vs {mar}"
+        if key in res["reduction_percent"]:
+            red = res["reduction_percent"][key]["0.25"]["strong"]
+            assert cells[4] == f"{red['mean']:.1f} +- {red['se']:.1f} %", label
+        else:
+            assert cells[4] == "", label
