@@ -22,9 +22,9 @@ markdown says whether the settings match). cRBM is trained on the training users
 cRBM/E-v on training + hold-out users (``ratings_data.stack``; training users first, so weak-generalisation
 predictions are its first rows). K in ``--K``; CD with the thesis's schedule (ceil(i/200) burn-in steps and
 samples) and weight decay 1e-4, but ``--iters`` CD iterations (default 200, thesis 1000: the time budget) and
-learning rate ``--lr`` (not given by the thesis). Scores: :func:`explorer.core.discrete.rating_world.score_split` (NMAE of
-the median prediction, NDCG of each user's random items by the predictive mean); mean +- standard error over
-``--repeats``.
+learning rate ``--lr`` (not given by the thesis). Scores: :func:`explorer.core.discrete.rating_world.score_split`
+(NMAE of the median prediction, NDCG of each user's random items by the predictive mean); mean +- standard error
+over ``--repeats``.
 """
 
 from __future__ import annotations

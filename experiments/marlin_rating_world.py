@@ -14,8 +14,8 @@ public and the Jester protocol is itself a synthetic-missingness world, so this 
 
 Protocol (what the digest leaves open, and where this departs from it):
 
-* **World.** :func:`explorer.core.discrete.rating_world.make_rating_world`: ``--users`` users x ``--items`` items, V = 5,
-  ``--clusters`` latent clusters (weights ~ Dir(10), per-cluster per-item rating distributions ~ Dir(0.3)), the
+* **World.** :func:`explorer.core.discrete.rating_world.make_rating_world`: ``--users`` users x ``--items`` items, V
+  = 5, ``--clusters`` latent clusters (weights ~ Dir(10), per-cluster per-item rating distributions ~ Dir(0.3)), the
   selection r ~ Bernoulli(mu_v(s)) with mu_v(s) = s (v - 3) + 0.5, s in {0, 0.0625, 0.125, 0.1875, 0.25}. A new
   world for every (s, repeat).
 * **Split.** :func:`explorer.core.discrete.rating_world.split_protocol`: ``--random-items`` random test items per user

@@ -9,10 +9,10 @@ Writes ``results/marlin_table61.{md,json}`` (``--quick``: ``*_quick``).
 
 Protocol (digest section 6.4; what it leaves open, and where this departs from it):
 
-* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap; 100 rows per class for training
-  and 200 per class for testing; every row misses x1, x2 or nothing with probability 1/3 each (MCAR). Mix class-B
-  weights equal (not given in the thesis). The thesis reports one draw; we repeat over ``--seeds`` data seeds and
-  report mean +- standard error.
+* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap; 100 rows per class for
+  training and 200 per class for testing; every row misses x1, x2 or nothing with probability 1/3 each (MCAR). Mix
+  class-B weights equal (not given in the thesis). The thesis reports one draw; we repeat over ``--seeds`` data
+  seeds and report mean +- standard error.
 * **Models.** :class:`explorer.learn.discriminant.LDAFAClassifier` with Q = 1. *Gen*: class means from the
   observed entries (6.2.22), then the missing-data FA EM on the class-centred features with the mean fixed at 0
   (6.2.23). *Dis*: the conditional log-likelihood (6.2.24) minus (lambda/2) sum_c mu_c^T Sigma^-1 mu_c (the
@@ -119,7 +119,8 @@ def markdown(summary, rows, args, command, seconds):
         f"Command: `{command}` ({seconds / 60:.1f} min on {platform.machine()}, Python {platform.python_version()}).",
         "",
         f"Protocol: see the docstring of `experiments/marlin_table61.py`. Simple, Mix, Overlap from "
-        f"`explorer.core.classifiers.synthetic_classification` (100/class train, 200/class test, MCAR patterns [1,1], [0,1], "
+        f"`explorer.core.classifiers.synthetic_classification` (100/class train, 200/class test, MCAR patterns "
+        f"[1,1], [0,1], "
         f"[1,0] with probability 1/3 each), Q = 1, {args.seeds} data seeds; Dis: lambda by {args.folds}-fold CV "
         f"(log loss) over {list(LAMBDAS)} with {args.cv_iter} L-BFGS iterations per CV fit, then refit with at "
         f"most {args.max_iter} iterations. Entries: test log loss and error %, mean ± standard error over the seeds; "

@@ -31,10 +31,10 @@ Protocol (digest section 6.5; what it leaves open, and where this departs from i
   full product: sigma^2 in {25, 50, 100, 200} at a middle C (and gamma = 0.01 for augmented), then gamma in
   {1, 0.01, 0.0001} at the chosen sigma^2, then C; the NN chooses alpha with one restart per fold and refits the
   chosen net with ``restarts`` restarts, keeping the lowest training loss (``BestOfRestarts``).
-* **LDA-FA (deviation).** The discriminative LDA-FA objective of :mod:`explorer.core.classifiers.lda_fa` costs about 18 s per
-  L-BFGS evaluation at D = 784 on this machine (dense 588x588 solves for 2,500 row-class pairs per pattern and an
-  ``einsum`` over them), so Q in {0, 10, 20, 50} by CV with up to 1000 iterations (hours) does not fit the budget.
-  We fit Q = 10 (no CV), lambda = 1, from the generative start with L-BFGS capped at ``ldafa_max_iter``
+* **LDA-FA (deviation).** The discriminative LDA-FA objective of :mod:`explorer.core.classifiers.lda_fa` costs about
+  18 s per L-BFGS evaluation at D = 784 on this machine (dense 588x588 solves for 2,500 row-class pairs per pattern
+  and an ``einsum`` over them), so Q in {0, 10, 20, 50} by CV with up to 1000 iterations (hours) does not fit the
+  budget. We fit Q = 10 (no CV), lambda = 1, from the generative start with L-BFGS capped at ``ldafa_max_iter``
   iterations, and also report the generative LDA-FA (Q = 10) it starts from.
 * **Metrics.** Test log loss (mean negative log probability of the true class, natural log) and error %,
   mean +- standard error over the random splits (each a new draw of images and quadrants). The thesis's +- are
@@ -467,7 +467,8 @@ def write_report(summary, per_split, cfg, meta, out_dir: Path, suffix: str, comm
           "search is staged rather than the full sigma^2 x gamma x C product (time budget).",
           f"* LDA-FA Dis: Q fixed at {cfg['ldafa_q']} and L-BFGS capped at {cfg['ldafa_max_iter']} iterations "
           "(the thesis: Q in {0, 10, 20, 50} by CV, up to 1000 iterations). One objective evaluation takes about "
-          "18 s at D = 784 in `explorer.core.classifiers.lda_fa` (a non-BLAS `einsum` over row x class x 588 x 588 terms and "
+          "18 s at D = 784 in `explorer.core.classifiers.lda_fa` (a non-BLAS `einsum` over row x class x 588 x 588 "
+          "terms and "
           "dense 588x588 solves), so the thesis's protocol would take hours; the row is a few steps of "
           "discriminative training from the generative fit (the Gen row), not a converged discriminative model.",
           ]

@@ -9,10 +9,10 @@ Writes ``results/marlin_tables62_64.{md,json}`` (``--quick``: ``*_quick``).
 
 Protocol (digest section 6.4; what it leaves open, and where this departs from it):
 
-* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap (Table 6.2) and XOR (Tables 6.3,
-  6.4), 100 rows per class for training and 200 per class for testing, each row missing x1 or x2 or nothing with
-  probability 1/3 each (MCAR). Mix class-B weights equal (not given). The thesis reports one draw; we repeat the
-  whole experiment over several data seeds and report mean +- standard error.
+* **Data.** :mod:`explorer.core.classifiers.synthetic_classification`: Simple, Mix, Overlap (Table 6.2) and XOR
+  (Tables 6.3, 6.4), 100 rows per class for training and 200 per class for testing, each row missing x1 or x2 or
+  nothing with probability 1/3 each (MCAR). Mix class-B weights equal (not given). The thesis reports one draw; we
+  repeat the whole experiment over several data seeds and report mean +- standard error.
 * **Treatments** (:class:`explorer.learn.treatments.MissingInputClassifier`): Zero, Mean, "Mix" = multiple
   imputation from 5 separately fitted mixtures of factor analysers (``MFAImputer``, Q = 1; K in {1, 2, 3} for
   Table 6.2, K = 6 for XOR), one sample per case per model, predictions averaged (eq. 6.3.10); Reduced (one

@@ -36,8 +36,8 @@ _LAZY: dict[str, str] = {
     "held_out_scorer": "explorer.evaluation",
     "TransformedImputer": "explorer.impute.transformed",
     "suggest_transforms": "explorer.impute.transformed",
-    "save_model": "explorer.export",
-    "load_model": "explorer.export",
+    "save_model": "explorer.persistence",
+    "load_model": "explorer.persistence",
     "export_imputations": "explorer.export",
     "sensitivity_analysis": "explorer.sensitivity",
 }
@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
     from explorer.datasets import list_datasets, load_dataset
     from explorer.evaluation import evaluate, held_out_scorer
-    from explorer.export import export_imputations, load_model, save_model
+    from explorer.export import export_imputations
+    from explorer.persistence import load_model, save_model
     from explorer.impute.dp_mixture import DPGMMImputer
     from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
     from explorer.impute.gaussian_mixture import GaussianMixtureImputer

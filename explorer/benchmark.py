@@ -305,7 +305,8 @@ _REGISTRY = (
            "Thesis: N(0,1) for every entry. Here the binary column (left 0/1) gets N(p, p(1-p)) with p its "
            "observed frequency, so its point rounds to the majority class instead of 0."),
     Method("poigmm", _poigmm("principled"), "mixture",
-           "Variational DP-GMM (explorer.core.mixtures.vb_dpgmm), principled Normal-Wishart update; conditional mixture.",
+           "Variational DP-GMM (explorer.core.mixtures.vb_dpgmm), principled Normal-Wishart update; "
+           "conditional mixture.",
            "Author's code (§1.9): sklearn 0.18 BayesianGaussianMixture subclass, K=15, n_init=5, random init, "
            "max_iter=100, tol=1e-3; same settings here, but with the corrected E-step (observed-block "
            "log-determinant, no |o_n| bug) and the NLL scores only the numeric missing block (no log|p-v| term). nll_t: the Student-t "

@@ -12,7 +12,7 @@
 missing), fits the chosen imputer on the observed entries, and writes the single imputation and,
 with ``--multiple m``, ``m`` draws with :func:`explorer.export.export_imputations` (format from the
 suffix of ``--out``: ``.csv``, ``.parquet`` or ``.nc``); ``--save-model`` writes the fitted model
-with :func:`explorer.export.save_model`. Progress goes to stderr, the summary to stdout: on a
+with :func:`explorer.persistence.save_model`. Progress goes to stderr, the summary to stdout: on a
 terminal a bar whose "fit" stage shows the iteration, ``max_iter`` and the objective as the fit
 runs; otherwise one line per stage (read, fit, impute, write) with the elapsed time, the fit's with
 its number of iterations. Ctrl-C during the fit ends the fit with the best state reached so far (a
@@ -256,7 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--seed", type=_count(0), default=None, help="random seed (fit and draws) for reproducible runs")
     imp.add_argument("--max-iter", type=_count(1), default=None, help="maximum number of iterations of the fit")
     imp.add_argument("--save-model", metavar="PATH", default=None,
-                     help="also save the fitted model as JSON (explorer.export.load_model reads it)")
+                     help="also save the fitted model as JSON (explorer.persistence.load_model reads it)")
     imp.add_argument("--drop-non-numeric", action="store_true",
                      help="drop text columns instead of stopping with an error")
     imp.add_argument("--empty-rows", choices=("raise", "marginal"), default="raise",
@@ -436,7 +436,7 @@ def _impute(args, progress: _Stages) -> int:
     import numpy as np
     import pandas as pd
 
-    from explorer import export
+    from explorer import export, persistence
     from explorer.io import from_csv
 
     export._format_of(args.out)  # an unknown suffix fails before the fit
@@ -476,7 +476,7 @@ def _impute(args, progress: _Stages) -> int:
     with progress.stage("write"):
         export.export_imputations(args.out, imputed, samples, data.missing, columns=list(data.columns))
         if args.save_model is not None:
-            export.save_model(estimator, args.save_model)
+            persistence.save_model(estimator, args.save_model)
     progress.close()
     n, d = imputed.shape
     n_missing = int(data.missing.sum())

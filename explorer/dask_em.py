@@ -576,7 +576,8 @@ _MOMENT_STEPS = 100  # as em_gmm.data_moments
 
 
 def _moments(arr, summary: _Summary, reg_covar: float, scheduler):
-    """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.mixtures.em_gmm.data_moments`, on Dask."""
+    """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.mixtures.em_gmm.data_moments`,
+    on Dask."""
     var = summary.m2 / summary.count + reg_covar
     means, covs = summary.mean[None].copy(), np.diag(var)[None]
     any_missing = bool(np.any(summary.count < summary.n_rows))

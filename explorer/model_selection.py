@@ -5,11 +5,11 @@ r"""Choosing the number of mixture components K: held-out observed entries, or B
 :class:`~explorer.impute.factor.MFAImputer` uses the held-out likelihood.
 
 **The variational mixture's effective components** (``criterion="dpgmm"``, the default): a
-:class:`~explorer.impute.dp_mixture.DPGMMImputer` with its defaults (truncation 15, or the number of rows if fewer; data-scaled prior) is fitted
-once and K is the number of components with :math:`E[\pi_k] > 0.01` (``n_effective_``), capped by the
-grid's largest K. Measured against the two rules below and fixed K on the six benchmark data sets
-(``results/k_selection.md``), it gave a better NRMSE than the held-out rule on five (Boston: 0.603 against
-0.602) and a better held-out NLL on four, and costs one variational fit instead of about ten EM fits.
+:class:`~explorer.impute.dp_mixture.DPGMMImputer` with its defaults (truncation 15, or the number of rows if fewer;
+data-scaled prior) is fitted once and K is the number of components with :math:`E[\pi_k] > 0.01` (``n_effective_``),
+capped by the grid's largest K. Measured against the two rules below and fixed K on the six benchmark data sets
+(``results/k_selection.md``), it gave a better NRMSE than the held-out rule on five (Boston: 0.603 against 0.602)
+and a better held-out NLL on four, and costs one variational fit instead of about ten EM fits.
 
 **Held-out likelihood** (``criterion="heldout"``, the rule of ``MFAImputer``). For each of ``n_repeats`` masks, a
 share ``rate`` of the observed entries is hidden completely at random

@@ -27,8 +27,9 @@ PKG = REPO / "explorer"
 
 HEAVY = ("pandas", "xarray", "param", "panel", "holoviews", "bokeh", "sklearn", "matplotlib")
 GUI = ("panel", "holoviews", "bokeh")
-L1_MODULES = ("explorer.io", "explorer.datasets", "explorer.history", "explorer.impute.gaussian_mixture", "explorer.evaluation",
-              "explorer.impute.transformed", "explorer.export", "explorer.cli", "explorer.model_selection")
+L1_MODULES = ("explorer.io", "explorer.datasets", "explorer.history", "explorer.impute.gaussian_mixture",
+              "explorer.evaluation", "explorer.impute.transformed", "explorer.export", "explorer.persistence",
+              "explorer.cli", "explorer.model_selection")
 
 # numpy.random names that do not touch the global RandomState
 RNG_OK = {

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from explorer.cli import main
-from explorer.export import load_model, read_imputations
+from explorer.export import read_imputations
+from explorer.persistence import load_model
 from explorer.io import from_csv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,7 +165,7 @@ def test_python_dash_m_explorer_help():
 
 def test_library_modules_never_import_panel():
     """explorer.export and explorer.cli are L1 (docs/ARCHITECTURE.md): no Panel / HoloViews / Bokeh."""
-    code = ("import sys, explorer.export, explorer.cli; "
+    code = ("import sys, explorer.export, explorer.persistence, explorer.cli; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'panel', 'holoviews', 'bokeh'}))")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

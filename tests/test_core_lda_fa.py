@@ -1,4 +1,5 @@
-"""explorer.core.classifiers.lda_fa: LDA with a factor-analysis covariance, generative and discriminative (Marlin 6.2.5-6.2.6).
+"""explorer.core.classifiers.lda_fa: LDA with a factor-analysis covariance, generative and discriminative (Marlin
+6.2.5-6.2.6).
 
 Oracles: central finite differences of the conditional log-likelihood (every parameter block, missing
 entries and an empty row included), a direct scipy maximisation of the fixed-mean FA likelihood, the

@@ -1,4 +1,5 @@
-"""explorer.core.missingness.mar_table: Table 3.1 MAR mechanism, the factorised estimate, the full-joint EM (Marlin Sec. 3.4)."""
+"""explorer.core.missingness.mar_table: Table 3.1 MAR mechanism, the factorised estimate, the full-joint EM
+(Marlin Sec. 3.4)."""
 
 from __future__ import annotations
 

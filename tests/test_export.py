@@ -1,4 +1,5 @@
-"""explorer.export: imputations to CSV / Parquet / netCDF and back, fitted models to JSON and back.
+"""explorer.export (imputations to CSV / Parquet / netCDF and back) and explorer.persistence (fitted models to JSON
+and back).
 
 Round trips compare exactly (``np.array_equal``, bit-for-bit floats); the netCDF and CSV files are
 also read by plain xarray / pandas (the oracle: what a user's own tools see). Models: a loaded
@@ -21,17 +22,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from explorer.core.validation import BadInputError
-from explorer.export import (
-    export_imputations,
-    load_model,
-    read_imputations,
-    save_model,
-    to_dataset,
-    to_long_frame,
-)
+from explorer.export import export_imputations, read_imputations, to_dataset, to_long_frame
 from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+from explorer.persistence import load_model, save_model
 
 SUFFIXES = (".csv", ".parquet", ".nc")
 
@@ -363,3 +358,16 @@ def test_model_settings_dataclass_round_trips(tmp_path):
     loaded = load_model(save_model(est, tmp_path / "m.json"))
     assert loaded.prior == prior and loaded.prior_ == est.prior_
     assert np.array_equal(np.asarray(loaded.transform(X)), np.asarray(est.transform(X)))
+
+
+def test_save_and_load_model_through_the_old_path_warn(tmp_path):
+    """explorer.export.save_model / load_model moved to explorer.persistence; the old names warn for one release."""
+    import explorer.export as export
+    import explorer.persistence as persistence
+
+    with pytest.warns(DeprecationWarning, match="explorer.persistence.save_model"):
+        assert export.save_model is persistence.save_model
+    with pytest.warns(DeprecationWarning, match="explorer.persistence.load_model"):
+        from explorer.export import load_model as old_load  # noqa: F401
+    with pytest.raises(AttributeError):
+        export.no_such_name

@@ -26,7 +26,7 @@ from scipy.special import expit
 from sklearn.base import clone
 
 from explorer.core.validation import BadInputError
-from explorer.export import load_model, save_model
+from explorer.persistence import load_model, save_model
 from explorer.impute.dp_mixture import DPGMMImputer
 from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 from explorer.impute.gaussian_mixture import GaussianMixtureImputer

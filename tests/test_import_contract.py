@@ -240,7 +240,8 @@ def test_checkers_on_a_synthetic_package(tmp_path):
     })
     files, imports = collect(tmp_path)
     found = cycles(files, imports)
-    assert sorted(map(tuple, found)) == [("explorer.a", "explorer.b"), ("explorer.ui.pages.one", "explorer.ui.pages.two")]
+    assert sorted(map(tuple, found)) == [("explorer.a", "explorer.b"),
+                                         ("explorer.ui.pages.one", "explorer.ui.pages.two")]
     private = private_imports(files, imports)
     # b (package explorer) and z (explorer.core.sub) take x's private name; one reaches into core._compiled
     assert len(private) == 3 and any("explorer.b:2" in p for p in private)

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["moved_modules", "renamed_names"]
+__all__ = ["moved_modules", "moved_names", "renamed_names"]
 
 
 def renamed_names(module_name: str, namespace: Mapping[str, Any], renames: Mapping[str, str]) -> Callable[[str], Any]:
@@ -39,6 +39,26 @@ def renamed_names(module_name: str, namespace: Mapping[str, Any], renames: Mappi
         warnings.warn(f"{module_name}.{name} is renamed {module_name}.{new}; the old name will be removed",
                       DeprecationWarning, stacklevel=2)
         return namespace[new]
+
+    return __getattr__
+
+
+def moved_names(module_name: str, moves: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved to another module (``{name: new module}``), with a warning.
+
+    ``module.name`` and ``from module import name`` then give the object of the new module, with a
+    ``DeprecationWarning``; any other unknown name is an ``AttributeError``.
+    """
+    moves = dict(moves)
+
+    def __getattr__(name: str) -> Any:
+        try:
+            target = moves[name]
+        except KeyError:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}") from None
+        warnings.warn(f"{module_name}.{name} has moved to {target}.{name}; the old path will be removed in the next "
+                      "release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(target), name)
 
     return __getattr__
 

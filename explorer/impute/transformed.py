@@ -460,9 +460,10 @@ class TransformedConditional:
     def entry_logpdf(self, truth, hidden) -> np.ndarray:
         """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
 
-        The 1-D mixture of the transformed scale at the transformed value plus the log-Jacobian; ``-inf`` outside the transform's bounds (the model's density is 0 there). The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
-        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
-        entries with it.
+        The 1-D mixture of the transformed scale at the transformed value plus the log-Jacobian; ``-inf`` outside
+        the transform's bounds (the model's density is 0 there). The entries where ``hidden`` is True must be
+        missing in this conditional (``truth`` and ``hidden`` of shape (n_samples, n_features)).
+        :func:`explorer.evaluation.entry_logpdf` scores held-out entries with it.
         """
         ri, ci = np.nonzero(hidden)
         x = np.asarray(truth, dtype=np.float64)[ri, ci]

@@ -1,9 +1,9 @@
 """Gaussian discriminant classifiers for incomplete features (Marlin 2008, chapter 6.2).
 
-scikit-learn estimators around :mod:`explorer.core.classifiers.discriminant` and :mod:`explorer.core.classifiers.lda_fa`.
-``X`` may contain NaN, in training and at prediction, in any pattern: the classifiers are generative,
-so a missing feature is integrated out, :math:`P(y = c \\mid x^o) \\propto \\theta_c N(x^o; \\mu_c^o,
-\\Sigma_c^{oo})` (6.2.21); a row with nothing observed gets the class prior. The labels must be
+scikit-learn estimators around :mod:`explorer.core.classifiers.discriminant` and
+:mod:`explorer.core.classifiers.lda_fa`. ``X`` may contain NaN, in training and at prediction, in any pattern: the
+classifiers are generative, so a missing feature is integrated out, :math:`P(y = c \\mid x^o) \\propto \\theta_c
+N(x^o; \\mu_c^o, \\Sigma_c^{oo})` (6.2.21); a row with nothing observed gets the class prior. The labels must be
 complete.
 
 * :class:`LDAClassifier`: shared covariance, fitted by EM (maximum likelihood on the observed data).

@@ -95,7 +95,8 @@ class GaussianMixtureClassifier(_MixtureClassifierBase):
         P(c | j) (one-hot for ``"per_class"``).
     n_iter_, converged_, log_likelihood_, objective_
     fit_path_ : tuple of dict
-        Snapshots of every EM iteration of the kept restart (see :func:`explorer.core.classifiers.joint_mixture.snapshot`).
+        Snapshots of every EM iteration of the kept restart (see
+        :func:`explorer.core.classifiers.joint_mixture.snapshot`).
     state_, core_data_, core_config_
         The core objects, for stepping EM from outside (:meth:`start`, :meth:`step`).
     """

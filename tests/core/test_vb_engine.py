@@ -1,4 +1,5 @@
-"""The compiled E-step of the variational DP mixture (explorer.core._compiled.vb_dpgmm) against the numpy reference path."""
+"""The compiled E-step of the variational DP mixture (explorer.core._compiled.vb_dpgmm) against the numpy
+reference path."""
 
 from __future__ import annotations
 

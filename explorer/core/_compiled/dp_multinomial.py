@@ -1,8 +1,8 @@
 r"""Compiled sweep of the collapsed Gibbs sampler of the DP multinomial mixture (numba).
 
-One call is one sweep of :mod:`explorer.core.discrete.dp_multinomial` over the rows in order 0..N-1 (eqs. 4.2.14-4.2.15),
-on *slot* buffers of some capacity (the caller starts with about 2K + 16 slots and grows them when a row
-would open a cluster while every slot is taken; see :func:`sweep`):
+One call is one sweep of :mod:`explorer.core.discrete.dp_multinomial` over the rows in order 0..N-1 (eqs.
+4.2.14-4.2.15), on *slot* buffers of some capacity (the caller starts with about 2K + 16 slots and grows them when a
+row would open a cluster while every slot is taken; see :func:`sweep`):
 
 * ``sizes[k]`` :math:`c_k`, ``counts[k, d, v]`` :math:`c_{vdk}`, ``totals[k, d]`` :math:`\sum_v c_{vdk}`;
 * ``log_num[k, d, v] = log(c_vdk + phi0)`` and ``log_den[k, d] = log(sum_v c_vdk + V phi0)``, cached and

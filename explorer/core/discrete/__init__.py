@@ -26,4 +26,5 @@ Modules (imported explicitly, nothing here is imported eagerly):
   indicator (Marlin ch. 4-5).
 """
 
-__all__ = ["bernoulli_mixture", "categorical_mixture", "cpt_v", "crbm", "dp_cpt_v", "dp_multinomial", "logit_vd", "rating_metrics", "rating_world", "ratings_data"]
+__all__ = ["bernoulli_mixture", "categorical_mixture", "cpt_v", "crbm", "dp_cpt_v", "dp_multinomial", "logit_vd",
+           "rating_metrics", "rating_world", "ratings_data"]

@@ -194,7 +194,8 @@ class DPCPTvSamples:
 
 def _check_data(data) -> RatingData:
     if not isinstance(data, RatingData):
-        raise BadInputError("data must be a RatingData; build it with explorer.core.discrete.ratings_data.prepare(x, response, "
+        raise BadInputError("data must be a RatingData; build it with "
+                            "explorer.core.discrete.ratings_data.prepare(x, response, "
                             f"available); got {type(data).__name__}.")
     return data
 
@@ -350,7 +351,8 @@ def _assignment_sweep(sym, z, beta, mu, config, rng):
     pos, hw = 0, K
     while pos < N:
         pool = _new_cluster_pool(rng, D, V, config.phi0)
-        pos, hw, _ = _kernels().assign_rows(pos, sym, z, counts, slots_beta, table, new_table, log_alpha, u, hw, mu, *pool, 0)
+        pos, hw, _ = _kernels().assign_rows(pos, sym, z, counts, slots_beta, table, new_table, log_alpha, u, hw, mu,
+                                            *pool, 0)
     used = np.flatnonzero(counts[:hw] > 0)
     relabel = np.full(hw, -1, dtype=np.int64)
     relabel[used] = np.arange(used.size)

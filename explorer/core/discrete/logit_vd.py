@@ -9,7 +9,8 @@ a value effect :math:`\sigma_v` shared by all items plus an item effect :math:`\
 :math:`\mu_v = \mathrm{sigmoid}(\sigma_v + \omega)`.
 
 E-step (5.6.10-5.6.11): the CPT-v E-step with :math:`\mu_v` replaced by :math:`\mu_{vd}` (shared code,
-:func:`explorer.core.discrete.cpt_v._e_step`), giving :math:`q_n(k)`, the normalised value posteriors and the expected counts
+:func:`explorer.core.discrete.cpt_v._e_step`), giving :math:`q_n(k)`, the normalised value posteriors and the
+expected counts
 
 .. math::
 

@@ -290,8 +290,8 @@ def score_split(split: Split, proba_train, proba_test, *, normaliser: float | No
 
     ``proba_train`` (N_train, D, V) and ``proba_test`` (N_test, D, V) are the model's ``predict_proba`` on
     ``split.train`` and ``split.test``. Returns ``nmae_{weak,strong}_{random,user}`` (the median prediction,
-    :func:`~explorer.core.discrete.rating_metrics.nmae` with ``normaliser``) and ``ndcg_{weak,strong}_random`` (each user's
-    random items ranked by the predictive mean, eq. 5.8.1, averaged over users; None when every user has a
+    :func:`~explorer.core.discrete.rating_metrics.nmae` with ``normaliser``) and ``ndcg_{weak,strong}_random`` (each
+    user's random items ranked by the predictive mean, eq. 5.8.1, averaged over users; None when every user has a
     single random item, where NDCG is 1 by definition).
     """
     V = split.train.n_values

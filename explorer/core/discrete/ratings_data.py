@@ -13,8 +13,9 @@ user never rated; (r=0, a=1) a rating of a randomly chosen item the user would n
 available entries enter the likelihood and ``response`` is ignored.
 
 Values are **codes** 0..V-1 (rating v = code + 1 on a 1..V scale). Every model of
-:mod:`explorer.core.discrete.categorical_mixture`, :mod:`explorer.core.discrete.cpt_v` and :mod:`explorer.core.discrete.dp_cpt_v`
-takes a :class:`RatingData` built by :func:`prepare`, which validates the input once.
+:mod:`explorer.core.discrete.categorical_mixture`, :mod:`explorer.core.discrete.cpt_v` and
+:mod:`explorer.core.discrete.dp_cpt_v` takes a :class:`RatingData` built by :func:`prepare`, which validates the
+input once.
 """
 
 from __future__ import annotations

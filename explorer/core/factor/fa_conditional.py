@@ -275,9 +275,9 @@ class FAConditional:
     def entry_logpdf(self, truth, hidden) -> np.ndarray:
         """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
 
-        Exact: each entry's marginal is Gaussian. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
-        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
-        entries with it.
+        Exact: each entry's marginal is Gaussian. The entries where ``hidden`` is True must be missing in this
+        conditional (``truth`` and ``hidden`` of shape (n_samples, n_features)).
+        :func:`explorer.evaluation.entry_logpdf` scores held-out entries with it.
         """
         ri, ci = np.nonzero(hidden)
         x = np.asarray(truth, dtype=np.float64)[ri, ci]
@@ -421,9 +421,9 @@ class MFAConditional(_SharedRows):
     def entry_logpdf(self, truth, hidden) -> np.ndarray:
         """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
 
-        Exact: each entry's marginal is a 1-D Gaussian mixture weighted by the responsibilities. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
-        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
-        entries with it.
+        Exact: each entry's marginal is a 1-D Gaussian mixture weighted by the responsibilities. The entries where
+        ``hidden`` is True must be missing in this conditional (``truth`` and ``hidden`` of shape (n_samples,
+        n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out entries with it.
         """
         ri, ci = np.nonzero(hidden)
         x = np.asarray(truth, dtype=np.float64)[ri, ci]
@@ -467,7 +467,8 @@ class MFAConditional(_SharedRows):
         return np.where(self.missing.any(axis=1), out, 0.0)
 
     def to_mixture(self):
-        """The same conditional as a dense :class:`~explorer.core.gaussians.conditional.ConditionalMixture` (small D)."""
+        """The same conditional as a dense :class:`~explorer.core.gaussians.conditional.ConditionalMixture`
+        (small D)."""
         from explorer.core.gaussians.conditional import ConditionalMixture
 
         P = [c.params for c in self.components]

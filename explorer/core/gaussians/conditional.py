@@ -387,9 +387,9 @@ class ConditionalMixture:
     def entry_logpdf(self, truth, hidden) -> np.ndarray:
         """:math:`\\log p(x_{ij} \\mid x_i^o)` at ``truth`` of every entry where ``hidden`` is True, row-major order.
 
-        Exact: each entry's marginal is a 1-D Gaussian mixture. The entries where ``hidden`` is True must be missing in this conditional (``truth`` and
-        ``hidden`` of shape (n_samples, n_features)). :func:`explorer.evaluation.entry_logpdf` scores held-out
-        entries with it.
+        Exact: each entry's marginal is a 1-D Gaussian mixture. The entries where ``hidden`` is True must be missing
+        in this conditional (``truth`` and ``hidden`` of shape (n_samples, n_features)).
+        :func:`explorer.evaluation.entry_logpdf` scores held-out entries with it.
         """
         ri, ci = np.nonzero(hidden)
         x = np.asarray(truth, dtype=np.float64)[ri, ci]

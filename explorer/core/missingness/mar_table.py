@@ -436,9 +436,9 @@ def fit(data: MARCounts, config: MARTableEMConfig = MARTableEMConfig(), rng: np.
 def mar_table_2d(X, *, rng: np.random.Generator, alpha=0.1, beta=0.1, gamma=0.2, delta=0.1, lam=0.2) -> np.ndarray:
     """Missingness mask of the Table 3.1 MAR mechanism for two binary columns (digest 2.6 ``mar_table_2d``).
 
-    Same calling convention as the mechanisms of :mod:`explorer.core.missingness.mechanisms` (``fn(X, *, rng, **params)``,
-    True = missing), but X must be complete with exactly two 0/1 columns, so it is not in that registry (whose
-    mechanisms apply to any table). Row i gets r ~ P(r | x_i) of Table 3.1 and ``missing = ~r``.
+    Same calling convention as the mechanisms of :mod:`explorer.core.missingness.mechanisms` (``fn(X, *, rng,
+    **params)``, True = missing), but X must be complete with exactly two 0/1 columns, so it is not in that registry
+    (whose mechanisms apply to any table). Row i gets r ~ P(r | x_i) of Table 3.1 and ``missing = ~r``.
     """
     Xa = np.asarray(X, dtype=float)
     if Xa.ndim != 2 or Xa.shape[1] != 2 or not np.isin(Xa, (0.0, 1.0)).all():

@@ -526,8 +526,9 @@ def _estep(data: EMData, config: EMConfig, weights, means, covariances):
                                                 covariance_type=config.covariance_type, exact=exact)
         return stats, _to_original(resp, perm)
     ws = workspace(data, config) if strategy == "compiled" else None
-    stats, resp, _ = estep_statistics(Xfit, pats_fit, weights, means, covariances, covariance_type=config.covariance_type,
-                                      exact=exact, strategy=strategy, workspace=ws)
+    stats, resp, _ = estep_statistics(Xfit, pats_fit, weights, means, covariances,
+                                      covariance_type=config.covariance_type, exact=exact, strategy=strategy,
+                                      workspace=ws)
     return stats, (resp if ws is not None else _to_original(resp, perm))
 
 

@@ -26,9 +26,9 @@ the expectation under the component's conditional Gaussian :math:`N(x^m \mid \ha
 :math:`Q_k = \Sigma_k^{mm} - \Sigma_k^{mo}(\Sigma_k^{oo})^{-1}\Sigma_k^{om}`, computed with a Cholesky
 factor of :math:`\Sigma_k^{oo}` and triangular solves, never an inverse). With every :math:`b_d = 0` the
 product does not depend on :math:`x^m` and the likelihood is the MAR mixture likelihood (3.3.2, the
-observed-data likelihood of :mod:`explorer.core.mixtures.em_gmm`) times :math:`\prod_d \sigma(a_d)^{r_{nd}}(1-\sigma(a_d))^{1-r_{nd}}`.
-Rows with every value missing keep their factor :math:`\sum_k \pi_k E_k[\prod_d (1 - \sigma)]`:
-under NMAR they carry information (unlike in the MAR fit, which drops them).
+observed-data likelihood of :mod:`explorer.core.mixtures.em_gmm`) times :math:`\prod_d
+\sigma(a_d)^{r_{nd}}(1-\sigma(a_d))^{1-r_{nd}}`. Rows with every value missing keep their factor :math:`\sum_k \pi_k
+E_k[\prod_d (1 - \sigma)]`: under NMAR they carry information (unlike in the MAR fit, which drops them).
 
 **How the expectations are computed (exactly).** Every expectation over :math:`x^m` under a component's
 conditional Gaussian is a weighted sum over nodes :math:`x^m_s = \hat x_k^m + L_k t_s` (:math:`Q_k = L_k L_k^\top`)

@@ -48,7 +48,8 @@ class NIWPrior:
     the matching independent prior per coordinate (inverse-gamma(dof / 2, scale_dd / 2) variances).
     A field left None takes its data-scaled default when the fit starts (see :func:`resolve_prior`):
     ``mean`` = data mean, ``dof`` = D + 2, ``scale`` = (dof + D + 2) x data covariance / K^(2/D)
-    (the prior's covariance mode is then data covariance / K^(2/D)). ``kappa`` defaults to 0.01. Arrays are stored as tuples (the prior is hashable and JSON-serialisable).
+    (the prior's covariance mode is then data covariance / K^(2/D)). ``kappa`` defaults to 0.01. Arrays are stored
+    as tuples (the prior is hashable and JSON-serialisable).
 
     Parameters
     ----------

@@ -91,7 +91,8 @@ def _load(dataset: str, classes: str):
     if dataset == "photo_patches":
         kwargs = {"patch": PATCH, "n_samples": N_PATCHES, "random_state": 0}
     data, labels = load_dataset(dataset, return_labels=True, **kwargs)
-    X, shape = np.asarray(data.values, dtype=float), tuple(image_shape(dataset, **({"patch": PATCH} if dataset == "photo_patches" else {})))
+    X = np.asarray(data.values, dtype=float)
+    shape = tuple(image_shape(dataset, **({"patch": PATCH} if dataset == "photo_patches" else {})))
     labels = np.asarray(labels) if labels is not None else np.full(X.shape[0], -1)
     if digits is not None:
         keep = np.isin(labels, digits)
@@ -107,8 +108,8 @@ def load_images(dataset: str, classes: str = "all", n_train: int = 1000, n_eval:
 
     Returns
     -------
-    dict with ``train`` (min(n_train, n_images - n_eval), D), ``eval`` (n_eval, D), ``train_labels``, ``eval_labels`` and
-    ``shape`` (h, w); pixel values in [0, 1].
+    dict with ``train`` (min(n_train, n_images - n_eval), D), ``eval`` (n_eval, D), ``train_labels``,
+    ``eval_labels`` and ``shape`` (h, w); pixel values in [0, 1].
     """
     if dataset not in DATASETS or classes not in CLASSES:
         raise BadInputError(f"dataset must be one of {DATASETS} and classes one of {CLASSES}.")

@@ -1,7 +1,7 @@
 r"""The "MAR is not enough" page's model: Table 3.1 settings, the Table 3.3 sweep, and its reading in words.
 
-Marlin (2008) Section 3.4 (marlin2008 digest, sections 2.3-2.5, :mod:`explorer.core.missingness.mar_table`). Inputs: the five
-Table 3.1 parameters (α, β, γ, δ, λ) of the MAR mechanism P(r | x) for two binary variables, the data
+Marlin (2008) Section 3.4 (marlin2008 digest, sections 2.3-2.5, :mod:`explorer.core.missingness.mar_table`). Inputs:
+the five Table 3.1 parameters (α, β, γ, δ, λ) of the MAR mechanism P(r | x) for two binary variables, the data
 distribution (a, b, c, d) = P(x = 00, 01, 10, 11), the number of cases N and of repeats of the simulation, and a
 seed. :meth:`MARTableModel.compute` returns a :class:`MARTableResult`:
 

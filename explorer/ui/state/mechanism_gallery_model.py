@@ -12,11 +12,12 @@ Marlin (2008); marlin2008 digest, sections 2.6 and 7 ("Mechanism gallery"). One 
 
 The data: complete ratings (V = 5) of users in latent clusters from
 :func:`explorer.core.discrete.rating_world.make_rating_world` (its own selection is not used), masked by the chosen
-family's function of :mod:`explorer.core.missingness.tabular_mechanisms` (``cpt_v``, ``linear_value_effect``, ``logit_vd``,
-levels given) or, for the MAR table, cases drawn by :func:`explorer.core.missingness.mar_table.sample`. Read-outs
-(:class:`GalleryResult`): the per-value response probabilities (V, D), the true and sampled masks, the true and
-observed marginals of the values (Fig. 5.2 style) and their symmetrised KL divergence (eq. 5.1.1: each
-empirical distribution smoothed by +1 count per value, in bits), overall and per item (median).
+family's function of :mod:`explorer.core.missingness.tabular_mechanisms` (``cpt_v``, ``linear_value_effect``,
+``logit_vd``, levels given) or, for the MAR table, cases drawn by
+:func:`explorer.core.missingness.mar_table.sample`. Read-outs (:class:`GalleryResult`): the per-value response
+probabilities (V, D), the true and sampled masks, the true and observed marginals of the values (Fig. 5.2 style) and
+their symmetrised KL divergence (eq. 5.1.1: each empirical distribution smoothed by +1 count per value, in bits),
+overall and per item (median).
 
 No Panel import here.
 """
