@@ -2,4 +2,5 @@
 
 from explorer.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (e.g. the docs' autosummary) runs nothing
+    raise SystemExit(main())

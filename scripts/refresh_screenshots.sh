@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Refresh the README's pictures (docs/screenshots/*.png) from the browser tests.
+# Refresh the documentation's pictures (docs/screenshots/*.png: the README's and docs/pages.md's) from the browser tests.
 #
-#   bash scripts/refresh_screenshots.sh            # every browser test that takes a README picture
+#   bash scripts/refresh_screenshots.sh            # every browser test that takes a documentation picture
 #   bash scripts/refresh_screenshots.sh -k gallery # extra pytest options
 #
 # The normal test run (scripts/test.sh) saves its screenshots in test-results/screenshots (ignored by

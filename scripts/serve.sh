@@ -12,7 +12,7 @@
 #
 # ADDRESS=0.0.0.0 also accepts websocket connections from any host name the students type (ORIGIN='*');
 # set ORIGIN=host:port to accept only that one. Only do this on a network you trust: the gallery has no
-# login. NUM_PROCS=N runs N server processes (each with its own memory; see the README's classroom section).
+# login. NUM_PROCS=N runs N server processes (each with its own memory; see docs/classroom.md).
 set -euo pipefail
 # shellcheck source=scripts/_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"

@@ -8,7 +8,7 @@
 #
 # EXPLORER_TEST_WORKERS=1 runs the non-browser phase on one worker. Exit status is pytest's (the first failing phase's). Never downloads a browser (no `playwright install`); waits for apt's lock
 # when another process holds it. Screenshots go to test-results/ (ignored): a run rewrites no tracked file
-# (scripts/refresh_screenshots.sh updates the README's pictures).
+# (scripts/refresh_screenshots.sh updates the documentation's pictures).
 set -euo pipefail
 # shellcheck source=scripts/_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"

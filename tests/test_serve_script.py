@@ -1,4 +1,4 @@
-"""scripts/serve.sh: the README's command serves the gallery, on localhost only unless told otherwise."""
+"""scripts/serve.sh: the gallery command (README, docs/commands.md) serves on localhost only unless told otherwise."""
 
 from __future__ import annotations
 
