@@ -494,3 +494,26 @@ def test_bad_input(X, name, rate, params, match):
 def test_rng_must_be_a_generator():
     with pytest.raises(BadInputError, match="numpy.random.Generator"):
         mcar(X_TAB, 0.1, rng=np.random.RandomState(0))
+
+
+@pytest.mark.parametrize("rate", [5e-324, 1e-300, 1e-12, 0.2, 0.5, 0.8, 1 - 1e-12])
+def test_self_masking_solves_its_intercept_at_any_rate(rate):
+    """The expected hidden fraction is the rate, also for rates whose probabilities underflow (a subnormal rate
+    once made brentq see the same sign at both ends of its bracket)."""
+    from explorer.core.missingness.mask_helpers import _logistic_probs
+
+    z = np.random.default_rng(0).standard_normal(200)
+    p = _logistic_probs(z, 2.0, rate)
+    assert np.all((p >= 0) & (p <= 1))
+    if rate >= 1e-300:
+        assert p.mean() == pytest.approx(rate, rel=1e-9)
+    else:  # below the smallest normal double: the probabilities are (sub)normal or 0, and no entry is hidden
+        assert p.mean() <= 1e-300
+    assert np.all(np.diff(p[np.argsort(z)]) >= 0)  # larger values more likely hidden (strength > 0)
+    X = np.column_stack([z, -z])
+    hidden = self_masking(X, rate, rng=np.random.default_rng(1))
+    assert hidden.shape == X.shape
+    if rate < 1e-300:
+        assert not hidden.any()
+    else:  # binomial, 400 entries
+        assert abs(hidden.mean() - rate) <= 5 * math.sqrt(rate * (1 - rate) / X.size)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import expit, logit
+from scipy.special import expit, log_expit, logit, logsumexp
 
 from explorer.core.validation import BadInputError, InfeasibleRateError, as_float_matrix
 
@@ -144,7 +144,14 @@ def _logistic_probs(z: np.ndarray, strength: float, q: float) -> np.ndarray:
         return np.ones_like(z)
     lin = strength * z
     spread = float(np.max(np.abs(lin))) + 1.0  # at logit(q) -/+ spread every P is below/above q
-    a = brentq(lambda a: expit(a + lin).mean() - q, logit(q) - spread, logit(q) + spread, xtol=1e-12)
+    log_n = np.log(lin.size)
+    # log(mean P) - log(q), or its mirror on 1 - P: exact for any q in (0, 1), also subnormal ones whose
+    # probabilities underflow (a rate of 5e-324 made mean(P) - q round to the same sign at both ends)
+    if q <= 0.5:
+        gap = lambda a: logsumexp(log_expit(a + lin)) - log_n - np.log(q)  # noqa: E731
+    else:
+        gap = lambda a: np.log1p(-q) - (logsumexp(log_expit(-(a + lin))) - log_n)  # noqa: E731
+    a = brentq(gap, logit(q) - spread, logit(q) + spread, xtol=1e-12)
     return expit(a + lin)
 
 
