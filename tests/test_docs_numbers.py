@@ -3,7 +3,10 @@ from its results/*.json file and must appear in the page as it is."""
 
 from __future__ import annotations
 
+import decimal
 import json
+import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,49 @@ def _row(text: str, starts: str) -> str:
 
 def _cells(row: str) -> list[str]:
     return [c.strip().strip("*") for c in row.strip().strip("|").split("|")]
+
+
+_NUMBER = r"(-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
+
+
+def _typed(text: str, template: str) -> list[str]:
+    """The numbers typed where template has {} (whitespace and line breaks ignored; the template must occur once).
+    {p} matches a number that is not ours (a published value) without returning it."""
+    pieces = re.split(r"(\{p?\})", " ".join(template.split()))
+    pattern = "".join(_NUMBER if p == "{}" else r"-?\d[\d.,]*" if p == "{p}" else re.escape(p) for p in pieces)
+    found = re.findall(pattern, " ".join(text.split()))
+    assert len(found) == 1, f"the sentence {template!r} once in the page, found {len(found)}"
+    return [found[0]] if isinstance(found[0], str) else list(found[0])
+
+
+def _printed(value: float, typed: str) -> str:
+    """value printed with the precision of typed: as many decimals, or as many in the mantissa of e notation."""
+    typed = typed.replace(",", "")
+    if "e" in typed:
+        mantissa = typed.split("e")[0]
+        text = f"{value:.{len(mantissa.split('.')[1]) if '.' in mantissa else 0}e}"
+        return re.sub(r"e([-+])0*(\d)", r"e\1\2", text).replace("e+", "e")
+    return f"{value:.{len(typed.split('.')[1]) if '.' in typed else 0}f}"
+
+
+def _roundings(value: float, typed: str) -> set[str]:
+    """value printed as typed; a value that is a decimal tie at that precision (7.55 to one decimal: the mean of
+    errors in quarter points, stored as 7.5499999...) may be rounded either way."""
+    printed = {_printed(value, typed)}
+    if "e" not in typed and isinstance(value, float):
+        exact = decimal.Decimal(repr(value))
+        step = decimal.Decimal(1).scaleb(-len(typed.split(".")[1]) if "." in typed else 0)
+        printed |= {str(exact.quantize(step, rounding=r)) for r in (decimal.ROUND_HALF_UP, decimal.ROUND_HALF_DOWN)}
+    return printed
+
+
+def _check(text: str, template: str, *values: float) -> int:
+    """Each number typed at a {} of template is the matching value rounded as printed; returns how many."""
+    typed = _typed(text, template)
+    assert len(typed) == len(values), (template, typed)
+    for number, value in zip(typed, values, strict=True):
+        assert number.replace(",", "") in _roundings(value, number.replace(",", "")), (template, number, value)
+    return len(typed)
 
 
 # ------------------------------------------------------------------------------------------ In a classroom
@@ -173,3 +219,495 @@ def test_rating_world_table_is_results_marlin_rating_world():
             assert cells[4] == f"{red['mean']:.1f} +- {red['se']:.1f} %", label
         else:
             assert cells[4] == "", label
+
+
+# ------------------------------------------------------------------------------------------ pages with running text
+# Each test below rebuilds every number of a page that comes from a results file; the published values the pages
+# quote next to ours are matched as {p} (or left in a cell that is not compared) and never checked against ours.
+
+def test_digits_5x7_page_is_results_digits_5x7():
+    """reproductions/gj1994_fig2.md: the EM / mean-imputation table and the scale-free gap."""
+    page = _page("reproductions/gj1994_fig2.md")
+    res = _results("digits_5x7.json")
+    checked = 0
+    for label, key in {"EM on incomplete data": "em", "mean imputation + EM": "mean_impute"}.items():
+        s = res["summary"][key]
+        cells = _cells(_row(page, f"| {label} |"))
+        assert cells[1] == f"{s['log_likelihood_mean']:.1f} +- {s['log_likelihood_se']:.1f}", label
+        assert cells[3].startswith(f"{s['n_iter_mean']:.0f} ("), label  # "(about 60)": the paper's
+        assert cells[4] == f"{s['template_distance_mean']:.2f} +- {s['template_distance_se']:.2f}", label
+        checked += 5
+    settings = res["settings"]
+    checked += _check(page, "(EM - MI per observed entry) is {} nats here against {p} published",
+                      next(r["gap_per_entry"] for r in res["noise_sweep"] if r["noise"] == settings["noise"]))
+    checked += _check(page, "({} diagonal Gaussians, 100 noisy digits, {} repetitions;",
+                      settings["components"], settings["repeats"])
+    checked += _check(page, "ours are positive because the noise sd is {} on 0/1 templates", settings["noise"])
+    checked += _check(page, "5x7 digits with {} % of the pixels missing", 100 * settings["rate"])
+    assert checked == 15
+
+
+# antypas2023's first table: the rows are masks of experiment A, the columns its methods (test split, missing pixels)
+NEUMANN_A_COLUMNS = ("MI", "FCA", "SCA", "exact", "NSA (l = 100, thesis)")
+NEUMANN_B_COLUMNS = ("exact (single PPCA)", "NSA (single PPCA)", "exact mixture (weighted)", "NSA-M (weighted)",
+                     "exact mixture (oracle)", "NSA-M (oracle)")
+
+
+def test_neumann_page_is_results_neumann_mnist():
+    """reproductions/antypas2023.md: both tables (MSE on the missing test pixels x 1e-2; the published values in
+    brackets are not ours) and the numbers of the text."""
+    page = _page("reproductions/antypas2023.md")
+    res = _results("neumann_mnist.json")
+    a, b = res["experiment_a"], res["experiment_b"]
+
+    def mse(table: list[dict], mask: str, method: str) -> float:
+        """x 1e-2; the NSA rows at the thesis's l (A: 100, B: 300), the tuned one at its l"""
+        l_value = a["l_tuned"][mask] if "tuned" in method else 100 if "l = 100" in method else 300 if "NSA" in method else None
+        rows = [r for r in table if (r["mask"], r["split"], r["pixels"], r["method"], r.get("l"))
+                == (mask, "test", "missing", method, l_value)]
+        assert rows and len({r["mean"] for r in rows}) == 1, (mask, method)  # B lists l = 300 twice where it is tuned
+        return 100 * rows[0]["mean"]
+
+    checked = 0
+    for label, mask in {"A, random pixels": "R", "A, quarter": "Q"}.items():
+        cells = _cells(_row(page, f"| {label} |"))[1:]
+        for cell, method in zip(cells, NEUMANN_A_COLUMNS, strict=False):
+            assert cell.split(" (")[0] == f"{mse(a['table'], mask, method):.2f}", (label, method, cell)
+        tuned = mse(a["table"], mask, "NSA (l tuned on validation)")
+        assert cells[5] == f"{tuned:.2f} (l = {a['l_tuned'][mask]})", label
+        checked += 7
+    for label, mask in {"random pixels": "R", "quarter": "Q", "top half": "H"}.items():
+        cells = _cells(_row(page, f"| {label} |"))[1:]
+        for cell, method in zip(cells, NEUMANN_B_COLUMNS, strict=True):
+            assert cell.split(" (")[0] == f"{mse(b['table'], mask, method):.2f}", (label, method, cell)
+            checked += 1
+    split = a["split_sizes"]
+    checked += _check(page, "(PPCA, q = {} for {} % of the variance; the thesis: q = {p})", a["q"],
+                      100 * a["explained_variance"])
+    checked += _check(page, "B uses the {} test-set 1s and 7s", b["n_images"])
+    checked += _check(page, "A applies the Frey-faces protocol to {} MNIST digits", a["n_images"])
+    checked += _check(page, "Splits {}/{}/{};", *(100 * split[k] / a["n_images"] for k in ("train", "validation", "test")))
+    # NSA at the thesis's l = 100 against the exact solution, test split: random pixels, then the block masks
+    change = {m: mse(a["table"], m, NEUMANN_A_COLUMNS[4]) / mse(a["table"], m, "exact") - 1 for m in "RQHS"}
+    blocks = [-100 * change[m] for m in "QHS"]
+    checked += _check(page, "(test: {} % random pixels, -{} to -{} % for quarters, halves, squares)",
+                      100 * change["R"], min(blocks), max(blocks))
+    weights = b["fit"]["weights"]
+    checked += _check(page, "with q = {} per component and ~{} training images each", b["q"],
+                      round(b["split_sizes"]["train"] / len(weights), -1))
+    checked += _check(page, "(noise variances {} and {})", *b["fit"]["sigma2"])
+    rhos = [r["quantiles"][q] for r in a["rho"].values() for q in ("q0", "q100")]
+    for r in b["rho"].values():
+        rhos += [c["quantiles"][q] for c in (r["single"], *r["components"]) for q in ("q0", "q100")]
+    checked += _check(page, "rho(I - A/s) is {}-{},", min(rhos), max(rhos))
+    at300 = res["config"]["l_grid"].index(300)
+    dist_a = [100 * r["relative_distance_to_exact_q50"][at300] for r in a["rho"].values()]
+    dist_b = [100 * r["single"]["relative_distance_to_exact_q50"][at300] for r in b["rho"].values()]
+    checked += _check(page, "at l = 300 the median distance to the exact encoding is {}-{} % (A) and {}-{} % (B)",
+                      min(dist_a), max(dist_a), min(dist_b), max(dist_b))
+    acc = b["cluster_accuracy"]["H"]
+    checked += _check(page, "(arg-max responsibility vs digit): {} % train / {} % test here, {p} % / {p} % in the thesis",
+                      100 * acc["exact mixture"]["train"], 100 * acc["exact mixture"]["test"])
+    printed = acc["exact mixture, thesis's printed signs"]
+    checked += _check(page, "pick the wrong digit almost always ({} % / {} % correct)",
+                      100 * printed["train"], 100 * printed["test"])
+    config = res["config"]
+    checked += _check(page, "synthetic models, D in {{}, {}}, q in {{}, {}, {}}, {} rows",
+                      *(s * s for s in config["timing_sides"]), *config["timing_K"], config["timing_rows"])
+    assert checked == 7 * 2 + 6 * 3 + 2 + 1 + 1 + 3 + 3 + 2 + 2 + 2 + 4 + 2 + 2 + 6
+
+
+def _delalleau() -> dict:
+    """Per-digit figures of results/delalleau_mnist.json: seconds per iteration, speed-ups, tree shapes."""
+    classes = _results("delalleau_mnist.json")["classes"]
+    t = {e: [c["timing"][e]["seconds_per_iter"] for c in classes] for e in ("naive", "tree", "auto")}
+    return {"classes": classes, "seconds": t,
+            "tree": [n / s for n, s in zip(t["naive"], t["tree"], strict=True)],
+            "default": [n / s for n, s in zip(t["naive"], t["auto"], strict=True)],
+            "tree_over_default": [s / d for s, d in zip(t["tree"], t["auto"], strict=True)]}
+
+
+def test_delalleau_page_is_results_delalleau_mnist():
+    """reproductions/delalleau2012.md: the timing table (ranges over the ten digits, mean speed-ups with their range),
+    the agreement of the three E-steps, the tree shapes and the imputation RMSE (8x / 20x are the paper's)."""
+    page = _page("reproductions/delalleau2012.md")
+    d = _delalleau()
+    classes, secs = d["classes"], d["seconds"]
+    checked = 0
+    for starts, engine, speedup in (("| naive:", "naive", None), ("| tree:", "tree", "tree"),
+                                    ("| the project's default engine", "auto", "default")):
+        cells = _cells(_row(page, starts))
+        decimals = 2 if engine == "auto" else 1
+        assert cells[1] == f"{min(secs[engine]):.{decimals}f}-{max(secs[engine]):.{decimals}f}", cells
+        if speedup is None:
+            assert cells[2] == "1"
+        else:
+            s = d[speedup]
+            decimals = 1 if speedup == "tree" else 0
+            expected = f"{statistics.mean(s):.{decimals}f}x ({min(s):.{decimals}f}-{max(s):.{decimals}f}x)"
+            assert cells[2].replace("**", "") == expected, cells
+        checked += 2 if speedup is None else 4
+    tree_shape = [c["tree"] for c in classes]
+    diffs = [c["timing"][e] for c in classes for e in ("tree", "auto")]
+    checked += _check(page, "The three agree: covariances within {} relative, log-likelihoods within {}.",
+                      max(x["max_rel_diff_covariances"] for x in diffs), max(x["max_rel_diff_loglik"] for x in diffs))
+    checked += _check(page, "not reproduced: {}x here.", statistics.mean(d["tree"]))
+    checked += _check(page, "(about {} distinct patterns per class, MST weight about {}, mean n_d {}, depth {}-{})",
+                      round(statistics.mean(t["n_patterns"] for t in tree_shape), -2),
+                      round(statistics.mean(t["total_weight"] for t in tree_shape), -3),
+                      statistics.mean(t["mean_nd"] for t in tree_shape),
+                      min(t["max_depth"] for t in tree_shape), max(t["max_depth"] for t in tree_shape))
+    config = _results("delalleau_mnist.json")["config"]
+    checked += _check(page, "{} % of each class to train and {} % to choose K in {{}, {}, {}} x {} seeds",
+                      100 * config["train_fraction"], 100 - 100 * config["train_fraction"], *config["grid"],
+                      len(config["seeds"]))
+    checked += _check(page, "ridge regularisation {} (the paper's", config["reg_covar"])
+    checked += _check(page, "and wins by another {}x.", statistics.mean(d["tree_over_default"]))
+    checked += _check(page, "seconds per EM iteration, {} digits", len(config["digits"]))
+    checked += _check(page, "(about {} minutes, one BLAS thread;", sum(c["seconds"] for c in classes) / 60)
+    rmse = [c["val_rmse_missing"] for c in classes]
+    mean_rmse = [c["val_rmse_mean_imputation"] for c in classes]
+    checked += _check(page, "the RMSE is {}-{} against {}-{} for the training mean",
+                      min(rmse), max(rmse), min(mean_rmse), max(mean_rmse))
+    assert checked == 10 + 2 + 1 + 5 + 6 + 1 + 1 + 1 + 1 + 4
+
+
+def _claim_verdicts() -> dict[str, int]:
+    """The verdict column of results/marlin_chapter6_claims.md counted the way the page words it."""
+    counts = {"hold": 0, "hold weakly": 0, "partly": 0, "does not": 0}
+    weak = ("not significantly", "within the noise", "clearly on error only")
+    for line in (RESULTS / "marlin_chapter6_claims.md").read_text(encoding="utf-8").splitlines():
+        cells = _cells(line) if re.match(r"\| \d+ \|", line) else None
+        if cells:
+            verdict = line.strip().strip("|").split("|")[-1].strip()
+            kind = ("partly" if verdict.startswith("**Partly") else "does not" if verdict.startswith("**Does not")
+                    else "hold weakly" if any(w in verdict for w in weak) else "hold")
+            assert kind != "hold" or verdict.startswith("**Holds"), verdict
+            counts[kind] += 1
+    return counts
+
+
+def test_chapter6_page_is_the_chapter6_results():
+    """reproductions/marlin2008_ch6.md: the numbers of Tables 6.1-6.5 and 6.8 and the claims count; the thesis's
+    numbers in brackets are not ours ({p})."""
+    page = _page("reproductions/marlin2008_ch6.md")
+    t61 = _results("marlin_table61.json")
+    s61 = t61["summary"]
+    checked = _check(page, "--cv-iter 100`, {} min, `results/marlin_table61.md`, {} seeds)", t61["seconds"] / 60,
+                     t61["settings"]["seeds"])
+    checked += _check(page, "error {} ± {} % against {} ± {} % (thesis {p} and {p}); on Overlap they are alike ({} %;",
+                      s61["Dis/mix"]["error_mean"], s61["Dis/mix"]["error_se"], s61["Gen/mix"]["error_mean"],
+                      s61["Gen/mix"]["error_se"],
+                      (s61["Gen/overlap"]["error_mean"] + s61["Dis/overlap"]["error_mean"]) / 2)
+    checked += _check(page, "log loss* on Simple ({} ± {}, thesis {p}) and Mix ({} ± {}, thesis {p})",
+                      s61["Dis/simple"]["loss_mean"], s61["Dis/simple"]["loss_se"], s61["Dis/mix"]["loss_mean"],
+                      s61["Dis/mix"]["loss_se"])
+    dis = {ds: [r["loss"] for r in t61["rows"] if r["model"] == "Dis" and r["dataset"] == ds] for ds in ("simple", "mix")}
+    checked += _check(page, "(worst {}; medians {} and {})", max(dis["simple"] + dis["mix"]),
+                      statistics.median(dis["simple"]), statistics.median(dis["mix"]))
+    checked += _check(page, "the thesis's penalty grid (lambda <= {})", max(t61["lambdas"]))
+    checked += _check(page, "The run used {}-fold CV", t61["settings"]["folds"])
+
+    t62 = _results("marlin_tables62_64.json")
+    checked += _check(page, "(`explorer.core.classifiers.synthetic_classification`), {} rows per class for training and "
+                            "{} for testing", t62["config"]["n_train"], t62["config"]["n_test"])
+    mix = t62["summary"]["6.2"]["mix"]
+    checked += _check(page, "`python experiments/marlin_tables62_64.py`, {} min on a shared machine, "
+                            "`results/marlin_tables62_64.md`, {} seeds)", t62["meta"]["seconds"] / 60,
+                      len(t62["config"]["seeds"]))
+    checked += _check(page, "Mix error: zero imputation {} ± {} % (thesis {p}), mean {} ± {} ({p}), multiple imputation "
+                            "with K = 1 {} ± {} ({p}), reduced models {} ± {} ({p}), augmentation {} ± {} ({p})",
+                      *(v for k in ("Zero", "Mean", "Mix K=1", "Reduced", "Augmented")
+                        for v in (mix[k]["err_mean"], mix[k]["err_se"])))
+    xor = t62["summary"]["6.3"]["xor"]
+    gklr = [v["err_mean"] for k, v in xor.items() if k.startswith("gKLR")]
+    checked += _check(page, "XOR, polynomial KLR zero / mean {} / {} % ({p} / {p}), Gaussian KLR {}-{} % for every "
+                            "treatment ({p}-{p})", xor["pKLR Zero"]["err_mean"], xor["pKLR Mean"]["err_mean"],
+                      min(gklr), max(gklr))
+    overlap = t62["summary"]["6.2"]["overlap"]
+    treated = [v["err_mean"] for k, v in overlap.items() if k != "complete data (reference)"]
+    checked += _check(page, "on Overlap nothing works (every treatment {}-{} %, complete data {} %)", min(treated),
+                      max(treated), overlap["complete data (reference)"]["err_mean"])
+    nn_zero = t62["summary"]["6.4"]["xor"]["NN Zero"]
+    checked += _check(page, "holds only within a standard error ({} ± {} % against the thesis's {p})",
+                      nn_zero["err_mean"], nn_zero["err_se"])
+
+    t65 = _results("marlin_table65_hepatitis.json")
+    hep = t65["summary"]
+    checked += _check(page, "10-fold CV, {} min on a shared machine", t65["meta"]["wall_seconds"] / 60)
+    checked += _check(page, "(K = {}, Q = {}) is best, as in the thesis, {} ± {} % error / {} loss (thesis {p} / {p})",
+                      t65["config"]["mfa_k"], t65["config"]["mfa_q"], hep["LR MixFA"]["err_mean"],
+                      hep["LR MixFA"]["err_se"], hep["LR MixFA"]["loss_mean"])
+    checked += _check(page, "(zero {} %, mean {} %, reduced {} %, augmented {} %, discriminative LDA-FA {} %)",
+                      *(hep[k]["err_mean"] for k in ("LR Zero", "LR Mean", "LR Reduced", "LR Augmented", "LDA-FA Dis")))
+    regs = {c["reg"] for c in hep["LDA-FA Dis"]["chosen"]}
+    assert len(regs) == 1  # "in every fold"
+    checked += _check(page, "(lambda = {} in every fold)", regs.pop())
+
+    t68 = _results("marlin_table68_mnist.json")
+    mn = t68["summary"]
+    checked += _check(page, "`results/marlin_table68_mnist.md`, {} splits)", len(t68["config"]["splits"]))
+    checked += _check(page, "each split draws {} training and {} test images per class", t68["config"]["n_train"],
+                      t68["config"]["n_test"])
+    checked += _check(page, "LR zero / mean / reduced / augmented {} / {} / {} / {} % (thesis {p} / {p} / {p} / {p}), network "
+                            "{} / {} / {} % ({p} / {p} / {p}), Gaussian KLR mean / reduced / augmented {} / {} / {} % "
+                            "({p} / {p} / {p})",
+                      *(mn[f"LR {k}"]["err_mean"] for k in ("Zero", "Mean", "Reduced", "Augmented")),
+                      *(mn[f"{f} {k}"]["err_mean"] for f in ("NN", "gKLR") for k in ("Mean", "Reduced", "Augmented")))
+    checked += _check(page, "LDA-FA (loss {} against {p})", mn["LDA-FA Dis"]["loss_mean"])
+    checked += _check(page, "so the run made {} L-BFGS steps from the generative fit with Q = {} and no CV",
+                      t68["config"]["ldafa_max_iter"], t68["config"]["ldafa_q"])
+
+    verdicts = _claim_verdicts()
+    checked += _check(page, "checks the chapter's claims one by one: {} hold, {} hold weakly, {} partly",
+                      verdicts["hold"], verdicts["hold weakly"], verdicts["partly"])
+    checked += _check(page, "{} does not (augmented LR", verdicts["does not"])
+    checked += _check(page, "beats generative on Mix by {}x in error but {}x in loss, thesis {p}x)",
+                      s61["Gen/mix"]["error_mean"] / s61["Dis/mix"]["error_mean"],
+                      s61["Gen/mix"]["loss_mean"] / s61["Dis/mix"]["loss_mean"])
+    assert checked == 2 + 5 + 4 + 3 + 1 + 1 + 2 + 2 + 10 + 4 + 3 + 2 + 1 + 5 + 5 + 1 + 1 + 2 + 10 + 1 + 2 + 3 + 1 + 2
+
+
+def _report_notes(name: str) -> str:
+    """The hand-written notes of a generated report (the spread over several runs lives only there)."""
+    return " ".join((RESULTS / name).read_text(encoding="utf-8").split())
+
+
+def test_performance_page_is_the_benchmark_results():
+    """performance.md: the EM table (last run from results/bench_em.json, the spread over four runs from the notes of
+    results/bench_em.md) and the numbers of the variational, factor-analysis, tree, Dask, peers and methods
+    paragraphs, each from its results/bench_*.json."""
+    page = _page("performance.md")
+    em = _results("bench_em.json")
+    cases = {c["case"]: c for c in em["cases"]}
+    notes = _report_notes("bench_em.md")
+    runs = {}
+    for case, label in (("W1", "W1"), ("W2", "W2"), ("D50", "D = 50"), ("W2, 2 threads", "two BLAS threads")):
+        found = re.search(re.escape(label) + r" <= [\d.]+ \*\*[^*]+\*\* \(([\d.]+) here; ([\d.]+) / ([\d.]+) / ([\d.]+)",
+                          notes)
+        assert found, case
+        assert found.group(1) == f"{cases[case]['ratio']:.2f}", case  # the notes quote the same last run
+        runs[case] = [cases[case]["ratio"], *(float(v) for v in found.groups()[1:])]
+    checked = 0
+    for case, starts in (("W1", "| W1: N = {n:,}, D = {d}, K = {k} |"), ("W2", "| W2: N = {n:,}, D = {d}, K = {k} |"),
+                         ("D50", "| N = {n:,}, D = {d}, K = {k} |"), ("W2, 2 threads", "| W2 with 2 BLAS threads |")):
+        c = cases[case]
+        cells = _cells(_row(page, starts.format(n=c["n_samples"], d=c["n_features"], k=c["n_components"])))
+        assert cells[1] == f"{c['ratio']:.2f}", case
+        assert cells[2] == f"{min(runs[case]):.2f}-{max(runs[case]):.2f}", (case, cells[2])
+        assert cells[3].startswith(f"<= {c['target']:.1f}"), case
+        checked += 3 + (3 if "K =" in starts else 0)
+    memory = em["memory"]
+    cells = _cells(_row(page, f"| peak memory of a step, N = {memory['n_samples']:,} |"))
+    assert cells[1] == cells[2] == f"{memory['ratio']:.2f}"
+    checked += 3
+    quiet = float(re.search(r"own W2 time was ([\d.]+) s in the quiet run", notes).group(1))
+    checked += _check(page, "scikit-learn's own W2 time moved between {} and {} s", quiet,
+                      cases["W2"]["sklearn_complete_seconds_per_iter"])
+    checked += _check(page, "on data with {} % MCAR against", 100 * cases["W1"]["missing_rate"])
+    before = re.search(r"were ([\d.]+)-(\d+)x \(W1\), ([\d.]+)-([\d.]+)x \(W2\) and (\d+)x \(D = 50\)", notes)
+    assert before and "(0.14 in every run" in notes and "2.7 before)" in notes
+    w1_before = _cells(_row(page, "| W1: "))[4].split("-")
+    assert w1_before[0] == before.group(1) and f"{float(w1_before[1]):.0f}" == before.group(2)  # the notes: 2.5-3x
+    assert _cells(_row(page, "| W2: "))[4] == f"{before.group(3)}-{before.group(4)}"
+    assert _cells(_row(page, "| N = 20,000, D = 50"))[4] == before.group(5)
+    assert _cells(_row(page, "| peak memory of a step"))[4] == "2.7"
+    checked += 5
+    blas = re.search(r"~([\d.]+) ms of a ~(\d+) ms step", notes)
+    checked += _check(page, "take about {} ms of a {} ms step", *(float(v) for v in blas.groups()))
+    checked += _check(page, "at D = {} ({} missing entries per row", cases["D50"]["n_features"],
+                      cases["D50"]["n_features"] * cases["D50"]["missing_rate"])
+    checked += _check(page, "kernels (`strategy=\"numpy\"`) are {}x, {}x and {}x scikit-learn on the same cases",
+                      *(cases[c]["numpy_strategy_ratio"] for c in ("W1", "W2", "D50")))
+    load = re.search(r"\(([\d.]+)-([\d.]+) s over the four runs\)", notes)
+    compile_ = re.search(r"\(empty cache: (\d+)-(\d+) s", notes)
+    checked += _check(page, "A fresh process pays {}-{} s to load them; the very first run after a clone compiles them, "
+                            "{}-{} s.", *(float(v) for v in load.groups() + compile_.groups()))
+
+    vb = _results("bench_vb.json")["cases"]
+    checked += _check(page, "{}x on complete data and {}x with 30 % MCAR at {} x {}, K = {}; {}x and {}x at {} x {}, "
+                            "K = {} (targets",
+                      *(c[k] for c in vb for k in ("ratio_complete", "ratio_missing", "n_samples", "n_features",
+                                                   "n_components")))
+    before = re.search(r"numpy path\): ([\d.]+) / ([\d.]+) and ([\d.]+) / ([\d.]+);", _report_notes("bench_vb.md"))
+    before_complete, before_missing = [float(before.group(i)) for i in (1, 3)], [float(before.group(i)) for i in (2, 4)]
+    checked += _check(page, "before: {}-{}x and {}-{}x)", min(before_complete), max(before_complete),
+                      min(before_missing), max(before_missing))
+    checked += _check(page, "(about {}x scikit-learn with gaps)", vb[0]["numpy_ratio_missing"])
+
+    fa = _results("bench_fa.json")["results"]
+    speedups = [r["numpy_over_compiled_incomplete"] for r in fa]
+    big = next(r for r in fa if (r["n"], r["D"], r["q"]) == (20000, 50, 5))
+    checked += _check(page, "the compiled EM step is {}-{}x faster than the numpy one; at {} x {}, q = {} with 30 % MCAR "
+                            "it costs {}x scikit-learn's", min(speedups), max(speedups), big["n"], big["D"], big["q"],
+                      big["compiled_incomplete_over_sklearn_complete"])
+    checked += _check(page, "(which has no missing-value support), {}x on complete data",
+                      big["compiled_complete_over_sklearn"])
+
+    d = _delalleau()
+    checked += _check(page, "{}x faster than the naive per-pattern EM on MNIST with a 5 x 5 square per image, against "
+                            "the paper's {p}-{p}x; the default engine is {}x faster than naive.",
+                      statistics.mean(d["tree"]), statistics.mean(d["default"]))
+
+    dask = _results("bench_dask.json")
+    one, two = (next(r for r in dask["runs"] if r["n_workers"] == w) for w in (1, 2))
+    peaks = one["peak_rss_mib"] + two["peak_rss_mib"]
+    checked += _check(page, "{} million rows x {} columns with 30 % MCAR (generated lazily per chunk of {} rows, {} MiB; "
+                            "the {} MiB matrix never sits in memory), K = {},", dask["n_rows"] / 1e6,
+                      dask["n_features"], dask["chunk_rows"], dask["chunk_mib"],
+                      dask["n_rows"] * dask["n_features"] * 8 / 2**20, dask["n_components"])
+    checked += _check(page, "{} s per EM iteration on one worker, {} s on two: **{}x**", one["seconds_per_iteration"],
+                      two["seconds_per_iteration"], dask["speedup"])
+    checked += _check(page, "Peak resident memory per worker {}-{} MiB against {} MiB for an idle worker", min(peaks),
+                      max(peaks), one["rss_before_mib"][0])
+    checked += _check(page, "(about {} chunks' worth here",
+                      (one["peak_rss_mib"][0] - one["rss_before_mib"][0]) / dask["chunk_mib"])
+
+    peers = _results("bench_peers.json")
+    w1 = peers["cases"][0]
+    pool = [w1["ratio_to_explorer"]["pygmmis_pool"], w1["ratio_to_sklearn_complete"]["pygmmis_pool"]]
+    checked += _check(page, "costs {}x scikit-learn's complete-data iteration and {}x explorer's ({}-{}x with its own "
+                            "process pool)", w1["ratio_to_sklearn_complete"]["pygmmis_serial"],
+                      w1["ratio_to_explorer"]["pygmmis_serial"], min(pool), max(pool))
+    check = peers["pygmmis_check"]
+    checked += _check(page, "(parameters within {} after {} iterations)",
+                      max(check[f"max_abs_diff_{k}"] for k in ("weights", "means", "covariances")), check["iterations"])
+    diag = peers["pomegranate"]["diag"]["masked_from_explorer_start"]
+    checked += _check(page, "matches explorer's diagonal EM to {} once its weights, which sum to {}, are renormalised",
+                      abs(diag["loglik_diff_peer_minus_explorer"]), diag["peer_weights_sum_before_renormalising"])
+
+    methods = _results("bench_methods.json")
+    secs = {(r["dataset"], r["method"]): r for r in methods["rows"]}
+    checked += _check(page, "(`.venv/bin/python benchmarks/bench_methods.py --repeats {}`", methods["meta"]["repeats"])
+    checked += _check(page, "one cell (MCAR {}) with the benchmark's settings", methods["meta"]["rate"])
+    versions = peers["meta"]["versions"]
+    flat = " ".join(page.split())
+    assert f"pygmmis ({versions['pygmmis']})" in flat and f"pomegranate {versions['pomegranate']} takes" in flat
+    checked += _check(page, "takes {} s on Boston and {} s on Ionosphere; the MissForest re-implementation ({} runs) {} s "
+                            "and {} s ({}x and {}x the POIGMM) for the best NRMSE; MICE ({p} imputations) {} s and {} s; "
+                            "the EM mixture {} s and {} s.",
+                      secs["boston", "poigmm"]["seconds"], secs["ionosphere", "poigmm"]["seconds"],
+                      methods["meta"]["missforest_runs"], secs["boston", "missforest"]["seconds"],
+                      secs["ionosphere", "missforest"]["seconds"], secs["boston", "missforest"]["ratio_to_poigmm"],
+                      secs["ionosphere", "missforest"]["ratio_to_poigmm"], secs["boston", "mice"]["seconds"],
+                      secs["ionosphere", "mice"]["seconds"], secs["boston", "em_gmm"]["seconds"],
+                      secs["ionosphere", "em_gmm"]["seconds"])
+    assert checked == 4 * 3 + 3 * 3 + 3 + 2 + 1 + 5 + 2 + 2 + 3 + 4 + 10 + 4 + 1 + 6 + 1 + 2 + 6 + 3 + 3 + 1 + 4 + 2 + 2 + 1 + 1 + 11
+
+
+def test_gaussian_selection_page_is_results_gaussian_selection():
+    """reproductions/gaussian_selection.md: column means (truth, complete case, MAR EM, selection model) and slopes."""
+    page = _page("reproductions/gaussian_selection.md")
+    res = _results("gaussian_selection.json")
+    iris, boston = ({r["setting"]["dataset"]: r for r in res["real"]}[k] for k in ("iris", "boston"))
+    s = iris["summary"]
+    checked = _check(page, "{} masks, about {} % of one column hidden", res["protocol"]["repeats"],
+                     100 * res["protocol"]["rate"])
+    checked += _check(page, "the column mean of iris sepal length (truth {}) is {} +- {} from complete cases, {} +- {} "
+                            "from MAR EM and {} +- {} from the selection model (fitted slope {} +- {}, true {});",
+                      iris["truth"], *(s[k][v] for k in ("complete_case", "mar_em", "selection", "b")
+                                       for v in ("mean", "se")), iris["b_true"])
+    s = boston["summary"]
+    checked += _check(page, "on Boston RM (truth {}) {}, {} and {}:", boston["truth"],
+                      *(s[k]["mean"] for k in ("complete_case", "mar_em", "selection")))
+    checked += _check(page, "overestimates the slope ({} against {})", s["b"]["mean"], boston["b_true"])
+    assert checked == 2 + 10 + 4 + 2
+
+
+def test_table33_page_is_results_marlin_table33():
+    """reproductions/marlin2008_table33.md: setting, agreement with the thesis's closed form, EM and factorised ranges
+    (the thesis's ranges are {p})."""
+    page = _page("reproductions/marlin2008_table33.md")
+    res = _results("marlin_table33.json")
+    meta, rows = res["meta"], res["rows"]
+    checked = _check(page, "`python experiments/marlin_table33.py` ({} s;", meta["seconds"])
+    step = rows[1]["beta"] - rows[0]["beta"]
+    checked += _check(page, "alpha = delta = {}, gamma = {}, beta = {} + {} t, N = {}, {} repeats, and **lambda = {}**",
+                      meta["alpha"], meta["gamma"], rows[0]["beta"] - step * rows[0]["t"], step, meta["n"],
+                      meta["repeats"], meta["lam"])
+    assert meta["alpha"] == meta["delta"]
+    checked += _check(page, "matches the thesis to {}.",
+                      max(abs(r["closed_form"] - r["published"]["closed_form"]) for r in rows))
+    em = [r["em_mean"] for r in rows]
+    within_em = sum(abs(r["em_mean"] - r["true_p_x1"]) <= 2 * r["em_se"] for r in rows)
+    within_fact = sum(abs(r["fact_mean"] - r["closed_form"]) <= 2 * r["fact_se"] for r in rows)
+    checked += _check(page, "within 2 s.e. of the true {} in all {} rows ({}-{}; thesis {p}-{p})", rows[0]["true_p_x1"],
+                      within_em, min(em), max(em))
+    checked += _check(page, "within 2 s.e. in all {} rows (ours {} ... {}, thesis {p} ... {p})", within_fact,
+                      rows[0]["fact_mean"], rows[-1]["fact_mean"])
+    assert len(rows) == within_em == within_fact
+    checked += _check(page, "a bias of up to {} on data", max(r["true_p_x1"] - r["closed_form"] for r in rows))
+    assert checked == 1 + 7 + 1 + 4 + 3 + 1
+
+
+def test_user_guide_text_numbers_are_the_results():
+    """user_guide/csv.md and evaluation.md: the numbers of the text around the two checked tables
+    (results/coverage_prior.json, dpgmm_small_data.json, k_selection.json)."""
+    csv_page = _page("user_guide/csv.md")
+    coverage = _results("coverage_prior.json")
+    summary = coverage["summary"]
+    auto = [r["coverage"] for r in summary if r["prior"] == "auto"]
+    checked = _check(csv_page, ": {} data sets, {} % of the observed entries hidden, K = {}, {}, {}, {}, {} seeds)",
+                     len({r["dataset"] for r in summary}), 100 * coverage["meta"]["rate"],
+                     *coverage["meta"]["components"], coverage["meta"]["seeds"])
+    checked += _check(csv_page, "The target (90-98 % for every K) is met in {} of {} (data set, K) cells.",
+                      sum(0.90 <= c <= 0.98 for c in auto), len(auto))
+    wine5 = {r["prior"]: r["nrmse"] for r in summary if (r["dataset"], r["K"]) == ("wine", 5)}
+    checked += _check(csv_page, "(wine K = {}: {} ML, {} before, {} now)", 5, wine5["ml"], wine5["fraley-raftery"],
+                      wine5["auto"])
+    dp = [r for r in _results("dpgmm_small_data.json")["summary"] if r["config"] == "data (default)"]
+    cov = {r["dataset"]: r["coverage_t"] for r in dp}
+    met = [c for c in cov.values() if 0.90 <= c <= 0.98]
+    checked += _check(csv_page, "now {}-{} effective components on average and {}-{} on four of the six sets (hepatitis {},"
+                                " Ionosphere {};", min(r["n_eff"] for r in dp), max(r["n_eff"] for r in dp), min(met),
+                      max(met), cov["hepatitis"], cov["ionosphere"])
+    assert checked == 7 + 2 + 4 + 6
+    assert len(met) == 4 and "on four of the six sets" in " ".join(csv_page.split())
+
+    page = _page("user_guide/evaluation.md")
+    rows = _results("k_selection.json")["summary"]
+    datasets = ("iris", "wine", "boston", "ionosphere", "hepatitis", "breast_cancer")
+
+    def r(method: str, dataset: str) -> dict:
+        return next(x for x in rows if x["method"] == method and x["dataset"] == dataset)
+
+    def mean(method: str, key: str) -> float:
+        return sum(r(method, d)[key] for d in datasets) / len(datasets)
+
+    auto, held, k1 = "GMM auto = K by DPGMM (default rule)", "GMM K by held-out", "GMM K=1"
+    words = {4: "four", 5: "five", 6: "six"}
+    nrmse_wins = sum(r(auto, d)["nrmse"] < r(held, d)["nrmse"] for d in datasets)
+    nll_wins = sum(r(auto, d)["nll"] < r(held, d)["nll"] for d in datasets)
+    flat = " ".join(page.split())
+    assert f"held-out rule's NRMSE on {words[nrmse_wins]} sets (iris a tie;" in flat
+    assert r(auto, "iris")["nrmse"] == r(held, "iris")["nrmse"]
+    assert f"and its NLL on {words[nll_wins]}, at a fifth" in flat
+    checked = _check(page, "Boston: {} against {})", r(auto, "boston")["nrmse"], r(held, "boston")["nrmse"])
+    bic_one = [d for d in datasets if set(r("GMM K by BIC", d)["K"]) == {1}]
+    assert bic_one == ["wine", "hepatitis"] and "BIC chose K = 1 on wine and hepatitis" in flat
+    checked += _check(page, "K = 5 has the best mean NLL of the Gaussian-mixture settings ({} against {} for \"auto\"), "
+                            "and the mean NRMSEs of \"auto\" and K = 5 tie ({}, {})", mean("GMM K=5", "nll"),
+                      mean(auto, "nll"), mean(auto, "nrmse"), mean("GMM K=5", "nrmse"))
+    checked += _check(page, "best mean NLL of all, {}, from Boston", mean("MFA auto (q=2)", "nll"))
+    beat_nll = sum(r(auto, d)["nll"] < r(k1, d)["nll"] for d in datasets)
+    beat_nrmse = [d for d in datasets if r(auto, d)["nrmse"] < r(k1, d)["nrmse"]]
+    lost = [r(auto, d)["nrmse"] - r(k1, d)["nrmse"] for d in datasets if d not in beat_nrmse]
+    assert f"beat K = 1 on NLL on all {words[beat_nll]} sets and on NRMSE on {words[len(beat_nrmse)]}" in flat
+    assert len({f"{v:.3f}" for v in lost}) == 1  # both by the same amount
+    checked += _check(page, "(it lost Ionosphere and hepatitis by {})", max(lost))
+    assert sorted(set(datasets) - set(beat_nrmse)) == ["hepatitis", "ionosphere"]
+    trees = "trees (chained eq.)"
+    checked += _check(page, "reach NRMSE {}; the best of explorer's density models is `DPGMMImputer` at {} (GMM \"auto\" "
+                            "{}, GMM K = 1 {}): here the gap is under {} %", r(trees, "wine")["nrmse"],
+                      r("DPGMM", "wine")["nrmse"], r(auto, "wine")["nrmse"], r(k1, "wine")["nrmse"],
+                      0.5 + 100 * (r("DPGMM", "wine")["nrmse"] / r(trees, "wine")["nrmse"] - 1))
+    gmms = [r(m, "ionosphere")["nrmse"] for m in ("GMM K=1", "GMM K=2", "GMM K=3", "GMM K=5", auto, held,
+                                                  "GMM K by BIC", "DPGMM")]
+    checked += _check(page, "clearly ahead on Boston ({} against {}) and Ionosphere ({} against {} for the mixture of "
+                            "factor analysers, {}-{} for the Gaussian mixtures) and have the best mean NRMSE ({});",
+                      r(trees, "boston")["nrmse"], min(r(m, "boston")["nrmse"] for m in (auto, held, "DPGMM")),
+                      r(trees, "ionosphere")["nrmse"], r("MFA auto (q=2)", "ionosphere")["nrmse"], min(gmms),
+                      max(gmms), mean(trees, "nrmse"))
+    checked += _check(page, "behind on iris, hepatitis and breast cancer ({} against {})",
+                      r(trees, "breast_cancer")["nrmse"], r(auto, "breast_cancer")["nrmse"])
+    assert checked == 2 + 4 + 1 + 1 + 5 + 7 + 2
