@@ -47,11 +47,16 @@ from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
 from explorer.core.validation import BadInputError
 
 __all__ = [
+    "AUTO_COMPILED_MIN_WORK",
     "SufficientStatistics",
-    "statistics_from_completions",
+    "check_finite_log_likelihood",
+    "choose_strategy",
+    "component_loglik",
     "estep_statistics",
     "m_step",
     "posterior_mode",
+    "statistics_from_completions",
+    "statistics_from_loglik",
 ]
 
 _EPS10 = 10 * np.finfo(float).eps
@@ -215,7 +220,9 @@ def check_finite_log_likelihood(total: float) -> None:
 
 
 def component_loglik(Xf, missing, patterns, means, covariances, covariance_type, conditionals):
-    """Per-component observed log-densities (n, K), completions (K, n, D) and conditional covariances."""
+    """The reference (numpy) E-step kernel: per-component observed log-densities (n, K), and with
+    ``conditionals`` the completions (K, n, D) and conditional covariances (``observed_gaussian``'s layout) of
+    the rows of ``Xf`` (missing entries any finite value) grouped by ``patterns``."""
     K = means.shape[0]
     n = Xf.shape[0]
     ll = np.empty((n, K))
