@@ -451,3 +451,17 @@ def test_amputate_bad_input():
 def test_imputer_is_not_a_predictor():
     """A transformer must not expose predict(): Pipeline/check_estimator would call it with X only."""
     assert not hasattr(GaussianMixtureImputer(), "predict")
+
+
+def test_too_many_components_is_refused_before_the_prior_is_computed(monkeypatch):
+    """Cheap checks first (issue 22): K against the rows before the prior's data moments (EM passes) run."""
+    from explorer.core.mixtures import em_gmm
+
+    def data_moments(*args, **kwargs):
+        raise AssertionError("the prior's data moments ran before the number of components was checked")
+
+    monkeypatch.setattr(em_gmm, "data_moments", data_moments)
+    X = np.random.default_rng(0).standard_normal((30, 4))
+    X[::3, 1] = np.nan
+    with pytest.raises(BadInputError, match="n_components=50 is larger than the number of rows with observed data"):
+        GaussianMixtureImputer(n_components=50, random_state=0).fit(X)
