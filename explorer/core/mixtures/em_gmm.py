@@ -642,12 +642,11 @@ def init_from_parameters(data: EMData, config: EMConfig, weights, means, covaria
     return _state_from_parameters(data, config, 0, weights, means, covariances, resolved_prior(data, config))
 
 
-def _check_components(data: EMData, config: EMConfig) -> None:
+def _check_components(n_components: int, n_fit: int) -> None:
     """BadInputError when there are more components than rows with observed data to fit them."""
-    n_fit = _fit_view(data, config)[3].size
-    if config.n_components > n_fit:
+    if n_components > n_fit:
         raise BadInputError(
-            f"n_components={config.n_components} is larger than the number of rows with observed data ({n_fit}). "
+            f"n_components={n_components} is larger than the number of rows with observed data ({n_fit}). "
             "Use fewer components."
         )
 
@@ -661,7 +660,7 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
     """
     K = config.n_components
     Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
-    _check_components(data, config)
+    _check_components(K, rows_fit.size)
     Xr, obs = Xfit[rows_fit], ~miss_fit[rows_fit]
     if config.init == "random":
         r = rng.uniform(size=(rows_fit.size, K))
@@ -859,7 +858,7 @@ def fit(
             raise BadInputError(f"truth has shape {truth.shape}, expected {data.X.shape}.")
     n_fit = _fit_view(data, config)[3].size
     if init_state is None:
-        _check_components(data, config)  # a cheap check before the prior's data moments
+        _check_components(config.n_components, n_fit)  # a cheap check before the prior's data moments
     run_config = config
     if config.prior is not None and init_state is None:  # resolve "auto" once for every restart
         run_config = replace(config, prior=resolve_prior(data, config))
