@@ -575,12 +575,14 @@ def _snapshot(state: _DaskState) -> dict:
 _MOMENT_STEPS = 100  # as em_gmm.data_moments
 
 
-def _moments(arr, summary: _Summary, reg_covar: float, scheduler):
+def _moments(arr, summary: _Summary, reg_covar: float, covariance_type: str, scheduler):
     """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.mixtures.em_gmm.data_moments`,
-    on Dask."""
+    on Dask (diagonal covariances with missing values: the column summaries, no EM pass)."""
     var = summary.m2 / summary.count + reg_covar
     means, covs = summary.mean[None].copy(), np.diag(var)[None]
     any_missing = bool(np.any(summary.count < summary.n_rows))
+    if any_missing and covariance_type != "full":
+        return summary.mean.copy(), np.diag(var)
     try:
         for _ in range(1 if not any_missing else _MOMENT_STEPS):
             stats = _estep_pass(arr, np.ones(1), means, covs, "full", scheduler)
@@ -604,7 +606,7 @@ def _full_prior(prior, config: em_gmm.EMConfig, arr, summary, scheduler):
     if spec.mean is not None and spec.scale is not None:
         return spec
     D, K = summary.mean.shape[0], config.n_components
-    m_hat, c_hat = _moments(arr, summary, config.reg_covar, scheduler)
+    m_hat, c_hat = _moments(arr, summary, config.reg_covar, config.covariance_type, scheduler)
     dof = float(D + 2) if spec.dof is None else spec.dof
     scale = c_hat / K ** (2.0 / D)
     if rule == "auto":

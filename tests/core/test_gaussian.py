@@ -8,12 +8,12 @@ import pytest
 @pytest.mark.parametrize("batch", [(), (4,), (2, 3)])
 def test_triangular_inverse_matches_a_dense_solve(m, batch):
     """Both paths of the inverse Cholesky factor (batched solve below TRTRI_MIN_SIZE, LAPACK dtrtri from it up)."""
-    from explorer.core.gaussians.gaussian import TRTRI_MIN_SIZE, _tril_solve_identity
+    from explorer.core.gaussians.gaussian import TRTRI_MIN_SIZE, tril_inverse
 
     rng = np.random.default_rng(m)
     A = rng.standard_normal(batch + (m, m + 3))
     L = np.linalg.cholesky(A @ np.swapaxes(A, -1, -2) + 0.1 * np.eye(m))
-    Linv = _tril_solve_identity(L)
+    Linv = tril_inverse(L)
     assert Linv.shape == L.shape
     if m >= TRTRI_MIN_SIZE:  # dtrtri: exactly lower triangular
         np.testing.assert_array_equal(np.triu(Linv, 1), 0.0)

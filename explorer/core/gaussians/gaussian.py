@@ -41,6 +41,8 @@ __all__ = [
     "DegenerateCovarianceError",
     "cholesky",
     "precision_and_logdet",
+    "tril_inverse",
+    "cholesky_inverse",
     "observed_gaussian",
     "observed_diagonal",
     "embed_add",
@@ -120,7 +122,7 @@ def cholesky(cov: np.ndarray, *, what: str = "covariance") -> np.ndarray:
 TRTRI_MIN_SIZE = 24
 
 
-def _tril_solve_identity(L: np.ndarray) -> np.ndarray:
+def tril_inverse(L: np.ndarray) -> np.ndarray:
     """``L^{-1}`` for a (stack of) lower-triangular factor(s) with a positive diagonal (Cholesky factors)."""
     m = L.shape[-1]
     if m < TRTRI_MIN_SIZE:
@@ -134,8 +136,28 @@ def _tril_solve_identity(L: np.ndarray) -> np.ndarray:
         inv, info = dtrtri(factor, lower=1)
         if info != 0:  # a zero pivot: cholesky() refuses such factors before they get here
             raise np.linalg.LinAlgError(f"Singular triangular factor (dtrtri info={info}).")
-        out[i] = np.tril(inv)
+        out[i] = inv
+    out *= np.tri(m)  # dtrtri leaves the strict upper triangle as it found it
     return out.reshape(L.shape)
+
+
+def cholesky_inverse(L: np.ndarray) -> np.ndarray:
+    """:math:`A^{-1} = L^{-\\top}L^{-1}` for a stack of lower Cholesky factors (n, m, m) of SPD matrices ``A``.
+
+    LAPACK's ``dpotri`` per factor (a triangular inverse and a triangular product: about m^3 / 3 + m^3 / 3 flops,
+    against m^3 / 3 + 2 m^3 for an inverse then a general product), then the lower triangle mirrored.
+    """
+    from scipy.linalg.lapack import dpotri
+
+    n, m = L.shape[0], L.shape[-1]
+    out = np.empty((n, m, m))
+    for i in range(n):
+        inv, info = dpotri(L[i], lower=1)
+        if info != 0:  # a zero pivot: cholesky() refuses such factors before they get here
+            raise np.linalg.LinAlgError(f"Singular Cholesky factor (dpotri info={info}).")
+        out[i] = inv
+    low = np.tril(out)
+    return low + np.swapaxes(np.tril(out, -1), -1, -2)
 
 
 def precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +175,7 @@ def precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         :math:`\\log|\\Sigma| = 2\\sum_i \\log L_{ii}`.
     """
     L = cholesky(cov)
-    Linv = _tril_solve_identity(L)
+    Linv = tril_inverse(L)
     precision = np.swapaxes(Linv, -1, -2) @ Linv
     precision = 0.5 * (precision + np.swapaxes(precision, -1, -2))
     logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
@@ -167,7 +189,7 @@ def _factor_patterns(precision: np.ndarray, unique_mis: np.ndarray):
     """
     lmm = precision[unique_mis[:, :, None], unique_mis[:, None, :]]
     L = cholesky(lmm, what="missing-block precision")
-    Linv = _tril_solve_identity(L)
+    Linv = tril_inverse(L)
     logdet_mm = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
     return Linv, logdet_mm
 

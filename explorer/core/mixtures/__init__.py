@@ -4,6 +4,8 @@ the variational DP mixture, k-means initialisation and the logistic self-masking
 
 Modules (imported explicitly, nothing here is imported eagerly):
 
+* :mod:`~explorer.core.mixtures.covariance_side`: The covariance-side E-step: factor each pattern's observed block
+  instead of the missing block of the precision.
 * :mod:`~explorer.core.mixtures.em_gmm`: EM for Gaussian mixtures on data with missing values.
 * :mod:`~explorer.core.mixtures.gaussian_selection`: A selection model for the Gaussian mixture: logistic
   self-masking, fitted jointly with the mixture.
@@ -19,4 +21,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   (the POIGMM).
 """
 
-__all__ = ["em_gmm", "gaussian_selection", "kmeans", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]
+__all__ = ["covariance_side", "em_gmm", "gaussian_selection", "kmeans", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]

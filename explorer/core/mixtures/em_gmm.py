@@ -171,7 +171,7 @@ __all__ = [
 COVARIANCE_TYPES = ("full", "diag")
 VARIANTS = ("em", "naive", "mean_impute")
 INIT_METHODS = ("kmeans", "kmeans++", "random")
-STRATEGIES = ("auto", "compiled", "numpy", "tree", "naive")
+STRATEGIES = ("auto", "compiled", "numpy", "covariance", "tree", "naive")
 _EPS10 = 10 * np.finfo(float).eps
 
 
@@ -207,11 +207,13 @@ class EMConfig:
         ``"fraley-raftery"``: the same prior with Fraley & Raftery's scale (mode about 2D + 4 times
         smaller); a :class:`NIWPrior` sets its fields. The objective is then the log-posterior. See
         the module docstring.
-    strategy : {"auto", "compiled", "numpy", "tree", "naive"}
+    strategy : {"auto", "compiled", "numpy", "covariance", "tree", "naive"}
         How the E-step computes the per-pattern quantities (full covariances; the results agree to
         round-off). ``"compiled"``: one numba pass over the rows sorted by pattern, in cache-sized
         blocks (:mod:`explorer.core._compiled.gmm`); ``"numpy"``: the reference kernels of
-        :mod:`explorer.core.gaussians.gaussian`; ``"tree"`` / ``"naive"``: Delalleau et al.'s minimum-spanning-tree
+        :mod:`explorer.core.gaussians.gaussian`; ``"covariance"``: the observed blocks of the covariance are
+        factored instead of the missing blocks of the precision (:mod:`explorer.core.mixtures.covariance_side`;
+        for mostly-missing rows); ``"tree"`` / ``"naive"``: Delalleau et al.'s minimum-spanning-tree
         algorithm and their per-pattern baseline (:mod:`explorer.core.mixtures.pattern_tree`). ``"auto"``: see
         :func:`resolve_strategy`. Diagonal covariances always use the numpy kernels.
     """
@@ -417,12 +419,15 @@ _MOMENT_STEPS = 100
 def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray]:
     """Mean and (ML, divisor n) covariance of the data the fit runs on, plus ``reg_covar`` on the diagonal.
 
-    Complete rows: the sample moments. Incomplete data: the ML single Gaussian fitted by this EM
-    (K = 1, from the observed column means and variances, until no parameter moves by more than
-    1e-6 of the largest covariance entry, at most 100 steps: it sets a prior's scale, which needs no more
-    precision, and on wide gappy data 500 steps at 1e-9 cost more than the fit itself), which uses every
-    observed entry and is consistent under MAR. The ``mean_impute``
-    variant uses the mean-filled matrix it fits on.
+    Complete rows: the sample moments. Incomplete data, ``"diag"`` (whose prior reads only the diagonal): each
+    column's observed mean and variance, the ML diagonal Gaussian, in one pass. Incomplete data, ``"full"``: the
+    ML single Gaussian fitted by this EM (K = 1, from the observed column means and variances, until no parameter
+    moves by more than 1e-6 of the largest covariance entry, at most 100 steps: it sets a prior's scale, which
+    needs no more precision), which uses every observed entry and is consistent under MAR. Its steps use the
+    E-step kernel ``strategy="auto"`` picks for one component (the covariance side on mostly-missing rows). The
+    one-pass pairwise-available covariance is not used: on 250 x 200 correlated data at 70 % MCAR the fit's
+    imputation error with it was twice that with the ML moments (``results/bench_em.md``), because the prior
+    weighs D + 2 pseudo-observations. The ``mean_impute`` variant uses the mean-filled matrix it fits on.
     """
     Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
     X, miss = Xfit[rows_fit], miss_fit[rows_fit]
@@ -434,8 +439,10 @@ def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray
         cov = 0.5 * (cov + cov.T)
         cov.flat[:: D + 1] += config.reg_covar
         return mean, cov
-    one = EMConfig(n_components=1, covariance_type="full", reg_covar=config.reg_covar, variant="em")
     var = np.nanvar(data.X[data.fit_rows], axis=0) + config.reg_covar
+    if config.covariance_type != "full":
+        return np.array(data.col_mean), np.diag(var)
+    one = EMConfig(n_components=1, covariance_type="full", reg_covar=config.reg_covar, variant="em")
     try:
         state = init_from_parameters(data, one, np.ones(1), data.col_mean[None], np.diag(var)[None])
         for _ in range(_MOMENT_STEPS):
@@ -494,20 +501,31 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
 
 
 def resolve_strategy(data: EMData, config: EMConfig) -> str:
-    """The E-step kernel a fit uses: ``"compiled"``, ``"numpy"``, ``"tree"`` or ``"naive"``.
+    """The E-step kernel a fit uses: ``"compiled"``, ``"numpy"``, ``"covariance"``, ``"tree"`` or ``"naive"``.
 
     Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation).
-    ``"auto"`` (measured in ``results/bench_em.md``): ``"compiled"`` when rows x components x features
-    is at least :data:`AUTO_COMPILED_MIN_WORK` (200,000) and numba imports, else ``"numpy"``. Once
-    loaded, the compiled kernel was 3.6-7 times faster per step than the numpy kernels at every size
-    measured (300 x 4, K = 2: 0.4 vs 2.5 ms; 5,000 x 10, K = 4: 4.8 vs 17 ms; 20,000 x 10, K = 5: 13 vs
-    49 ms, CPU time, one BLAS thread) and than the tree and naive kernels (800 x 8, K = 3, 30 % MCAR,
-    three steps: 0.05 s against 1.4 s and 0.5 s), so ``"auto"`` never picks those; but the first compiled step of a process costs about 0.6 s with a filled numba cache
-    (several seconds when it compiles). Below the threshold a numpy step takes at most about 17 ms, so a
-    whole fit costs about that load, and small interactive data (the app's pages) never wait for it.
+    ``"auto"`` is :func:`~explorer.core.mixtures.suffstats.choose_strategy` on the fit's rows and patterns
+    (measured in ``results/bench_em.md``): the covariance side when mostly-missing rows make the missing blocks'
+    factorisations dominate (250 x 200 at 70 % MCAR: every row its own pattern, about 140 missing entries), else
+    ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (200,000) and
+    numba imports, else ``"numpy"``. Once loaded, the compiled kernel was 3.6-7 times faster per step than the
+    numpy kernels at every size measured (300 x 4, K = 2: 0.4 vs 2.5 ms; 5,000 x 10, K = 4: 4.8 vs 17 ms; 20,000
+    x 10, K = 5: 13 vs 49 ms, CPU time, one BLAS thread) and than the tree and naive kernels (800 x 8, K = 3, 30 %
+    MCAR, three steps: 0.05 s against 1.4 s and 0.5 s), so ``"auto"`` never picks those; but the first compiled
+    step of a process costs about 0.6 s with a filled numba cache (several seconds when it compiles). Below the
+    threshold a numpy step takes at most about 17 ms, so a whole fit costs about that load, and small
+    interactive data (the app's pages) never wait for it.
     """
     rows = data.n_samples if config.variant == "mean_impute" else data.n_fit
-    return choose_strategy(rows, config.n_components, data.n_features, config.covariance_type, config.strategy)
+    if config.strategy != "auto" or config.covariance_type != "full":
+        return choose_strategy(rows, config.n_components, data.n_features, config.covariance_type, config.strategy)
+    key = ("auto strategy", config.variant == "mean_impute", config.n_components)
+    chosen = data.cache.get(key)
+    if chosen is None:
+        pats_fit = _fit_view(data, config)[2]
+        chosen = data.cache[key] = choose_strategy(rows, config.n_components, data.n_features, "full", "auto",
+                                                   pats_fit)
+    return chosen
 
 
 def _estep(data: EMData, config: EMConfig, weights, means, covariances):

@@ -51,6 +51,8 @@ __all__ = [
     "SufficientStatistics",
     "check_finite_log_likelihood",
     "choose_strategy",
+    "COVARIANCE_SIDE_RATIO",
+    "factorisation_work",
     "component_loglik",
     "estep_statistics",
     "m_step",
@@ -183,24 +185,51 @@ def statistics_from_completions(resp, completions, cond_cov, patterns: MissingPa
 #: ``strategy="auto"`` runs the compiled kernel when rows x components x features reaches this (see
 #: :func:`choose_strategy`).
 AUTO_COMPILED_MIN_WORK = 200_000
+#: ``strategy="auto"`` takes the covariance side when its factorisations cost less than this fraction of the
+#: precision side's (see :func:`choose_strategy`).
+COVARIANCE_SIDE_RATIO = 0.5
 
 _COLLAPSED = ("a component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
               "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns.")
 
 
-def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_type: str = "full",
-                    strategy: str = "auto") -> str:
-    """The E-step kernel for ``strategy``: ``"auto"`` resolved to ``"compiled"`` or ``"numpy"``; others as given.
+def factorisation_work(patterns: MissingPatterns) -> tuple[float, float, float]:
+    """The cost model's terms for the fitted rows of ``patterns``: ``(precision_side, covariance_side, rows)``.
 
-    Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation). ``"auto"``:
-    ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` and numba
-    imports, else ``"numpy"`` (measured in ``results/bench_em.md``; see
-    :func:`explorer.core.mixtures.em_gmm.resolve_strategy`).
+    :math:`\\sum_u m_u^3` and :math:`\\sum_u (D - m_u)^3` over the distinct patterns (the flops, up to a
+    constant, of one component's Cholesky factors, inverses and products of the missing blocks of the precision,
+    or of the observed blocks of the covariance), and :math:`N D^2` (one component's products with the rows,
+    the same on both sides).
+    """
+    D = patterns.n_features
+    m = np.array([g.n_missing for g in patterns.groups], dtype=float)
+    u = np.array([g.n_unique for g in patterns.groups], dtype=float)
+    n = float(sum(g.rows.size for g in patterns.groups))
+    return float(u @ m**3), float(u @ (D - m) ** 3), n * D * D
+
+
+def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_type: str = "full",
+                    strategy: str = "auto", patterns: MissingPatterns | None = None) -> str:
+    """The E-step kernel for ``strategy``: ``"auto"`` resolved to ``"covariance"``, ``"compiled"`` or ``"numpy"``.
+
+    Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation). ``"auto"``, from
+    the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em.md``):
+
+    1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
+       outweigh the rows' products, :math:`\\sum_u m_u^3 > N D^2`, and the observed blocks cost less than
+       :data:`COVARIANCE_SIDE_RATIO` of them (mostly-missing rows with many distinct patterns);
+    2. else ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` and numba
+       imports;
+    3. else ``"numpy"``.
     """
     if covariance_type != "full":
         return "numpy"
     if strategy != "auto":
         return strategy
+    if patterns is not None:
+        precision_side, covariance_side, rows = factorisation_work(patterns)
+        if precision_side > rows and covariance_side < COVARIANCE_SIDE_RATIO * precision_side:
+            return "covariance"
     if n_rows * n_components * n_features < AUTO_COMPILED_MIN_WORK:
         return "numpy"
     try:
@@ -290,10 +319,12 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         Current parameters, shapes (K,), (K, D), (K, D, D) or (K, D).
     exact : bool
         The exact E-step (conditional covariances counted); False gives the "naive" variant's statistics.
-    strategy : {"auto", "compiled", "numpy"}
+    strategy : {"auto", "compiled", "numpy", "covariance"}
         ``"compiled"``: the numba kernel of :mod:`explorer.core._compiled.gmm` (full covariances; the
         results agree with the numpy kernels to round-off); ``"numpy"``: the reference kernels of
-        :mod:`explorer.core.gaussians.gaussian` (:func:`component_loglik`); ``"auto"``: :func:`choose_strategy`.
+        :mod:`explorer.core.gaussians.gaussian` (:func:`component_loglik`); ``"covariance"``: the
+        covariance-side kernel of :mod:`explorer.core.mixtures.covariance_side` (observed blocks factored, for
+        mostly-missing rows); ``"auto"``: :func:`choose_strategy`.
         Diagonal covariances always use numpy.
     workspace : explorer.core._compiled.gmm.Workspace, optional
         The compiled kernel's layout and buffers for these rows, reused across steps (EM caches one per data
@@ -313,10 +344,20 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
     means = np.asarray(means, dtype=float)
     covariances = np.asarray(covariances, dtype=float)
     n, D = Xf.shape
-    if strategy not in ("auto", "compiled", "numpy"):
-        raise BadInputError(f"strategy must be 'auto', 'compiled' or 'numpy', got {strategy!r}.")
-    if choose_strategy(n, means.shape[0], D, covariance_type, strategy) == "compiled":
+    if strategy not in ("auto", "compiled", "numpy", "covariance"):
+        raise BadInputError(f"strategy must be 'auto', 'compiled', 'numpy' or 'covariance', got {strategy!r}.")
+    chosen = choose_strategy(n, means.shape[0], D, covariance_type, strategy, patterns)
+    if chosen == "compiled":
         return _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace)
+    if chosen == "covariance":
+        from explorer.core.mixtures.covariance_side import covariance_side_estep
+
+        nk, first, second, total, resp, row_ll = covariance_side_estep(Xf, patterns, weights, means, covariances,
+                                                                       exact=exact)
+        check_finite_log_likelihood(total)
+        stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=total,
+                                     n_rows=n - patterns.empty_rows.size)
+        return stats, resp, row_ll
     ll, completions, cond = component_loglik(Xf, patterns.missing, patterns, means, covariances, covariance_type, True)
     return statistics_from_loglik(ll, completions, cond, patterns, weights, means, covariances,
                                   covariance_type=covariance_type, exact=exact)
