@@ -53,20 +53,27 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.core.mixtures import em_gmm  # noqa: E402
 
-# (name, N, D, K, BLAS threads)
-CASES = [("W1", 20_000, 10, 5, 1), ("W2", 100_000, 20, 10, 1), ("D50", 20_000, 50, 5, 1),
-         ("W2, 2 threads", 100_000, 20, 10, 2)]
-TARGETS = {"W1": 0.5, "W2": 1.0, "D50": 2.0, "W2, 2 threads": 1.0}
-QUICK = [("W1 (5k)", 5_000, 10, 5, 1)]
-TINY = [("tiny", 600, 5, 3, 1)]
+# (name, N, D, K, BLAS threads, spread of the component means: N(0, spread^2) per coordinate)
+SEPARATED, OVERLAPPING = 3.0, 1.0
+CASES = [("W1", 20_000, 10, 5, 1, SEPARATED), ("W1, overlapping", 20_000, 10, 5, 1, OVERLAPPING),
+         ("W2", 100_000, 20, 10, 1, SEPARATED), ("W2, overlapping", 100_000, 20, 10, 1, OVERLAPPING),
+         ("D50", 20_000, 50, 5, 1, SEPARATED), ("D50, overlapping", 20_000, 50, 5, 1, OVERLAPPING),
+         ("W2, 2 threads", 100_000, 20, 10, 2, SEPARATED)]
+TARGETS = {"W1": 0.5, "W1, overlapping": 0.5, "W2": 1.0, "W2, overlapping": 1.0, "D50": 2.0,
+           "D50, overlapping": 2.0, "W2, 2 threads": 1.0}
+#: Target of the whole-fit ratio (prepare + init + FIT_ITERS iterations against scikit-learn's fit, same iterations).
+FIT_TARGETS = {"W1": 1.0, "W1, overlapping": 1.0}
+FIT_ITERS = 100
+QUICK = [("W1 (5k)", 5_000, 10, 5, 1, SEPARATED), ("W1 (5k), overlapping", 5_000, 10, 5, 1, OVERLAPPING)]
+TINY = [("tiny", 600, 5, 3, 1, SEPARATED)]
 MEMORY = (1_000_000, 10, 5)
 MEMORY_QUICK = (20_000, 10, 5)
 MEMORY_TINY = (2_000, 5, 3)
 
 
-def make_data(n, d, k, rate, seed):
+def make_data(n, d, k, rate, seed, spread=SEPARATED):
     rng = np.random.default_rng(seed)
-    centers = rng.normal(0.0, 3.0, (k, d))
+    centers = rng.normal(0.0, spread, (k, d))
     labels = rng.integers(k, size=n)
     A = rng.normal(size=(k, d, d)) / np.sqrt(d)
     X = centers[labels] + np.einsum("nij,nj->ni", A[labels], rng.standard_normal((n, d))) + 0.3 * rng.standard_normal((n, d))
@@ -105,10 +112,29 @@ def _timed(fn):
     return time.perf_counter() - t
 
 
-def bench_case(name, n, d, k, threads, rate, repeats, seed, numpy_repeats):
+def whole_fits(X, Xm, k, seed, iters):
+    """Seconds of explorer's whole fit (prepare + k-means init + ``iters`` EM iterations, ``strategy="auto"``, no
+    prior, on the data with missing values) and of scikit-learn's ``GaussianMixture.fit`` (k-means init, the same
+    iterations, complete data); one run each, explorer first."""
+    from sklearn.mixture import GaussianMixture
+
+    def ours():
+        data = em_gmm.prepare(Xm)
+        em_gmm.fit(data, em_gmm.EMConfig(n_components=k, tol=0.0, max_iter=iters), np.random.default_rng(seed))
+
+    def sk():
+        GaussianMixture(k, covariance_type="full", max_iter=iters, tol=0.0, init_params="kmeans",
+                        random_state=seed).fit(X)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _timed(ours), _timed(sk)
+
+
+def bench_case(name, n, d, k, threads, spread, rate, repeats, seed, numpy_repeats, fit_iters):
     from threadpoolctl import threadpool_limits
 
-    X, missing = make_data(n, d, k, rate, seed)
+    X, missing = make_data(n, d, k, rate, seed, spread)
     Xm = np.where(missing, np.nan, X)
     with threadpool_limits(limits=threads):
         t0 = time.perf_counter()
@@ -126,10 +152,13 @@ def bench_case(name, n, d, k, threads, rate, repeats, seed, numpy_repeats):
         if numpy_repeats:
             ref = _ours(data, replace(config, strategy="numpy"), seed)
             numpy_all = [_timed(ref) for _ in range(numpy_repeats)]
+        fit_ours, fit_sk = whole_fits(X, Xm, k, seed, fit_iters) if fit_iters else (None, None)
     t_ours, t_sk = float(np.median(ours_all)), float(np.median(sk_all))
     t_np = float(np.median(numpy_all)) if numpy_all else None
     return {
-        "case": name, "n_samples": n, "n_features": d, "n_components": k, "blas_threads": threads,
+        "case": name, "n_samples": n, "n_features": d, "n_components": k, "blas_threads": threads, "spread": spread,
+        "fit_iterations": fit_iters, "explorer_fit_seconds": fit_ours, "sklearn_fit_seconds": fit_sk,
+        "fit_ratio": None if fit_ours is None else fit_ours / fit_sk, "fit_target": FIT_TARGETS.get(name),
         "missing_rate": float(missing.mean()), "n_patterns": data.patterns.n_patterns,
         "prepare_seconds": t_prepare, "explorer_seconds_per_iter": t_ours, "sklearn_complete_seconds_per_iter": t_sk,
         "ratio": t_ours / t_sk, "target": TARGETS.get(name), "numpy_strategy_seconds_per_iter": t_np,
@@ -218,9 +247,13 @@ def _row(r):
     ref = ""
     if r["numpy_strategy_seconds_per_iter"] is not None:
         ref = f"{r['numpy_strategy_seconds_per_iter']:.4f} ({r['numpy_strategy_ratio']:.2f})"
+    fit = ""
+    if r.get("fit_ratio") is not None:
+        fit = (f"{r['explorer_fit_seconds']:.2f} / {r['sklearn_fit_seconds']:.2f} = {r['fit_ratio']:.2f}"
+               + ("" if r["fit_target"] is None else f" (target <= {r['fit_target']})"))
     return (f"| {r['case']} | {r['n_samples']:,} | {r['n_features']} | {r['n_components']} | {r['blas_threads']} | "
             f"{r['n_patterns']:,} | {r['explorer_seconds_per_iter']:.4f} | {r['sklearn_complete_seconds_per_iter']:.4f} "
-            f"| {r['ratio']:.2f} | {target} | {ref} |")
+            f"| {r['ratio']:.2f} | {target} | {ref} | {fit} |")
 
 
 def main(argv=None):
@@ -230,6 +263,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--numpy-repeats", type=int, default=3, help="iterations of the numpy reference strategy (0: skip)")
     ap.add_argument("--rate", type=float, default=0.3)
+    ap.add_argument("--fit-iters", type=int, default=None,
+                    help=f"iterations of the whole-fit comparison (default {FIT_ITERS}; --quick: 10; 0: skip)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     ap.add_argument("--all", action="store_true", help="also every other row of issue 11's table (see the docstring)")
@@ -250,12 +285,14 @@ def main(argv=None):
         cases, mem, repeats = CASES, MEMORY, args.repeats
     load_start = os.getloadavg()
     rows = []
-    for name, n, d, k, threads in cases:
-        r = bench_case(name, n, d, k, threads, args.rate, repeats, args.seed, args.numpy_repeats)
+    fit_iters = args.fit_iters if args.fit_iters is not None else (10 if args.quick else FIT_ITERS)
+    for name, n, d, k, threads, spread in cases:
+        r = bench_case(name, n, d, k, threads, spread, args.rate, repeats, args.seed, args.numpy_repeats, fit_iters)
         rows.append(r)
         print(f"{name}: N={n} D={d} K={k} threads={threads}: explorer {r['explorer_seconds_per_iter']:.4f} s/iter "
               f"({r['n_patterns']} patterns, {r['missing_rate']:.0%} missing), scikit-learn complete "
-              f"{r['sklearn_complete_seconds_per_iter']:.4f} s/iter, ratio {r['ratio']:.2f}", flush=True)
+              f"{r['sklearn_complete_seconds_per_iter']:.4f} s/iter, ratio {r['ratio']:.2f}; whole fit "
+              f"{r['explorer_fit_seconds']} / {r['sklearn_fit_seconds']} s", flush=True)
     memory = bench_memory(*mem, args.rate, args.seed)
     print(f"peak memory of a step at N={mem[0]}: explorer {_mb(memory['explorer_step_peak_bytes'])} MiB, scikit-learn "
           f"{_mb(memory['sklearn_step_peak_bytes'])} MiB, ratio {memory['ratio']:.2f}", flush=True)
@@ -271,8 +308,9 @@ def main(argv=None):
                                                        "first_call_latency": latency}, indent=2))
     lines = [
         "| case | N | D | K | BLAS threads | patterns | explorer s/iter (30 % missing) | scikit-learn s/iter (complete) "
-        "| ratio | target | numpy strategy s/iter (ratio) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| ratio | target | numpy strategy s/iter (ratio) | whole fit, {fit_iters} iterations: explorer / scikit-learn "
+        "s = ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ] + [_row(r) for r in rows]
     cmd = "benchmarks/bench_em.py" + (" --quick" if args.quick else "") + (" --tiny" if args.tiny else "")
     text = (
@@ -295,6 +333,8 @@ def main(argv=None):
     )
     (args.out / f"{name}.md").write_text(text)
     print(text)
+    if not args.quick:  # the small wide data of issue 22 (its own script and files)
+        _run([sys.executable, ROOT / "benchmarks" / "bench_em_wide.py", "--out", args.out], "250 x 200, 70 % MCAR")
     if args.all:
         run_other_rows(args.out, quick=args.quick, tiny=args.tiny)
         table = targets_table(args.out, quick=args.quick)
@@ -356,6 +396,16 @@ def targets_table(out: Path, *, quick: bool, how: str = "--all") -> str:
         rows.append((f"EM {case['case']} (N={case['n_samples']:,}, D={case['n_features']}, K={case['n_components']}, "
                      f"{case['blas_threads']} thread(s)), 30 % MCAR vs scikit-learn complete",
                      f"<= {t}x" if t else "-", f"{case['ratio']:.2f}x", _verdict(case["ratio"], t) if t else "-"))
+        if case.get("fit_ratio") is not None:
+            ft = case.get("fit_target")
+            rows.append((f"EM {case['case']}: whole fit (prepare + {case['fit_iterations']} iterations) vs scikit-learn's "
+                         "fit", f"<= {ft}x" if ft else "-", f"{case['fit_ratio']:.2f}x",
+                         _verdict(case["fit_ratio"], ft) if ft else "-"))
+    wide = None if quick else _load(out / "bench_em_wide.json")
+    if wide:
+        r = wide["rows"]["imputer default fit"]
+        rows.append((f"EM {wide['n']} x {wide['d']}, 70 % MCAR, default imputer fit, K = 1", "<= 3 s",
+                     f"{r['seconds']:.1f} s", _verdict(r["seconds"], 3.0)))
     if em:
         m = em["memory"]
         rows.append((f"peak memory of a step, N={m['n_samples']:,}", "<= 1.5x", f"{m['ratio']:.2f}x",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, cholesky_inverse, precision_and_logdet
+from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, cholesky_inverse
 from explorer.core.gaussians.patterns import MissingPatterns
 
 __all__ = ["covariance_side_estep", "observed_index"]
@@ -48,9 +48,10 @@ def observed_index(unique_mis: np.ndarray, n_features: int) -> np.ndarray:
     return np.nonzero(keep)[1].reshape(n_u, n_features - m)
 
 
-def _inverse_blocks(cov: np.ndarray, obs: np.ndarray):
-    """:math:`\\Sigma_{oo}^{-1}` (n_u, o, o) and :math:`\\log|\\Sigma_{oo}|` (n_u,) of every pattern of a group."""
-    block = cov[obs[:, :, None], obs[:, None, :]]
+def _inverse_blocks(cov: np.ndarray, flat: np.ndarray):
+    """:math:`\\Sigma_{oo}^{-1}` (n_u, o, o) and :math:`\\log|\\Sigma_{oo}|` (n_u,) of every pattern of a group, from
+    the flat indices (n_u, o, o) of its observed blocks in ``cov``."""
+    block = np.take(cov.ravel(), flat)
     L = cholesky(block, what="observed-block covariance")
     logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
     return cholesky_inverse(L), logdet
@@ -75,7 +76,7 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
     covariances = np.asarray(covariances, dtype=float)
     n, D = Xf.shape
     K = means.shape[0]
-    precision_and_logdet(covariances)  # the same refusal of a singular covariance as the other kernels
+    cholesky(covariances)  # the same refusal of a singular covariance as the other kernels
     ll = np.zeros((n, K))
     Z = np.zeros((K, n, D))
     blocks = []  # per group: (rows, inverse, flat (n_u, o, o) indices into D x D, per component inverses)
@@ -88,7 +89,7 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
         invs = []
         loop = g.rows.size >= _LOOP_RATIO * g.n_unique
         for k in range(K):
-            inv, logdet = _inverse_blocks(covariances[k], obs)
+            inv, logdet = _inverse_blocks(np.ascontiguousarray(covariances[k]), flat)
             d = x_o - means[k][obs[g.inverse]]
             if loop:
                 w = np.empty_like(d)
