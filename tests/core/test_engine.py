@@ -167,9 +167,14 @@ def test_state_holds_no_completions_and_buffers_are_reused():
     assert not np.shares_memory(s1.resp, s2.resp)
 
 
-def test_auto_strategy_rule():
+def test_auto_strategy_rule(monkeypatch):
+    import explorer.core._compiled as compiled_pkg
+
+    monkeypatch.setattr(compiled_pkg, "_LOADED", set())
     small = em_gmm.prepare(_mixture(n=200))
     assert em_gmm.resolve_strategy(small, em_gmm.EMConfig(n_components=2)) == "numpy"
+    compiled_pkg.mark_loaded("gmm")  # the compiled E-step ran in this process: small fits take it too
+    assert em_gmm.resolve_strategy(em_gmm.prepare(_mixture(n=200)), em_gmm.EMConfig(n_components=2)) == "compiled"
     big = em_gmm.prepare(_mixture(n=12_000, d=6))
     assert em_gmm.resolve_strategy(big, em_gmm.EMConfig(n_components=3)) == "compiled"
     assert em_gmm.resolve_strategy(big, em_gmm.EMConfig(n_components=3, covariance_type="diag")) == "numpy"

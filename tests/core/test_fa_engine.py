@@ -118,7 +118,13 @@ def test_strategy_validation_and_auto():
     with pytest.raises(BadInputError, match="strategy"):
         fa.FAConfig(strategy="fast")
     small = _data(np.random.default_rng(6), 50, 5, 2, "mcar")
-    assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "numpy"
+    import explorer.core._compiled as compiled_pkg
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compiled_pkg, "_LOADED", set())
+        assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "numpy"  # small, kernels not loaded
+        compiled_pkg.mark_loaded("factor")
+        assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "compiled"  # the load is paid
     assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2, strategy="compiled")) == "compiled"
     big = _data(np.random.default_rng(6), 5000, 20, 2, "complete")
     assert fa.resolve_strategy(big, fa.FAConfig(n_factors=2)) == "compiled"

@@ -103,7 +103,13 @@ def test_fit_is_the_same_and_thesis_responsibilities_use_numpy():
     assert [t["elbo"] for t in rb.trace] == pytest.approx([t["elbo"] for t in ra.trace], rel=1e-10, nan_ok=True)
     thesis = VBConfig(n_components=3, responsibilities="thesis", strategy="compiled")
     assert vb.resolve_strategy(data, thesis) == "numpy"
-    assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "numpy"  # small: auto keeps numpy
+    import explorer.core._compiled as compiled_pkg
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compiled_pkg, "_LOADED", set())
+        assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "numpy"  # small, kernels not loaded: numpy
+        compiled_pkg.mark_loaded("vb_dpgmm")
+        assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "compiled"  # the load is paid: compiled
     big = _data(n=5000, d=10, rate=0.1)
     assert vb.resolve_strategy(big, VBConfig(n_components=5)) == "compiled"
 

@@ -37,6 +37,7 @@ import threading
 import numba
 import numpy as np
 
+from explorer.core._compiled import mark_loaded
 from explorer.core._compiled.gmm import _FAST, BLOCK_BYTES, LOG_2PI, Layout, _center
 
 __all__ = ["FAWorkspace", "estep", "moments", "warm_up"]
@@ -284,6 +285,7 @@ def estep(ws: FAWorkspace, mean, loadings, psi, n_patterns: int):
         if status >= 0:
             raise LatentNotPositiveDefinite(status)
         total += part
+    mark_loaded("factor")
     return latent_mean, latent_cov, rowll, total
 
 

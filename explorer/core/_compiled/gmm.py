@@ -41,6 +41,8 @@ import numba
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
+from explorer.core._compiled import mark_loaded
+
 LOG_2PI = float(np.log(2.0 * np.pi))
 #: Relative pivot threshold, as :data:`explorer.core.gaussians.gaussian.PIVOT_RTOL` times eps.
 _PIVOT_TOL = 1.0 * np.finfo(float).eps
@@ -448,6 +450,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         if status >= 0:
             raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
+    mark_loaded("gmm")
     return nk, S, second, float(total), resp
 
 

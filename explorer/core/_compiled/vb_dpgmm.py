@@ -30,6 +30,7 @@ import numba
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
+from explorer.core._compiled import mark_loaded
 from explorer.core._compiled.gmm import (
     _FAST,
     _LOG_TINY,
@@ -267,6 +268,7 @@ def estep(ws: VBWorkspace, means, precision, logdet, coef, elogpi, logw, *, cond
         if status >= 0:
             raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
+    mark_loaded("vb_dpgmm")
     return tau, nk, S, second, float(entropy), float(total)
 
 

@@ -311,7 +311,8 @@ def resolve_strategy(data: FAData, config: FAConfig) -> str:
 
     ``"auto"`` mirrors :func:`explorer.core.mixtures.em_gmm.resolve_strategy` with the factors in place of the
     components: ``"compiled"`` when fitted rows x features x factors is at least
-    :data:`AUTO_COMPILED_MIN_WORK` (200,000) and numba imports, else ``"numpy"``. Measured
+    :data:`AUTO_COMPILED_MIN_WORK` (200,000), or the compiled FA step has already run in this process, and numba
+    imports, else ``"numpy"``. Measured
     (``results/bench_fa.md``, one BLAS thread): once loaded the compiled step is faster than the numpy
     step at every size tried (300 x 10, q = 2, 30 % MCAR: 0.7 vs 2.0 ms; 2,000 x 20, q = 3: 2.6 vs
     11.6 ms; 20,000 x 50, q = 5: 61 vs 208 ms; complete data 1.7-2.5x), but the first compiled step of
@@ -321,7 +322,9 @@ def resolve_strategy(data: FAData, config: FAConfig) -> str:
     """
     if config.strategy != "auto":
         return config.strategy
-    if data.fit_rows.size * data.n_features * config.n_factors < AUTO_COMPILED_MIN_WORK:
+    from explorer.core._compiled import loaded
+
+    if data.fit_rows.size * data.n_features * config.n_factors < AUTO_COMPILED_MIN_WORK and not loaded("factor"):
         return "numpy"
     try:
         from explorer.core._compiled import factor as _kernels_fa  # noqa: F401

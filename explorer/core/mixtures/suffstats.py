@@ -51,6 +51,7 @@ __all__ = [
     "SufficientStatistics",
     "check_finite_log_likelihood",
     "choose_strategy",
+    "COVARIANCE_SIDE_MIN_FACTOR_WORK",
     "COVARIANCE_SIDE_RATIO",
     "factorisation_work",
     "component_loglik",
@@ -186,8 +187,10 @@ def statistics_from_completions(resp, completions, cond_cov, patterns: MissingPa
 #: :func:`choose_strategy`).
 AUTO_COMPILED_MIN_WORK = 200_000
 #: ``strategy="auto"`` takes the covariance side when its factorisations cost less than this fraction of the
-#: precision side's (see :func:`choose_strategy`).
-COVARIANCE_SIDE_RATIO = 0.5
+#: precision side's, and those exceed :data:`COVARIANCE_SIDE_MIN_FACTOR_WORK` times the rows' products (see
+#: :func:`choose_strategy`; measured in ``results/bench_em_wide.md``).
+COVARIANCE_SIDE_RATIO = 0.35
+COVARIANCE_SIDE_MIN_FACTOR_WORK = 10.0
 
 _COLLAPSED = ("a component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
               "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns.")
@@ -209,18 +212,27 @@ def factorisation_work(patterns: MissingPatterns) -> tuple[float, float, float]:
 
 
 def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_type: str = "full",
-                    strategy: str = "auto", patterns: MissingPatterns | None = None) -> str:
+                    strategy: str = "auto", patterns: MissingPatterns | None = None, *,
+                    kernels_loaded: bool | None = None) -> str:
     """The E-step kernel for ``strategy``: ``"auto"`` resolved to ``"covariance"``, ``"compiled"`` or ``"numpy"``.
 
     Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation). ``"auto"``, from
     the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em.md``):
 
     1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
-       outweigh the rows' products, :math:`\\sum_u m_u^3 > N D^2`, and the observed blocks cost less than
-       :data:`COVARIANCE_SIDE_RATIO` of them (mostly-missing rows with many distinct patterns);
-    2. else ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` and numba
-       imports;
+       dominate the rows' products, :math:`\\sum_u m_u^3 > 10\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
+       and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (0.35) of them: mostly-missing rows
+       with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
+       (``results/bench_em_wide.md``): the covariance side was 1.2-8x faster than the compiled precision side
+       from 60 % missing at D = 50 and D = 200, but at D = 20 only at 80 % (by 1.3x), and slower at 60 %;
+    2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
+       and it is then faster per step at every size measured: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20,
+       K = 3, 2.5-5x) or rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy
+       step costs at most about 17 ms, so a whole fit costs about what loading the kernels would, 0.3-0.7 s);
     3. else ``"numpy"``.
+
+    ``kernels_loaded`` overrides what the process says about step 2 (True / False: as if the compiled E-step had /
+    had not run here).
     """
     if covariance_type != "full":
         return "numpy"
@@ -228,9 +240,13 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
         return strategy
     if patterns is not None:
         precision_side, covariance_side, rows = factorisation_work(patterns)
-        if precision_side > rows and covariance_side < COVARIANCE_SIDE_RATIO * precision_side:
+        if (precision_side > COVARIANCE_SIDE_MIN_FACTOR_WORK * rows
+                and covariance_side < COVARIANCE_SIDE_RATIO * precision_side):
             return "covariance"
-    if n_rows * n_components * n_features < AUTO_COMPILED_MIN_WORK:
+    from explorer.core._compiled import loaded
+
+    ready = loaded("gmm") if kernels_loaded is None else kernels_loaded
+    if n_rows * n_components * n_features < AUTO_COMPILED_MIN_WORK and not ready:
         return "numpy"
     try:
         from explorer.core._compiled import gmm  # noqa: F401

@@ -556,15 +556,18 @@ def resolve_strategy(data: EMData, config: VBConfig) -> str:
 
     ``responsibilities="thesis"`` (the printed eq. 3.17, kept for comparison: it needs the plain blocks
     :math:`W^{oo}`) always uses ``"numpy"``. ``"auto"`` follows :func:`explorer.core.mixtures.em_gmm.resolve_strategy`:
-    ``"compiled"`` when rows x components x features is at least
-    :data:`explorer.core.mixtures.suffstats.AUTO_COMPILED_MIN_WORK` and numba imports, else ``"numpy"`` (small
-    interactive data never wait for the first compiled call, about 0.6 s with a filled numba cache).
+    ``"compiled"`` when the compiled VB E-step has already run in this process or rows x components x features is
+    at least :data:`explorer.core.mixtures.suffstats.AUTO_COMPILED_MIN_WORK`, and numba imports, else ``"numpy"``
+    (small interactive data never wait for the first compiled call, about 0.6 s with a filled numba cache; once it
+    is paid, the compiled step is the faster one).
     """
     if config.responsibilities == "thesis":
         return "numpy"
     if config.strategy != "auto":
         return config.strategy
-    if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK:
+    from explorer.core._compiled import loaded
+
+    if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK and not loaded("vb_dpgmm"):
         return "numpy"
     try:
         from explorer.core._compiled import vb_dpgmm as _kernels_vb  # noqa: F401
