@@ -17,8 +17,9 @@ with, where there is one.
 
 :func:`loaded` tells the ``strategy="auto"`` rules whether a kernel module has already run in this process: its
 one-time cost (importing numba and loading the cached machine code, 0.3-0.7 s; compiling it, seconds) is then
-paid, and the compiled kernels are faster per step than the numpy ones at every size measured, so the rules take
-them whatever the size of the work.
+paid, and the compiled kernels were faster per step than the numpy ones at every size measured but one (wide rows
+with about 100 missing entries each, where the covariance side is used instead, see
+``results/bench_em_wide.md``), so the rules then take them whatever the size of the work.
 """
 
 from __future__ import annotations

@@ -226,9 +226,10 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
        (``results/bench_em_wide.md``): the covariance side was 1.2-8x faster than the compiled precision side
        from 60 % missing at D = 50 and D = 200, but at D = 20 only at 80 % (by 1.3x), and slower at 60 %;
     2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
-       and it is then faster per step at every size measured: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20,
-       K = 3, 2.5-5x) or rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy
-       step costs at most about 17 ms, so a whole fit costs about what loading the kernels would, 0.3-0.7 s);
+       and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x; one
+       exception measured, 250 x 200 at 50 % missing, 0.094 against 0.074 s) or rows x components x features is
+       at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about 17 ms, so a whole fit
+       costs about what loading the kernels would, 0.3-0.7 s);
     3. else ``"numpy"``.
 
     ``kernels_loaded`` overrides what the process says about step 2 (True / False: as if the compiled E-step had /
