@@ -76,7 +76,7 @@ from explorer.core.validation import BadInputError, as_float_matrix, check_incom
 __all__ = [
     "INIT_METHODS", "KINDS", "ConvergenceWarning", "FAConditional", "FAConfig", "FAData", "FAParams",
     "FAResult", "FAState", "conditional", "fit", "init", "init_from_parameters", "log_likelihood",
-    "ppca_closed_form", "prepare", "snapshot", "step",
+    "ppca_closed_form", "prepare", "snapshot", "step", "choose_strategy", "estep_compiled", "resolve_strategy",
 ]
 
 KINDS = ("fa", "ppca")
@@ -296,7 +296,7 @@ class FAResult(_EMResult):
 
 def _state(data: FAData, iteration: int, params: FAParams, strategy: str = "numpy") -> FAState:
     if strategy == "compiled":
-        y, cov, total = _estep_compiled(data, params)
+        y, cov, _, total = estep_compiled(data, params)
     else:
         y, Linv, _, ll = _posterior(data.Xf, data.missing, data.pattern_missing, data.row_pattern, params)
         cov = _gram_of_inverse(Linv)
@@ -320,11 +320,18 @@ def resolve_strategy(data: FAData, config: FAConfig) -> str:
     it compiles); below the threshold a numpy step takes at most about 10 ms, so a whole fit of small
     data costs about that load, and small interactive fits (the app's pages) never wait for it.
     """
-    if config.strategy != "auto":
-        return config.strategy
+    return choose_strategy(data, config.n_factors, config.strategy)
+
+
+def choose_strategy(data: FAData, n_factors: int, strategy: str = "auto", n_components: int = 1) -> str:
+    """:func:`resolve_strategy` for ``n_components`` factor models on ``data`` (the mixture of factor analysers
+    runs one compiled E-step per component): the work is fitted rows x features x factors x components."""
+    if strategy != "auto":
+        return strategy
     from explorer.core._compiled import loaded
 
-    if data.fit_rows.size * data.n_features * config.n_factors < AUTO_COMPILED_MIN_WORK and not loaded("factor"):
+    work = data.fit_rows.size * data.n_features * n_factors * n_components
+    if work < AUTO_COMPILED_MIN_WORK and not loaded("factor"):
         return "numpy"
     try:
         from explorer.core._compiled import factor as _kernels_fa  # noqa: F401
@@ -378,18 +385,22 @@ class _Scratch:
         self.ws.lock.release()
 
 
-def _estep_compiled(data: FAData, params: FAParams):
+def estep_compiled(data: FAData, params: FAParams):
+    """The E-step at ``params`` by the compiled kernel: ``(latent_mean (n, q), latent_cov (U, q, q), row
+    log-likelihoods (n,), total over the fitted rows)``, as the numpy kernel of
+    :mod:`explorer.core.factor.fa_conditional` gives them (rows with nothing observed: the prior, log-likelihood 0).
+    """
     from explorer.core._compiled.factor import LatentNotPositiveDefinite, estep
 
     with _Scratch(data, params.n_factors) as ws:
         try:
-            y, cov, _, total = estep(ws, params.mean, params.loadings, params.psi, data.pattern_missing.shape[0])
+            y, cov, rowll, total = estep(ws, params.mean, params.loadings, params.psi, data.pattern_missing.shape[0])
         except LatentNotPositiveDefinite:
             raise DegenerateCovarianceError(
                 "The latent posterior precision I + W_o^T Psi_o^-1 W_o is not numerically positive definite: "
                 "the loadings or noise variances are not finite or extreme. Standardise the data or raise min_psi."
             ) from None
-    return y, cov, float(total)
+    return y, cov, rowll, float(total)
 
 
 def _partial_scatter(data: FAData, rows: np.ndarray, centre: np.ndarray) -> np.ndarray:

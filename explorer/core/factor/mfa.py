@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from explorer.core.factor.fa_conditional import (
     FAParams,
@@ -63,6 +64,7 @@ from explorer.core.factor.fa_conditional import (
 )
 from explorer.core.factor.factor_analysis import (
     KINDS,
+    STRATEGIES,
     FAData,
     _check_em_settings,
     _check_features,
@@ -73,6 +75,8 @@ from explorer.core.factor.factor_analysis import (
     _partial_scatter,
     _ppca_from_covariance,
     _run_em,
+    choose_strategy,
+    estep_compiled,
     prepare,
 )
 from explorer.core.loop import ConvergenceWarning
@@ -81,8 +85,8 @@ from explorer.core.validation import BadInputError
 
 __all__ = [
     "INIT_METHODS", "KINDS", "ConvergenceWarning", "MFAConfig", "MFAParams", "MFAResult", "MFAState",
-    "conditional", "fit", "init", "init_from_parameters", "log_likelihood", "prepare", "responsibilities",
-    "snapshot", "step",
+    "conditional", "fit", "init", "init_from_parameters", "log_likelihood", "prepare", "resolve_strategy",
+    "responsibilities", "snapshot", "step",
 ]
 
 INIT_METHODS = ("kmeans", "random")
@@ -224,6 +228,11 @@ class MFAConfig:
     update : {"px", "em"}
         Per-component M-step: marlin2008's joint :math:`[W_k, \\mu_k]` (``"em"``) or with the PX-EM
         reduction (``"px"``, default; :data:`explorer.core.factor.factor_analysis.UPDATES`).
+    strategy : {"auto", "compiled", "numpy"}
+        The E-step kernel of every component: factor analysis's compiled kernel
+        (:mod:`explorer.core._compiled.factor`, one pass per component over the rows sorted by pattern) or the
+        numpy one; the results agree to round-off. ``"auto"``:
+        :func:`explorer.core.factor.factor_analysis.choose_strategy` with the work of all K components.
     """
 
     n_components: int = 2
@@ -235,6 +244,7 @@ class MFAConfig:
     init: str = "kmeans"
     reg: float = 0.0
     update: str = "px"
+    strategy: str = "auto"
 
     def __post_init__(self):
         k = self.n_components
@@ -243,6 +253,8 @@ class MFAConfig:
         _check_em_settings(self, INIT_METHODS)
         if not (isinstance(self.reg, (int, float, np.floating)) and self.reg >= 0):
             raise BadInputError(f"reg must be a number >= 0, got {self.reg!r}.")
+        if self.strategy not in STRATEGIES:
+            raise BadInputError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}.")
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -283,12 +295,27 @@ class MFAResult(_EMResult):
     snapshots and the :class:`MFAConfig`."""
 
 
-def _state(data: FAData, iteration: int, params: MFAParams) -> MFAState:
-    post, log_resp, ll = component_posteriors(
-        params.components, params.weights, data.Xf, data.missing, data.pattern_missing, data.row_pattern
-    )
-    y = np.stack([p[0] for p in post])
-    cov = np.stack([_gram_of_inverse(p[1]) for p in post])
+def resolve_strategy(data: FAData, config: MFAConfig) -> str:
+    """The E-step kernel of a fit: ``"compiled"`` or ``"numpy"`` (see :class:`MFAConfig`)."""
+    return choose_strategy(data, config.n_factors, config.strategy, config.n_components)
+
+
+def _state(data: FAData, iteration: int, params: MFAParams, strategy: str = "numpy") -> MFAState:
+    if strategy == "compiled":
+        post = [estep_compiled(data, P) for P in params.components]
+        with np.errstate(divide="ignore"):
+            joint = np.stack([p[2] for p in post], axis=1) + np.log(params.weights)
+        ll = logsumexp(joint, axis=1)
+        log_resp = joint - ll[:, None]
+        ll[data.missing.all(axis=1)] = 0.0
+        y = np.stack([p[0] for p in post])
+        cov = np.stack([p[1] for p in post])
+    else:
+        post, log_resp, ll = component_posteriors(
+            params.components, params.weights, data.Xf, data.missing, data.pattern_missing, data.row_pattern
+        )
+        y = np.stack([p[0] for p in post])
+        cov = np.stack([_gram_of_inverse(p[1]) for p in post])
     _readonly(log_resp, y, cov)
     return MFAState(iteration, params, float(ll[data.fit_rows].sum()), log_resp, y, cov)
 
@@ -332,7 +359,7 @@ def init(data: FAData, config: MFAConfig, rng: np.random.Generator) -> MFAState:
         W[k], s2 = _cluster_ppca(data, members, centres[k], q, config.min_psi)
         psi[k] = max(s2, config.min_psi)
     weights = np.maximum(sizes, 1) / np.maximum(sizes, 1).sum()
-    return _state(data, 0, MFAParams.from_arrays(weights, centres, W, psi))
+    return _state(data, 0, MFAParams.from_arrays(weights, centres, W, psi), resolve_strategy(data, config))
 
 
 def init_from_parameters(data: FAData, params) -> MFAState:
@@ -351,7 +378,8 @@ def step(state: MFAState, data: FAData, config: MFAConfig) -> MFAState:
                 resp=resp[:, k], ridge=config.reg, expand=config.update == "px")
         for k, P in enumerate(state.params.components)
     ]
-    return _state(data, state.iteration + 1, MFAParams.from_components(nk / nk.sum(), comps))
+    return _state(data, state.iteration + 1, MFAParams.from_components(nk / nk.sum(), comps),
+                  resolve_strategy(data, config))
 
 
 def snapshot(state: MFAState) -> dict:
