@@ -296,10 +296,14 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
 
 
 @numba.njit(cache=True, fastmath=_FAST)
-def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv):
+def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv, LK, QK, invK, dK, sc, kv):
     """T[k][mis, mis] += W[g, k] * inv(P_k[mis, mis]) for every run g and component k with W[g, k] > thresh[k].
 
-    Returns (pairs added, status): status -1 = fine, k = component k's block is not positive definite."""
+    Runs with fewer than :data:`M_SWITCH` missing entries where at least a third of the components take part
+    (overlapping components) factor and invert every component at once, the component innermost
+    (:func:`_ldl_all`; LK, QK (m, m, K), invK, dK (m, K), sc (4, K), kv (3, K) scratch); the others one
+    component at a time. Returns (pairs added, status): status -1 = fine, k = component k's block is not
+    positive definite."""
     K = prec.shape[0]
     added = 0
     for g in range(W.shape[0]):
@@ -307,6 +311,45 @@ def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv)
         if m == 0:
             continue
         mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        active = 0
+        for k in range(K):
+            if W[g, k] > thresh[k]:
+                active += 1
+        if active == 0:
+            continue
+        if m < M_SWITCH and 3 * active >= K:
+            bad = _ldl_all(prec, mis, m, LK, invK, dK, sc, kv[0])
+            if bad >= 0:
+                return added, bad
+            acc = kv[1]
+            for i in range(m - 1, -1, -1):  # the recurrence of the per-component branch below, all components
+                for j in range(m - 1, i, -1):
+                    for k in range(K):
+                        acc[k] = 0.0
+                    for c in range(i + 1, m):
+                        for k in range(K):
+                            acc[k] += LK[c, i, k] * QK[j, c, k]
+                    for k in range(K):
+                        QK[i, j, k] = -acc[k]
+                        QK[j, i, k] = -acc[k]
+                for k in range(K):
+                    acc[k] = 0.0
+                for c in range(i + 1, m):
+                    for k in range(K):
+                        acc[k] += LK[c, i, k] * QK[i, c, k]
+                for k in range(K):
+                    QK[i, i, k] = invK[i, k] - acc[k]
+            for k in range(K):
+                w = W[g, k]
+                if not (w > thresh[k]):
+                    continue
+                Tk = T[k]
+                for p in range(m):
+                    row = mis[p]
+                    for c in range(m):
+                        Tk[row, mis[c]] += w * QK[p, c, k]
+                added += 1
+            continue
         for k in range(K):
             w = W[g, k]
             if not (w > thresh[k]):
@@ -382,6 +425,7 @@ class Workspace:
         m = max(layout.max_missing, 1)
         self.Linv = np.zeros((m, m))
         self.LK = np.zeros((m, m, K))  # per-component factors, component innermost
+        self.QK = np.zeros((m, m, K))  # their inverses (conditional covariances), component innermost
         self.tK = np.empty((m, K))
         self.invK = np.empty((m, K))
         self.dK = np.empty((m, K))
@@ -446,7 +490,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     if exact and lay.n_runs_missing:
         thresh = skip_rtol * nk / lay.n_runs_missing
         added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L1, ws.LT1,
-                                          ws.Linv, ws.v1[0], ws.v1[1])
+                                          ws.Linv, ws.v1[0], ws.v1[1], ws.LK, ws.QK, ws.invK, ws.dK, ws.sc, ws.kv)
         if status >= 0:
             raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)

@@ -264,7 +264,7 @@ def estep(ws: VBWorkspace, means, precision, logdet, coef, elogpi, logw, *, cond
         thresh = skip_rtol * nk / lay.n_runs_missing * cond_scale
         Wc = W * cond_scale[None, :]
         added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, Wc, thresh, second, ws.L1, ws.LT1,
-                                          ws.Linv, ws.v1[0], ws.v1[1])
+                                          ws.Linv, ws.v1[0], ws.v1[1], ws.LK, ws.QK, ws.invK, ws.dK, ws.sc, ws.kv)
         if status >= 0:
             raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
