@@ -523,8 +523,8 @@ def test_performance_page_is_the_benchmark_results():
     latency = [r["first_call_latency"] for r in (em, run2)]
     warm = [x["warm_cache"]["import_seconds"] + x["warm_cache"]["first_step_seconds"] for x in latency]
     cold = [x["cold_cache"]["import_seconds"] + x["cold_cache"]["first_step_seconds"] for x in latency]
-    checked += _check(page, "pays about {} s to load them; the very first run after a clone compiles them, {}-{} s",
-                      max(warm), min(cold), max(cold))
+    checked += _check(page, "pays about {} s to load them; the very first run after a clone compiles them, about {} s",
+                      max(warm), max(cold))
     # the wide data and the cost rule (results/bench_em_wide.json)
     wide = _results("bench_em_wide.json")
     rows = wide["rows"]
@@ -553,7 +553,7 @@ def test_performance_page_is_the_benchmark_results():
     checked += _check(page, "text are refused in {} s", rows["n_components=1000 on text, refused"]["seconds"])
     speedups = [r["speedup"] for r in _results("bench_mfa.json")["cases"]]
     checked += _check(page, "(its weighted M-step stays in numpy): {} to {}x faster", min(speedups), max(speedups))
-    assert checked == 7 * 4 + 3 + 3 + 1 + 2 + 2 + 2 + 3 + 3 + 3 + 2 + 1 + 1 + 3 + 3 + 1 + 1 + 2
+    assert checked == 7 * 4 + 3 + 3 + 1 + 2 + 2 + 2 + 3 + 2 + 3 + 2 + 1 + 1 + 3 + 3 + 1 + 1 + 2
 
     checked = 0
     vb = _results("bench_vb.json")["cases"]

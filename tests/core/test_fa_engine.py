@@ -124,7 +124,9 @@ def test_strategy_validation_and_auto():
         mp.setattr(compiled_pkg, "_LOADED", set())
         assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "numpy"  # small, kernels not loaded
         compiled_pkg.mark_loaded("factor")
-        assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "compiled"  # the load is paid
+        assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2)) == "numpy"  # chosen once per data and q
+        fresh = _data(np.random.default_rng(6), 50, 5, 2, "mcar")
+        assert fa.resolve_strategy(fresh, fa.FAConfig(n_factors=2)) == "compiled"  # the load is paid
     assert fa.resolve_strategy(small, fa.FAConfig(n_factors=2, strategy="compiled")) == "compiled"
     big = _data(np.random.default_rng(6), 5000, 20, 2, "complete")
     assert fa.resolve_strategy(big, fa.FAConfig(n_factors=2)) == "compiled"
@@ -173,4 +175,6 @@ def test_mixture_of_factor_analysers_strategy_rule(monkeypatch):
     big = _data(np.random.default_rng(6), 5000, 10, 2, "mcar")  # 5,000 x 10 x 2 x 3 >= 200,000
     assert mfa.resolve_strategy(big, mfa.MFAConfig(n_components=3, n_factors=2)) == "compiled"
     compiled_pkg.mark_loaded("factor")
-    assert mfa.resolve_strategy(small, mfa.MFAConfig(n_components=3, n_factors=2)) == "compiled"
+    assert mfa.resolve_strategy(small, mfa.MFAConfig(n_components=3, n_factors=2)) == "numpy"  # once per data
+    fresh = _data(np.random.default_rng(6), 200, 10, 2, "mcar")
+    assert mfa.resolve_strategy(fresh, mfa.MFAConfig(n_components=3, n_factors=2)) == "compiled"

@@ -109,7 +109,9 @@ def test_fit_is_the_same_and_thesis_responsibilities_use_numpy():
         mp.setattr(compiled_pkg, "_LOADED", set())
         assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "numpy"  # small, kernels not loaded: numpy
         compiled_pkg.mark_loaded("vb_dpgmm")
-        assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "compiled"  # the load is paid: compiled
+        assert vb.resolve_strategy(data, VBConfig(n_components=3)) == "numpy"  # chosen once per data and K
+        fresh = _data(n=250, rate=0.25)
+        assert vb.resolve_strategy(fresh, VBConfig(n_components=3)) == "compiled"  # the load is paid: compiled
     big = _data(n=5000, d=10, rate=0.1)
     assert vb.resolve_strategy(big, VBConfig(n_components=5)) == "compiled"
 

@@ -328,16 +328,22 @@ def choose_strategy(data: FAData, n_factors: int, strategy: str = "auto", n_comp
     runs one compiled E-step per component): the work is fitted rows x features x factors x components."""
     if strategy != "auto":
         return strategy
-    from explorer.core._compiled import loaded
+    key = ("fa auto strategy", int(n_factors), int(n_components))
+    chosen = data.cache.get(key)  # once per data, q and K: a fit never switches kernel half-way
+    if chosen is None:
+        from explorer.core._compiled import loaded
 
-    work = data.fit_rows.size * data.n_features * n_factors * n_components
-    if work < AUTO_COMPILED_MIN_WORK and not loaded("factor"):
-        return "numpy"
-    try:
-        from explorer.core._compiled import factor as _kernels_fa  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return "numpy"
-    return "compiled"
+        chosen = "compiled"
+        if data.fit_rows.size * data.n_features * n_factors * n_components < AUTO_COMPILED_MIN_WORK \
+                and not loaded("factor"):
+            chosen = "numpy"
+        else:
+            try:
+                from explorer.core._compiled import factor as _kernels_fa  # noqa: F401
+            except ImportError:  # pragma: no cover - numba is a dependency
+                chosen = "numpy"
+        data.cache[key] = chosen
+    return chosen
 
 
 def _layout(data: FAData):

@@ -565,15 +565,21 @@ def resolve_strategy(data: EMData, config: VBConfig) -> str:
         return "numpy"
     if config.strategy != "auto":
         return config.strategy
-    from explorer.core._compiled import loaded
+    key = ("vb auto strategy", config.n_components)
+    chosen = data.cache.get(key)  # once per data and K: a fit never switches kernel half-way
+    if chosen is None:
+        from explorer.core._compiled import loaded
 
-    if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK and not loaded("vb_dpgmm"):
-        return "numpy"
-    try:
-        from explorer.core._compiled import vb_dpgmm as _kernels_vb  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return "numpy"
-    return "compiled"
+        chosen = "compiled"
+        if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK and not loaded("vb_dpgmm"):
+            chosen = "numpy"
+        else:
+            try:
+                from explorer.core._compiled import vb_dpgmm as _kernels_vb  # noqa: F401
+            except ImportError:  # pragma: no cover - numba is a dependency
+                chosen = "numpy"
+        data.cache[key] = chosen
+    return chosen
 
 
 def workspace(data: EMData, n_components: int):
