@@ -426,8 +426,8 @@ def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray
     needs no more precision), which uses every observed entry and is consistent under MAR. Its steps use the
     E-step kernel ``strategy="auto"`` picks for one component (the covariance side on mostly-missing rows). The
     one-pass pairwise-available covariance is not used: on 250 x 200 correlated data at 70 % MCAR the fit's
-    imputation error with it was twice that with the ML moments (``results/bench_em.md``), because the prior
-    weighs D + 2 pseudo-observations. The ``mean_impute`` variant uses the mean-filled matrix it fits on.
+    imputation RMSE with it was two to three times that with the ML moments (``results/bench_em_wide.md``),
+    because the prior weighs D + 2 pseudo-observations. The ``mean_impute`` variant uses the mean-filled matrix it fits on.
     """
     Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
     X, miss = Xfit[rows_fit], miss_fit[rows_fit]
@@ -505,16 +505,15 @@ def resolve_strategy(data: EMData, config: EMConfig) -> str:
 
     Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation).
     ``"auto"`` is :func:`~explorer.core.mixtures.suffstats.choose_strategy` on the fit's rows and patterns
-    (measured in ``results/bench_em.md``): the covariance side when mostly-missing rows make the missing blocks'
+    (its rule and measurements; ``results/bench_em_wide.md``), chosen once per data and K so that a fit never
+    switches kernel half-way: the covariance side when mostly-missing rows make the missing blocks'
     factorisations dominate (250 x 200 at 70 % MCAR: every row its own pattern, about 140 missing entries), else
-    ``"compiled"`` when rows x components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (200,000) and
-    numba imports, else ``"numpy"``. Once loaded, the compiled kernel was 3.6-7 times faster per step than the
-    numpy kernels at every size measured (300 x 4, K = 2: 0.4 vs 2.5 ms; 5,000 x 10, K = 4: 4.8 vs 17 ms; 20,000
-    x 10, K = 5: 13 vs 49 ms, CPU time, one BLAS thread) and than the tree and naive kernels (800 x 8, K = 3, 30 %
-    MCAR, three steps: 0.05 s against 1.4 s and 0.5 s), so ``"auto"`` never picks those; but the first compiled
-    step of a process costs about 0.6 s with a filled numba cache (several seconds when it compiles). Below the
-    threshold a numpy step takes at most about 17 ms, so a whole fit costs about that load, and small
-    interactive data (the app's pages) never wait for it.
+    ``"compiled"`` when the compiled E-step has already run in this process or rows x components x features is
+    at least :data:`AUTO_COMPILED_MIN_WORK` (200,000), else ``"numpy"``. The compiled kernel was also faster than
+    the tree and naive kernels (800 x 8, K = 3, 30 % MCAR, three steps: 0.05 s against 1.4 s and 0.5 s), so
+    ``"auto"`` never picks those. Below the threshold a fresh process stays on numpy: the first compiled step
+    costs about 0.6 s with a filled numba cache (several seconds when it compiles), and small interactive data
+    (the app's pages) never wait for it.
     """
     rows = data.n_samples if config.variant == "mean_impute" else data.n_fit
     if config.strategy != "auto" or config.covariance_type != "full":

@@ -217,14 +217,15 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
     """The E-step kernel for ``strategy``: ``"auto"`` resolved to ``"covariance"``, ``"compiled"`` or ``"numpy"``.
 
     Diagonal covariances always use ``"numpy"`` (their E-step has no per-pattern factorisation). ``"auto"``, from
-    the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em.md``):
+    the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em_wide.md``):
 
     1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
        dominate the rows' products, :math:`\\sum_u m_u^3 > 10\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
        and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (0.35) of them: mostly-missing rows
        with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
-       (``results/bench_em_wide.md``): the covariance side was 1.2-8x faster than the compiled precision side
-       from 60 % missing at D = 50 and D = 200, but at D = 20 only at 80 % (by 1.3x), and slower at 60 %;
+       (``results/bench_em_wide.md``): the covariance side was faster than the compiled precision side from 60 %
+       missing at D = 50 and D = 200 (1.2x at D = 50, 60 %, to 20x at D = 200, 80 %), but at D = 20 only at 80 %
+       (by 1.3x), and slower at 60 % (0.6x);
     2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
        and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x; one
        exception measured, 250 x 200 at 50 % missing, 0.094 against 0.074 s) or rows x components x features is
