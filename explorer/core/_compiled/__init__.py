@@ -24,7 +24,7 @@ with about 100 missing entries each, where the covariance side is used instead, 
 
 from __future__ import annotations
 
-__all__ = ["loaded", "mark_loaded"]
+__all__ = ["compiled_or_numpy", "loaded", "mark_loaded"]
 
 _LOADED: set[str] = set()
 
@@ -37,3 +37,18 @@ def mark_loaded(name: str) -> None:
 def loaded(name: str) -> bool:
     """True once kernel module ``name`` has run in this process (never imports it, nor numba)."""
     return name in _LOADED
+
+
+def compiled_or_numpy(name: str, work: float, min_work: float, ready: bool | None = None) -> str:
+    """The ``strategy="auto"`` choice between kernel module ``name`` and numpy: ``"compiled"`` when ``name`` has
+    already run in this process (``ready`` overrides that) or ``work`` is at least ``min_work``, and the module
+    imports (numba is a dependency, so it does); else ``"numpy"``."""
+    if work < min_work and not (loaded(name) if ready is None else ready):
+        return "numpy"
+    try:
+        import importlib
+
+        importlib.import_module(f"explorer.core._compiled.{name}")
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return "numpy"
+    return "compiled"

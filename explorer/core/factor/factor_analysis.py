@@ -331,18 +331,10 @@ def choose_strategy(data: FAData, n_factors: int, strategy: str = "auto", n_comp
     key = ("fa auto strategy", int(n_factors), int(n_components))
     chosen = data.cache.get(key)  # once per data, q and K: a fit never switches kernel half-way
     if chosen is None:
-        from explorer.core._compiled import loaded
+        from explorer.core._compiled import compiled_or_numpy
 
-        chosen = "compiled"
-        if data.fit_rows.size * data.n_features * n_factors * n_components < AUTO_COMPILED_MIN_WORK \
-                and not loaded("factor"):
-            chosen = "numpy"
-        else:
-            try:
-                from explorer.core._compiled import factor as _kernels_fa  # noqa: F401
-            except ImportError:  # pragma: no cover - numba is a dependency
-                chosen = "numpy"
-        data.cache[key] = chosen
+        work = data.fit_rows.size * data.n_features * n_factors * n_components
+        chosen = data.cache[key] = compiled_or_numpy("factor", work, AUTO_COMPILED_MIN_WORK)
     return chosen
 
 

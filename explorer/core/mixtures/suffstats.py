@@ -245,16 +245,9 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
         if (precision_side > COVARIANCE_SIDE_MIN_FACTOR_WORK * rows
                 and covariance_side < COVARIANCE_SIDE_RATIO * precision_side):
             return "covariance"
-    from explorer.core._compiled import loaded
+    from explorer.core._compiled import compiled_or_numpy
 
-    ready = loaded("gmm") if kernels_loaded is None else kernels_loaded
-    if n_rows * n_components * n_features < AUTO_COMPILED_MIN_WORK and not ready:
-        return "numpy"
-    try:
-        from explorer.core._compiled import gmm  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return "numpy"
-    return "compiled"
+    return compiled_or_numpy("gmm", n_rows * n_components * n_features, AUTO_COMPILED_MIN_WORK, kernels_loaded)
 
 
 def check_finite_log_likelihood(total: float) -> None:

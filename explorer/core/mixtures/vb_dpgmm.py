@@ -568,17 +568,10 @@ def resolve_strategy(data: EMData, config: VBConfig) -> str:
     key = ("vb auto strategy", config.n_components)
     chosen = data.cache.get(key)  # once per data and K: a fit never switches kernel half-way
     if chosen is None:
-        from explorer.core._compiled import loaded
+        from explorer.core._compiled import compiled_or_numpy
 
-        chosen = "compiled"
-        if data.n_fit * config.n_components * data.n_features < AUTO_COMPILED_MIN_WORK and not loaded("vb_dpgmm"):
-            chosen = "numpy"
-        else:
-            try:
-                from explorer.core._compiled import vb_dpgmm as _kernels_vb  # noqa: F401
-            except ImportError:  # pragma: no cover - numba is a dependency
-                chosen = "numpy"
-        data.cache[key] = chosen
+        work = data.n_fit * config.n_components * data.n_features
+        chosen = data.cache[key] = compiled_or_numpy("vb_dpgmm", work, AUTO_COMPILED_MIN_WORK)
     return chosen
 
 
