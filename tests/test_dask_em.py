@@ -80,7 +80,8 @@ def _close(a, b, rtol=1e-10):
 
 
 @pytest.mark.parametrize("covariance_type, prior, where", [("full", None, "cluster"), ("diag", None, "cluster"),
-                                                           ("full", "auto", "synchronous")])
+                                                           ("full", "auto", "synchronous"),
+                                                           ("diag", "auto", "synchronous")])
 def test_equals_in_memory_em(client, X, covariance_type, prior, where):
     data, config, params = _start(X, covariance_type, prior)
     state, lls = _in_memory(data, config, params, 4)

@@ -114,6 +114,26 @@ def test_auto_prior_on_incomplete_data_uses_the_one_component_ml_fit():
     np.testing.assert_allclose(np.array(spec.scale), expected, atol=1e-5 * np.abs(expected).max())
 
 
+def test_auto_prior_for_diagonal_covariances_on_incomplete_data_uses_the_column_moments(monkeypatch):
+    """Issue 22: a diagonal prior reads only the diagonal, so its moments are each column's observed mean and
+    variance (the ML diagonal Gaussian) in one pass, with no EM step."""
+    rng = np.random.default_rng(7)
+    X = rng.multivariate_normal([1.0, -2.0, 0.5], [[2.0, 0.8, 0.2], [0.8, 1.0, 0.3], [0.2, 0.3, 0.5]], size=200)
+    missing = rng.random(X.shape) < 0.3
+    missing[missing.all(axis=1), 0] = False
+    Xm = np.where(missing, np.nan, X)
+    data = em_gmm.prepare(Xm)
+
+    def no_step(*args, **kwargs):
+        raise AssertionError("the diagonal prior's moments ran an EM step")
+
+    monkeypatch.setattr(em_gmm, "step", no_step)
+    spec = em_gmm.resolve_prior(data, EMConfig(n_components=2, covariance_type="diag", prior="auto", reg_covar=0.0))
+    divisor = em_gmm.prior_mode_divisor(spec.dof, 3, "diag")
+    np.testing.assert_allclose(spec.mean, np.nanmean(Xm, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(np.diag(spec.scale), divisor * np.nanvar(Xm, axis=0) / 2 ** (2 / 3), rtol=1e-12)
+
+
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
 def test_log_prior_matches_scipy_densities(covariance_type):
     rng = np.random.default_rng(6)

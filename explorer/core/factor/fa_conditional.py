@@ -43,7 +43,7 @@ from explorer.core.validation import BadInputError, as_float_matrix, check_draws
 
 __all__ = [
     "FAConditional", "FAParams", "MFAConditional", "component_posteriors", "conditional", "log_likelihood",
-    "mixture_conditional",
+    "mix_log_likelihoods", "mixture_conditional",
 ]
 
 _CHUNK = 1 << 22  # elements of a temporary array in the chunked batched kernels
@@ -487,13 +487,18 @@ def component_posteriors(components, weights, Xf, missing, pattern_missing, row_
     are the prior weights).
     """
     post = [_posterior(Xf, missing, pattern_missing, row_pattern, P) for P in components]
+    return (post, *mix_log_likelihoods([p[3] for p in post], weights, missing))
+
+
+def mix_log_likelihoods(component_loglik, weights, missing):
+    """``(log_resp (n, K), loglik (n,))`` of a mixture from its components' per-row log-likelihoods (a sequence of
+    K arrays (n,)); ``loglik`` is 0 for rows with nothing observed, whose responsibilities are the weights."""
     with np.errstate(divide="ignore"):
-        joint = np.stack([p[3] for p in post], axis=1) + np.log(weights)
+        joint = np.stack(list(component_loglik), axis=1) + np.log(weights)
     ll = logsumexp(joint, axis=1)
     log_resp = joint - ll[:, None]
-    empty = missing.all(axis=1)
-    ll[empty] = 0.0
-    return post, log_resp, ll
+    ll[missing.all(axis=1)] = 0.0
+    return log_resp, ll
 
 
 def mixture_conditional(components, weights, X, missing=None) -> MFAConditional:

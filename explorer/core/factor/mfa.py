@@ -50,7 +50,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from explorer.core.factor.fa_conditional import (
     FAParams,
@@ -60,6 +59,7 @@ from explorer.core.factor.fa_conditional import (
     _pattern_table,
     _readonly,
     component_posteriors,
+    mix_log_likelihoods,
     mixture_conditional,
 )
 from explorer.core.factor.factor_analysis import (
@@ -303,11 +303,7 @@ def resolve_strategy(data: FAData, config: MFAConfig) -> str:
 def _state(data: FAData, iteration: int, params: MFAParams, strategy: str = "numpy") -> MFAState:
     if strategy == "compiled":
         post = [estep_compiled(data, P) for P in params.components]
-        with np.errstate(divide="ignore"):
-            joint = np.stack([p[2] for p in post], axis=1) + np.log(params.weights)
-        ll = logsumexp(joint, axis=1)
-        log_resp = joint - ll[:, None]
-        ll[data.missing.all(axis=1)] = 0.0
+        log_resp, ll = mix_log_likelihoods([p[2] for p in post], params.weights, data.missing)
         y = np.stack([p[0] for p in post])
         cov = np.stack([p[1] for p in post])
     else:
