@@ -474,15 +474,26 @@ def _impute(args, progress: _Stages) -> int:
                                      dtype=np.float64)
     _write_warnings(progress, caught)
     with progress.stage("write"):
-        export.export_imputations(args.out, imputed, samples, data.missing, columns=list(data.columns))
+        row_names = None
+        if "row names" in (data.description or ""):  # from_csv dropped them from the data: the output keeps them
+            row_names = pd.read_csv(args.input, usecols=[0], dtype=str, keep_default_na=False).iloc[:, 0]
+            row_names = [str(v).strip() for v in row_names]
+        export.export_imputations(args.out, imputed, samples, data.missing, columns=list(data.columns),
+                                  index=row_names)
         if args.save_model is not None:
             persistence.save_model(estimator, args.save_model)
     progress.close()
     n, d = imputed.shape
     n_missing = int(data.missing.sum())
+    fitted = getattr(estimator, "imputer_", estimator)  # TransformedImputer's fitted inner model
+    chosen = ""
+    if getattr(fitted, "n_components", None) == "auto" and hasattr(fitted, "n_components_"):
+        chosen = f", K = {fitted.n_components_} chosen on the data"
     print(f"{args.input}: {n} rows x {d} columns, {n_missing} missing value(s) ({n_missing / (n * d):.1%}) imputed "
-          f"with {_model_name(estimator)}"
+          f"with {_model_name(estimator)}{chosen}"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
+    if "row names" in (data.description or ""):
+        print(f"{args.input}: {data.description.split('; ')[-1]}")
     print(f"wrote {args.out}" + (f" and {args.save_model}" if args.save_model else ""))
     return 0
 

@@ -398,7 +398,9 @@ def from_csv(
         Drop non-numeric columns instead of raising; their names go into ``description``.
     header : bool or 'infer', default 'infer'
         Whether the first row names the columns. 'infer' treats it as a header when it holds text
-        above numbers (or only text).
+        above numbers (or only text). A header whose first name is empty, over a first column of distinct
+        values with no gap, is the row names R's ``write.csv`` and pandas' ``to_csv`` write: that column is
+        not data; it is dropped and ``description`` says so (rows keep their order).
     names : sequence of str, optional
         Column names for files without a header (default ``x0, x1, ...``).
     sep : str or None, default ','
@@ -425,8 +427,11 @@ def from_csv(
     # the first rows as text decide the header; the full parse then uses pandas' C float parser
     peek = parse(dtype=str, keep_default_na=False, na_filter=False, nrows=50)
     has_header = _infer_header(peek, na) if header == "infer" else bool(header)
+    row_names = False
     if has_header:
         head = [str(c).strip() for c in peek.iloc[0]]
+        # R's write.csv and pandas' to_csv write the row names / index as a first column with an empty header
+        row_names = peek.shape[1] > 1 and head[0] in ("", "Unnamed: 0")
         head = [c if c else f"x{j}" for j, c in enumerate(head)]
     elif names is not None:
         head = [str(c) for c in names]
@@ -447,6 +452,13 @@ def from_csv(
     if len(raw) == 0:
         raise BadInputError("the CSV data have no data row.")
     raw.columns = head
+    if row_names:
+        first = raw.iloc[:, 0]
+        if first.notna().all() and first.is_unique:
+            raw = raw.iloc[:, 1:]
+            note = (f"the first column (no header, {len(first)} distinct values such as {str(first.iloc[0])!r}) "
+                    "read as row names, not as data")
+            description = f"{description}; {note}" if description else note
     raw = _select(raw, columns)
     return _frame_to_data(
         raw,

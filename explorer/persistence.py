@@ -68,8 +68,9 @@ _MODEL_CLASSES = {
 _WRAPPER_CLASSES = {"TransformedImputer": "explorer.impute.transformed"}
 # fitted attributes holding training rows: saved only with include_training_data=True
 _TRAINING_ATTRS = {"DPGMMImputer": ("resp_", "_fit_X")}
-# fitted attributes never saved (not needed to use the model)
-_SKIPPED_ATTRS = ("history_",)
+# fitted attributes never saved (not needed to use the model; selection_ is the record of n_components="auto":
+# the chosen K is saved as n_components_ and in the fitted parameters' shapes)
+_SKIPPED_ATTRS = ("history_", "selection_")
 # what load_model checks before handing the model back
 _REQUIRED = {
     "GaussianMixtureImputer": ("weights_", "means_", "covariances_"),

@@ -19,8 +19,8 @@ import pytest
 
 from explorer.cli import main
 from explorer.export import read_imputations
-from explorer.persistence import load_model
 from explorer.io import from_csv
+from explorer.persistence import load_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -135,6 +135,33 @@ def test_components_auto_chooses_k(tmp_path, csv_path, model):
                  "-o", str(out)]) == 0
     imputed = np.asarray(read_imputations(out).imputed)
     assert imputed.shape == (60, 3) and np.isfinite(imputed).all()
+
+
+def test_default_components_are_chosen_on_the_data_and_said(tmp_path, csv_path, capsys):
+    """No --components: the library's default, n_components="auto"; the summary names the K it chose."""
+    out = tmp_path / "o.nc"
+    assert main(["impute", str(csv_path), "--seed", "0", "-q", "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+
+    data = from_csv(csv_path)
+    k = GaussianMixtureImputer(random_state=0).fit(pd.DataFrame(data.values, columns=data.columns)).n_components_
+    assert f"imputed with GaussianMixtureImputer, K = {k} chosen on the data" in said
+
+
+def test_row_names_of_an_r_or_pandas_csv_are_not_imputed(tmp_path, csv_path, capsys):
+    """A CSV written with its row names (first header empty): that column is not a feature."""
+    frame = pd.read_csv(csv_path)
+    named = tmp_path / "named.csv"
+    frame.set_axis(np.arange(1, len(frame) + 1)).to_csv(named)
+    out = tmp_path / "o.nc"
+    assert main(["impute", str(named), "-k", "1", "--seed", "0", "-q", "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"{len(frame)} rows x {frame.shape[1]} columns" in said and "read as row names" in said
+    got = read_imputations(out)
+    assert list(got.columns) == list(frame.columns) and [str(i) for i in got.index] == [str(i) for i in
+                                                                                         range(1, len(frame) + 1)]
+    np.testing.assert_array_equal(got.missing, frame.isna().to_numpy())
 
 
 def test_warnings_of_the_fit_are_one_line_each(tmp_path, csv_path, capsys):

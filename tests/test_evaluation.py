@@ -369,14 +369,15 @@ def test_evaluate_stops_the_loop_when_a_fit_was_interrupted():
     X = _gaussian(120, 21, frac=0.05)
     FITS.clear()
     imputers = {"a": CountingGMM(n_components=2, random_state=0, callback=_interrupt_first_fit_at_iteration_2()),
-                "b": CountingGMM(random_state=0)}
+                "b": CountingGMM(n_components=1, random_state=0)}
     with pytest.warns(FitInterruptedWarning, match="after 2 iteration"):
         with pytest.raises(KeyboardInterrupt):
             evaluate(imputers, X, n_repeats=3, random_state=0)
     assert FITS == ["fit"]  # no further fit: neither "b" nor the next repeats
     # without the interrupt the same loop runs every fit (the counter counts)
     FITS.clear()
-    evaluate({"b": CountingGMM(random_state=0, max_iter=20), "c": CountingGMM(random_state=1, max_iter=20)}, X,
+    evaluate({"b": CountingGMM(n_components=1, random_state=0, max_iter=20),
+              "c": CountingGMM(n_components=1, random_state=1, max_iter=20)}, X,
              n_repeats=2, random_state=0)
     assert FITS == ["fit"] * 4
 
@@ -386,11 +387,11 @@ def test_evaluate_stops_when_the_fit_inside_a_transformed_imputer_was_interrupte
 
     X = np.exp(_gaussian(120, 22, frac=0.05) / 2)
     FITS.clear()
-    inner = CountingGMM(random_state=0, callback=_interrupt_first_fit_at_iteration_2())
+    inner = CountingGMM(n_components=1, random_state=0, callback=_interrupt_first_fit_at_iteration_2())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(KeyboardInterrupt):
-            evaluate({"t": TransformedImputer(inner, transforms={0: "log"}), "b": CountingGMM(random_state=0)},
+            evaluate({"t": TransformedImputer(inner, transforms={0: "log"}), "b": CountingGMM(n_components=1, random_state=0)},
                      X, n_repeats=2, random_state=0)
     assert FITS == ["fit"]
 

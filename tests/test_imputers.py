@@ -24,7 +24,7 @@ from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 from explorer.masking import amputate
 
 PARAMS = {
-    "n_components": 1, "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
+    "n_components": "auto", "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
     "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "predictive": "auto", "empty_rows": "raise", "random_state": None,
     "callback": None, "progress": False,
 }
@@ -90,7 +90,7 @@ def test_fit_sets_sklearn_attributes_and_keeps_params(data, fitted):
     np.testing.assert_allclose(h["means"].isel(iteration=-1).values, fitted.means_)
     assert h["log_likelihood"].values[-1] == pytest.approx(fitted.log_likelihood_)
     # two components recover the two clusters: far better than one Gaussian
-    one = GaussianMixtureImputer(random_state=0).fit(X_nan)
+    one = GaussianMixtureImputer(n_components=1, random_state=0).fit(X_nan)
     assert fitted.log_likelihood_ > one.log_likelihood_ + 50
 
 

@@ -56,6 +56,22 @@ def test_csv_header_inference():
         from_csv(b"a,a\n1,2\n")
 
 
+def test_csv_row_names_written_by_r_or_pandas_are_not_data():
+    """An empty first header over distinct values is the row names of write.csv / to_csv: not a feature x0."""
+    df = pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.0], "b": [2.0, 3.0, np.nan, 5.0]}, index=[1, 2, 3, 4])
+    r_text = '"","a","b"\n"1",1,2\n"2",NA,3\n"3",3,NA\n"4",4,5\n'
+    for text in (df.to_csv(), r_text, df.rename(index=lambda i: f"site {i}").to_csv()):
+        data = from_csv(io.StringIO(text))
+        assert data.columns == ("a", "b") and "row names" in data.description
+        np.testing.assert_array_equal(data.missing, df.isna().to_numpy())
+        np.testing.assert_array_equal(data.values[~data.missing], df.to_numpy()[~df.isna().to_numpy()])
+    # a first column with a repeated value or a gap is data, whatever its header
+    repeated = from_csv(io.StringIO(",a,b\n1,1,2\n1,NA,3\n3,3,NA\n"))
+    assert repeated.columns == ("x0", "a", "b") and "row names" not in repeated.description
+    gap = from_csv(io.StringIO(",a,b\n1,1,2\n,NA,3\n3,3,NA\n"))
+    assert gap.columns == ("x0", "a", "b")
+
+
 def test_csv_non_numeric_columns():
     text = b"id,city,x,flag\n1,Paris,0.5,yes\n2,Oslo,?,no\n3,Rome,1.5,yes\n"
     with pytest.raises(BadInputError, match=r"2 column\(s\) are not numeric: 'city' \(e.g. 'Paris'\), 'flag'.*drop_non_numeric"):

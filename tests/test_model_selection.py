@@ -127,3 +127,80 @@ def test_auto_on_fewer_rows_than_the_default_truncation():
         imp = GaussianMixtureImputer("auto", random_state=0).fit(X)
     assert imp.n_components_ == 1  # at most n_rows / n_features = 3, and 10 rows support no more
     assert np.isfinite(imp.transform(X)).all()
+
+
+# ------------------------------------------------------------------ "auto" is the default (issue 21)
+def test_auto_is_the_default_of_both_mixture_imputers():
+    assert GaussianMixtureImputer().n_components == "auto" and MFAImputer().n_components == "auto"
+    _, Xn = _clusters()
+    imp = GaussianMixtureImputer(random_state=0).fit(Xn)
+    assert imp.n_components_ == 3 and imp.selection_.criterion == "dpgmm"  # the three clusters, by default
+
+
+def _one_cloud_and_two_small_groups(seed=0):
+    """228 x 11: a correlated cloud of 214 rows and two far groups of 7 rows (fewer rows than features)."""
+    rng = np.random.default_rng(seed)
+    D = 11
+    A = rng.normal(size=(D, D)) / np.sqrt(D) + np.eye(D)
+    X = np.vstack([rng.normal(size=(214, D)) @ A, rng.normal(size=(7, D)) * 0.5 + 6, rng.normal(size=(7, D)) * 0.5 - 6])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    return X
+
+
+def test_auto_does_not_choose_components_it_then_warns_about():
+    """The variational mixture sees 3 effective components, two of 7 rows in 11-D; EM at K = 3 warns about them,
+    so "auto" counts only components with at least D expected rows."""
+    from explorer.core.mixtures.em_gmm import ComponentCollapseWarning
+
+    X = _one_cloud_and_two_small_groups()
+    with pytest.warns(ComponentCollapseWarning, match="fewer rows than features"):
+        GaussianMixtureImputer(n_components=3, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ComponentCollapseWarning)
+        imp = GaussianMixtureImputer(random_state=0).fit(X)
+    row = imp.selection_.table[0]
+    assert row["score"] == 3 and row["supported"] == 1 and imp.n_components_ == 1
+
+
+def test_auto_refits_with_fewer_components_when_the_fit_still_collapses(monkeypatch):
+    """Should the chosen K still leave a component below D expected rows, fit_auto refits with fewer."""
+    from explorer import model_selection
+    from explorer.core.mixtures.em_gmm import ComponentCollapseWarning
+
+    X = _one_cloud_and_two_small_groups()
+    chosen = model_selection.KSelection(n_components=3, criterion="dpgmm", table=({"n_components": 3},), rate=0.0,
+                                        n_repeats=0)
+    monkeypatch.setattr(model_selection, "select_n_components", lambda *a, **k: chosen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ComponentCollapseWarning)
+        imp = GaussianMixtureImputer(random_state=0).fit(X)
+    assert imp.n_components_ == 1 and imp.selection_.n_components == 1
+    assert imp.selection_.table[-1]["collapsed_at"] == (3,)
+    assert imp.get_params()["n_components"] == "auto"
+
+
+def test_an_interrupted_auto_fit_is_kept_not_refitted():
+    from explorer import FitInterruptedWarning
+
+    X = _one_cloud_and_two_small_groups()
+    calls = []
+
+    def stop(state):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.warns(FitInterruptedWarning):
+        imp = GaussianMixtureImputer(random_state=0, callback=stop).fit(X)
+    assert imp.stop_reason_ == "interrupted" and len(calls) == 2
+
+
+def test_auto_checks_parameters_and_data_before_any_fit(monkeypatch):
+    """Cheap checks first: a bad parameter or a text column is refused before the selection's fits."""
+    from explorer import model_selection
+
+    monkeypatch.setattr(model_selection, "select_n_components", lambda *a, **k: pytest.fail("selection ran"))
+    with pytest.raises(BadInputError, match="variant"):
+        GaussianMixtureImputer(variant="nonsense").fit(_clusters()[1])
+    with pytest.raises(BadInputError, match="non-numeric"):
+        GaussianMixtureImputer().fit(np.array([["a", "1.0"], ["b", "2.0"], ["c", "3.0"]], dtype=object))

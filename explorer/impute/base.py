@@ -175,7 +175,14 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             ``stop_reason_ == "interrupted"`` (see :mod:`explorer.utils.progress`).
         """
         if self._auto_requested():
-            return self._fit_auto(X)
+            # parameter and data errors before the selection's fits (cheap checks first)
+            self._auto_k = 1
+            try:
+                self._config()
+            finally:
+                del self._auto_k
+            check_progress_params(getattr(self, "callback", None), getattr(self, "progress", False))
+            return self._fit_auto(X, _fit_input(X, self.empty_rows)[0])
         config = self._config()  # parameter errors before data errors
         check_progress_params(getattr(self, "callback", None), getattr(self, "progress", False))
         rng = check_random_state(self.random_state)
@@ -230,8 +237,9 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         k = getattr(self, "_auto_k", None)
         return self.n_components if k is None else k
 
-    def _fit_auto(self, X):
-        """``fit`` with ``n_components="auto"``: an estimator that sets ``_supports_auto`` implements it."""
+    def _fit_auto(self, X, values):
+        """``fit`` with ``n_components="auto"`` (``values``: ``X`` validated, float with NaN): an estimator that sets
+        ``_supports_auto`` implements it."""
         raise NotImplementedError(f"{type(self).__name__} sets _supports_auto but has no _fit_auto")
 
     def _variance_floor(self):

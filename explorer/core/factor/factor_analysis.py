@@ -96,10 +96,12 @@ STRATEGIES = ("auto", "compiled", "numpy")
 AUTO_COMPILED_MIN_WORK = 200_000
 
 # ----------------------------------------------------------------------------- PPCA closed form
-def _ppca_from_covariance(S: np.ndarray, q: int) -> tuple[np.ndarray, float]:
+def _ppca_from_covariance(S: np.ndarray, q: int, floor: float = 0.0) -> tuple[np.ndarray, float]:
     lam, U = np.linalg.eigh(S)
     lam, U = lam[::-1], U[:, ::-1]
     sigma2 = float(lam[q:].mean())
+    if floor > 0 and np.isfinite(sigma2):  # roundoff of a rank-deficient S on a large scale: the floor holds
+        sigma2 = max(sigma2, floor)
     if not sigma2 > 0:
         raise DegenerateCovarianceError(
             f"The discarded eigenvalues average {sigma2:.3g}: the data span at most {q} dimensions, so "

@@ -329,7 +329,8 @@ def _cluster_ppca(data: FAData, rows: np.ndarray, centre: np.ndarray, q: int, mi
     """PPCA closed form of the partial covariance of ``rows`` around ``centre``: ``(W (D, q), sigma2)``."""
     S = _partial_scatter(data, rows, centre)
     S.flat[:: S.shape[0] + 1] += min_psi  # keeps the discarded eigenvalues >= min_psi
-    return _ppca_from_covariance(S, q)
+    # (on columns at 1e6 and beyond, min_psi is below the roundoff of S: the floor is then applied to sigma2)
+    return _ppca_from_covariance(S, q, floor=min_psi)
 
 
 def init(data: FAData, config: MFAConfig, rng: np.random.Generator) -> MFAState:

@@ -513,8 +513,8 @@ class DataMechanismView(Viewer):
                    "would take minutes): impute from Python or with `explorer impute`.")
         else:
             fit = ("*Imputed data* / *m imputations*: this page has no model of its own, so they come from "
-                   "`GaussianMixtureImputer()` with the library's defaults (1 component, full covariance, MAP "
-                   f"prior), fitted to these {data.n_samples} rows when you click; rows with no observed value get "
+                   "`GaussianMixtureImputer()` with the library's defaults (K chosen on the data, full covariance, "
+                   f"MAP prior), fitted to these {data.n_samples} rows when you click; rows with no observed value get "
                    "the fitted marginal. Other models: the Conditional page.")
         return (f"The data on screen (**{md(data.name or self.data_model.dataset)}**), with their gaps or imputed. "
                 f"{fit} CSV / Parquet: one long table, `imputation` 0 = the single imputation, 1..m = draws; "
@@ -554,8 +554,9 @@ class DataMechanismView(Viewer):
         imputed = imputer.transform(data.values)
         samples = imputer.sample(data.values, n_imputations, random_state=0) if n_imputations else None
         fit = ("converged" if imputer.converged_ else "not converged") + f" after {imputer.n_iter_} iterations"
-        source = (f"GaussianMixtureImputer() (library defaults), fitted on the click to the {data.n_samples} rows "
-                  f"of {md(data.name or self.data_model.dataset)} ({fit})")
+        source = (f"GaussianMixtureImputer() (library defaults: K = {imputer.n_components_} chosen on the data), "
+                  f"fitted on the click to the {data.n_samples} rows of {md(data.name or self.data_model.dataset)} "
+                  f"({fit})")
         if n_imputations:
             source += f"; {n_imputations} draws, seed 0"
         if said:
