@@ -230,7 +230,8 @@ def frame_values(df: pd.DataFrame, *, name: str = "X", na_values: Sequence[str] 
     if bad:
         listed = ", ".join(f"{c}, e.g. {ex!r}" for c, ex in bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
         raise NonNumericError(
-            f"{name}: {len(bad)} column(s) are not numeric: {listed}. One-hot encode categories with "
+            f"{name}: {len(bad)} column(s) are not numeric: {listed}. Impute them as categories with "
+            "explorer.impute.mixed.MixedMixtureImputer (the DataFrame as it is); or one-hot encode categories with "
             "explorer.io.encode_categoricals(df, how='onehot'), drop those columns "
             "(encode_categoricals(df, how='drop')), or encode them as numbers yourself (0/1 for yes/no); "
             "missing cells are NaN."
@@ -356,7 +357,8 @@ def _frame_to_data(
     if bad and not drop_non_numeric:
         raise BadInputError(
             f"{_list_bad(bad)}. Drop them (drop_non_numeric=True or select columns=...) or encode them as "
-            "numbers (0/1 for yes/no; explorer.io.encode_categoricals(df) one-hot encodes categories); mark "
+            "numbers (0/1 for yes/no; explorer.io.encode_categoricals(df) one-hot encodes categories), or impute "
+            "them as categories with explorer.impute.mixed.MixedMixtureImputer on a DataFrame; mark "
             f"missing cells with one of {sorted(na)}."
         )
     if not arrays:

@@ -139,9 +139,10 @@ def as_float_matrix(X, *, name: str = "X", columns: Sequence[str] | None = None)
                             break
             where = _list_labels(bad, columns) if bad else "some cells"
             raise NonNumericError(
-                f"{name} contains non-numeric values in {where}{why}. Encode categories as numbers "
-                "(e.g. 0/1 for binary columns; explorer.io.encode_categoricals one-hot encodes a DataFrame's) "
-                "or drop those columns; use NaN for missing cells."
+                f"{name} contains non-numeric values in {where}{why}. To impute text / category columns as "
+                "categories, use explorer.impute.mixed.MixedMixtureImputer (a DataFrame goes in as it is), or "
+                "encode categories as numbers (e.g. 0/1 for binary columns; explorer.io.encode_categoricals one-hot "
+                "encodes a DataFrame's) or drop those columns; use NaN for missing cells."
             ) from None
     elif arr.dtype.kind == "b":
         arr = arr.astype(np.float64)

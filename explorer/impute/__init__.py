@@ -6,6 +6,8 @@
 * :class:`~explorer.impute.factor.FactorAnalysisImputer` and :class:`~explorer.impute.factor.MFAImputer`:
   factor analysis and mixtures of factor analysers, encoded exactly or by the Neumann series (antypas2023);
 * :class:`~explorer.impute.transformed.TransformedImputer`: any of them on log / logit scales;
+* :class:`~explorer.impute.mixed.MixedMixtureImputer`: a DataFrame with numeric and categorical (text, boolean)
+  columns, by the location model (:mod:`explorer.core.mixtures.location_model`);
 * :mod:`~explorer.impute.base`: what they share (input checks, ``transform`` / ``sample`` /
   ``conditional`` / ``score_samples``, the fit loop with progress).
 
@@ -23,6 +25,7 @@ _LAZY = {
     "FactorAnalysisImputer": "explorer.impute.factor",
     "MFAImputer": "explorer.impute.factor",
     "TransformedImputer": "explorer.impute.transformed",
+    "MixedMixtureImputer": "explorer.impute.mixed",
 }
 
 __all__ = list(_LAZY)

@@ -1,0 +1,299 @@
+r"""Impute a table with numeric and categorical columns: the location model, as a scikit-learn estimator.
+
+:class:`MixedMixtureImputer` takes a pandas DataFrame as it is: numeric columns (float, int, nullable int) are the
+Gaussian block, and pandas categorical, string, object and boolean columns are categorical columns. Each
+component of the mixture holds a Gaussian over the numeric columns and one categorical distribution per
+categorical column (:mod:`explorer.core.mixtures.location_model`, fitted by MAP-EM with missing entries
+anywhere; Ghahramani & Jordan 1994 treat real and discrete features in one mixture).
+
+* ``transform``: numeric gaps get :math:`E[x^m \mid \text{observed}]` and a missing category its most probable
+  level; observed cells come back unchanged and every column keeps its dtype (categories keep their levels).
+* ``predict_proba``: per categorical column, a DataFrame of level probabilities for every row (for a missing
+  cell the predictive given the rest of the row; for an observed one what the model would say had it been hidden).
+* ``sample``: joint draws of every missing cell, numeric and categorical, as a list of DataFrames.
+* ``conditional``: the numeric block's per-row conditional mixture (means, 95 % intervals, densities).
+
+A level met only in new rows cannot be predicted and is refused by name; a column of more than ``max_levels``
+distinct values is refused as an identifier or free text.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from explorer.core.mixtures import location_model as lm
+from explorer.core.validation import BadInputError
+from explorer.utils.random_state import check_random_state
+
+__all__ = ["MixedMixtureImputer", "categorical_columns"]
+
+
+def categorical_columns(df: pd.DataFrame) -> list[str]:
+    """The columns of ``df`` that :class:`MixedMixtureImputer` treats as categorical: categorical, string, object
+    and boolean dtypes (numbers, nullable integers included, are numeric)."""
+    out = []
+    for name in df.columns:
+        dtype = df[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype) \
+                or pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            out.append(name)
+    return out
+
+
+def _levels_of(series: pd.Series) -> list:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return list(series.cat.categories)
+    values = series.dropna().unique().tolist()
+    try:
+        return sorted(values)
+    except TypeError:  # mixed types in an object column: sort by their text
+        return sorted(values, key=str)
+
+
+class MixedMixtureImputer(TransformerMixin, BaseEstimator):
+    """Impute numeric and categorical columns together with a mixture of location models.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        Number of mixture components K.
+    covariance_type : {"full", "diag"}, default "full"
+        Of the numeric block.
+    reg_covar : float, default 1e-6
+    prior : "auto", "fraley-raftery", None or NIWPrior, default "auto"
+        Prior of the numeric block, as :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`.
+    alpha : float, default 1.0
+        Symmetric Dirichlet parameter of the weights (1: maximum likelihood).
+    phi : float or None, default None
+        Symmetric Dirichlet parameter of the level probabilities; None: :math:`1 + 1/V_j` per column (one
+        pseudo-observation per component and column).
+    tol : float, default 1e-5
+    max_iter : int, default 300
+    n_init : int, default 1
+    init : {"kmeans", "random"}, default "kmeans"
+    max_levels : int, default 100
+        A categorical column with more distinct values is refused (an identifier or free text).
+    random_state : int, Generator or None, default None
+
+    Attributes
+    ----------
+    numeric_columns_, categorical_columns_ : list
+        The columns of each kind, in the order of the data.
+    categories_ : dict
+        Categorical column -> list of its levels (the codes of the model are positions in it).
+    weights_, means_, covariances_ : ndarray
+        The mixture's weights and its numeric block.
+    probs_ : dict
+        Categorical column -> (n_components, V_j) level probabilities per component.
+    n_iter_, converged_, objective_ : the fit's record.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from explorer.impute.mixed import MixedMixtureImputer
+    >>> rng = np.random.default_rng(0)
+    >>> kind = rng.choice(["a", "b"], size=200)
+    >>> df = pd.DataFrame({"kind": kind, "x": np.where(kind == "a", 0.0, 5.0) + rng.normal(size=200)})
+    >>> df.loc[:19, "kind"] = None
+    >>> out = MixedMixtureImputer(random_state=0).fit_transform(df)
+    >>> bool(out["kind"].isna().any()), float((out.loc[:19, "kind"] == kind[:20]).mean()) > 0.9
+    (False, True)
+    """
+
+    def __init__(self, n_components=2, covariance_type="full", reg_covar=1e-6, prior="auto", alpha=1.0, phi=None,
+                 tol=1e-5, max_iter=300, n_init=1, init="kmeans", max_levels=100, random_state=None):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.reg_covar = reg_covar
+        self.prior = prior
+        self.alpha = alpha
+        self.phi = phi
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init = init
+        self.max_levels = max_levels
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ data
+    @staticmethod
+    def _frame(X) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            return X
+        if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+            raise BadInputError("MixedMixtureImputer: sparse input is not supported; give a DataFrame or a 2-D array.")
+        arr = np.asarray(X, dtype=object)
+        if arr.ndim != 2:
+            raise BadInputError(f"MixedMixtureImputer: X must be 2-D (a DataFrame); got shape {arr.shape}.")
+        frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
+        for c in frame.columns:  # an array: columns whose every cell is a number (or missing) are numeric
+            num = pd.to_numeric(frame[c], errors="coerce")
+            if (num.notna() | frame[c].isna()).all():
+                frame[c] = num.astype(float)
+        return frame
+
+    def _split(self, df: pd.DataFrame, fitting: bool):
+        """``(X_numeric, codes)`` of ``df`` in the model's columns (levels learned when ``fitting``)."""
+        if fitting:
+            if len(set(map(str, df.columns))) != df.shape[1]:
+                raise BadInputError("MixedMixtureImputer: column names must be unique.")
+            empty = [str(c) for c in df.columns if df[c].isna().all()]
+            if empty:
+                raise BadInputError(f"MixedMixtureImputer: column(s) {empty} have no observed value; drop them "
+                                    "(nothing can be learned about them).")
+            cats = categorical_columns(df)
+            self.categorical_columns_ = list(cats)
+            self.numeric_columns_ = [c for c in df.columns if c not in cats]
+            self.feature_names_in_ = np.array([str(c) for c in df.columns], dtype=object)
+            self.n_features_in_ = df.shape[1]
+            levels = {}
+            for c in cats:
+                lv = _levels_of(df[c])
+                if len(lv) > self.max_levels:
+                    raise BadInputError(
+                        f"MixedMixtureImputer: column {str(c)!r} has {len(lv)} distinct values, more than "
+                        f"max_levels={self.max_levels}: it looks like an identifier or free text, not a category. "
+                        "Drop it, or raise max_levels if it really is a category.")
+                levels[c] = lv
+            self.categories_ = levels
+        else:
+            names = [str(c) for c in df.columns]
+            if names != list(self.feature_names_in_):
+                raise BadInputError(f"MixedMixtureImputer: X has columns {names}, the model was fitted on "
+                                    f"{list(self.feature_names_in_)}.")
+        n = df.shape[0]
+        num = np.empty((n, len(self.numeric_columns_)))
+        for j, c in enumerate(self.numeric_columns_):
+            col = pd.to_numeric(df[c], errors="coerce")
+            bad = col.isna() & df[c].notna()
+            if bad.any():
+                raise BadInputError(f"MixedMixtureImputer: column {str(c)!r} was numeric when fitted but has "
+                                    f"the value {df[c][bad].iloc[0]!r} (row {int(np.flatnonzero(bad)[0])}).")
+            num[:, j] = col.to_numpy(dtype=float, na_value=np.nan)
+        codes = np.full((n, len(self.categorical_columns_)), -1, dtype=np.int64)
+        for j, c in enumerate(self.categorical_columns_):
+            lv = self.categories_[c]
+            index = {v: i for i, v in enumerate(lv)}
+            col = df[c]
+            present = col.notna().to_numpy()
+            values = col[present].tolist()
+            unknown = [v for v in values if v not in index]
+            if unknown:
+                raise BadInputError(
+                    f"MixedMixtureImputer: column {str(c)!r} has the level {unknown[0]!r}, which the training rows "
+                    f"never showed (levels: {lv[:10]}{' ...' if len(lv) > 10 else ''}); the model cannot predict it. "
+                    "Refit with rows that have it, or map it to a known level or to missing.")
+            codes[present, j] = [index[v] for v in values]
+        return num, codes
+
+    def _prepare(self, num, codes):
+        return lm.prepare(num if num.shape[1] else None, codes if codes.shape[1] else None,
+                          [len(self.categories_[c]) for c in self.categorical_columns_] or None,
+                          numeric_columns=[str(c) for c in self.numeric_columns_],
+                          categorical_columns=[str(c) for c in self.categorical_columns_],
+                          max_levels=max(self.max_levels, 1))
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None):
+        """Fit by MAP-EM on the observed cells of ``X`` (a DataFrame; NaN / None / pd.NA = missing)."""
+        if not (isinstance(self.max_levels, numbers.Integral) and self.max_levels >= 1):
+            raise BadInputError(f"max_levels must be a positive integer, got {self.max_levels!r}.")
+        config = lm.LocationConfig(
+            n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
+            prior=self.prior, alpha=self.alpha, phi=self.phi, tol=self.tol, max_iter=self.max_iter,
+            n_init=self.n_init, init=self.init)
+        df = self._frame(X)
+        if df.shape[0] < 2:
+            raise BadInputError(f"MixedMixtureImputer: X has {df.shape[0]} row(s); at least 2 are needed.")
+        num, codes = self._split(df, fitting=True)
+        data = self._prepare(num, codes)
+        result = lm.fit(data, config, check_random_state(self.random_state))
+        state = result.state
+        self._state = state
+        self.weights_ = np.array(state.weights)
+        self.means_ = np.array(state.means)
+        self.covariances_ = np.array(state.covariances)
+        self.probs_ = {c: np.array(p) for c, p in zip(self.categorical_columns_, state.probs)}
+        self.n_iter_ = int(result.n_iter)
+        self.converged_ = bool(result.converged)
+        self.objective_ = float(state.objective)
+        self.n_components_ = int(self.weights_.shape[0])
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "_state"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("This MixedMixtureImputer is not fitted yet: call fit first.")
+
+    def _data(self, X):
+        self._check_fitted()
+        df = self._frame(X)
+        return df, self._prepare(*self._split(df, fitting=False))
+
+    def _frame_from(self, df: pd.DataFrame, num: np.ndarray, codes: np.ndarray) -> pd.DataFrame:
+        out = df.copy()
+        for j, c in enumerate(self.numeric_columns_):
+            miss = df[c].isna().to_numpy()
+            if miss.any():
+                col = out[c].astype(float) if not pd.api.types.is_float_dtype(out[c].dtype) else out[c]
+                col = col.copy()
+                col[miss] = num[miss, j]
+                out[c] = col
+        for j, c in enumerate(self.categorical_columns_):
+            miss = df[c].isna().to_numpy()
+            if miss.any():
+                lv = self.categories_[c]
+                filled = [lv[k] for k in codes[miss, j]]
+                col = out[c].copy()
+                if isinstance(col.dtype, pd.CategoricalDtype):
+                    col[miss] = filled
+                else:
+                    col = col.astype(object)
+                    col[miss] = filled
+                    if pd.api.types.is_bool_dtype(df[c].dtype) or all(isinstance(v, (bool, np.bool_)) for v in lv):
+                        col = col.astype(bool)
+                out[c] = col
+        return out
+
+    # ------------------------------------------------------------------ use
+    def transform(self, X):
+        """Single imputation: numeric gaps by their conditional mean, missing categories by their most probable
+        level. Returns a DataFrame with the columns, index and dtypes of ``X``; observed cells unchanged."""
+        df, data = self._data(X)
+        num, codes = lm.impute(self._state, data)
+        return self._frame_from(df, num, codes)
+
+    def predict_proba(self, X) -> dict:
+        """Per categorical column, a DataFrame (rows of ``X`` x levels) of :math:`P(\\text{level} \\mid
+        \\text{the rest of the row})`; rows sum to one."""
+        df, data = self._data(X)
+        probs = lm.predict_proba(self._state, data)
+        return {c: pd.DataFrame(p, index=df.index, columns=self.categories_[c])
+                for c, p in zip(self.categorical_columns_, probs)}
+
+    def sample(self, X, n_imputations=5, random_state=None) -> list[pd.DataFrame]:
+        """``n_imputations`` joint draws of every missing cell (numeric and categorical), as DataFrames like
+        :meth:`transform`'s."""
+        if not (isinstance(n_imputations, numbers.Integral) and n_imputations >= 1):
+            raise BadInputError(f"n_imputations must be a positive integer, got {n_imputations!r}.")
+        df, data = self._data(X)
+        num, codes = lm.sample(self._state, data, int(n_imputations), check_random_state(random_state))
+        return [self._frame_from(df, num[s], codes[s]) for s in range(int(n_imputations))]
+
+    def conditional(self, X):
+        """The numeric columns' per-row conditional mixture given every observed cell of the row
+        (:class:`~explorer.core.gaussians.conditional.ConditionalMixture`: ``mean()``, ``interval(level)``,
+        ``sample``), in the order of ``numeric_columns_``."""
+        _, data = self._data(X)
+        return lm.conditional_numeric(self._state, data)
+
+    def score_samples(self, X) -> np.ndarray:
+        """Per-row log-likelihood of the observed cells (densities of the numbers times probabilities of the
+        levels)."""
+        _, data = self._data(X)
+        return lm.log_likelihood_rows(self._state, data)
