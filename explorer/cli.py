@@ -437,6 +437,7 @@ def _impute(args, progress: _Stages) -> int:
     import pandas as pd
 
     from explorer import export, persistence
+    from explorer.core.validation import NonNumericError
     from explorer.io import from_csv
 
     export._format_of(args.out)  # an unknown suffix fails before the fit
@@ -448,8 +449,14 @@ def _impute(args, progress: _Stages) -> int:
     with progress.stage("read"):
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
-        data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
-        _check_columns(transforms, data)
+        try:
+            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+        except NonNumericError:  # text columns: the table imputer takes them as categories
+            data = None
+        if data is not None:
+            _check_columns(transforms, data)
+    if data is None:
+        return _impute_table(args, progress, transforms)
     values = np.array(data.values)
     frame = pd.DataFrame(values, columns=list(data.columns))  # fit on a frame: the model keeps the names
     with progress.stage("fit"):
@@ -495,6 +502,61 @@ def _impute(args, progress: _Stages) -> int:
     if "row names" in (data.description or ""):
         print(f"{args.input}: {data.description.split('; ')[-1]}")
     print(f"wrote {args.out}" + (f" and {args.save_model}" if args.save_model else ""))
+    return 0
+
+
+def _impute_table(args, progress: _Stages, transforms) -> int:
+    """``impute`` on a CSV with text columns: :class:`~explorer.impute.mixed.MixedMixtureImputer` on the table."""
+    import numpy as np
+
+    from explorer import export
+    from explorer.impute.mixed import MixedMixtureImputer, categorical_columns
+    from explorer.io import read_csv_table
+
+    refused = [what for what, given in (("--model " + args.model, args.model != "gmm"),
+                                        ("--transform", transforms is not None), ("--save-model", args.save_model),
+                                        ("--factors", args.factors is not None),
+                                        ("--components auto", args.components == "auto")) if given]
+    if refused:
+        raise CommandError(
+            f"{args.input} has text columns, which the default model (gmm) imputes as categories with "
+            f"MixedMixtureImputer; {', '.join(refused)} does not apply to it yet. Drop --{refused[0].split()[0][2:]}, "
+            "or keep numeric columns only with --drop-non-numeric.")
+    if Path(args.out).suffix.lower() == ".nc":
+        raise CommandError(f"{args.input} has text columns and netCDF holds numbers only: write --out to .csv or "
+                           ".parquet (or --drop-non-numeric).")
+    with contextlib.nullcontext():  # (inside the "read" stage that found the text columns)
+        table = read_csv_table(args.input)
+    kwargs = {"random_state": args.seed}
+    if args.components is not None:
+        kwargs["n_components"] = args.components
+    if args.max_iter is not None:
+        kwargs["max_iter"] = args.max_iter
+    estimator = MixedMixtureImputer(**kwargs)
+    with progress.stage("fit"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            estimator.fit(table)
+    _write_warnings(progress, caught)
+    with progress.stage("impute"):
+        imputed = estimator.transform(table)
+        samples = None
+        if args.multiple > 0:
+            rng = np.random.default_rng(None if args.seed is None else [args.seed, 1])
+            samples = estimator.sample(table, n_imputations=args.multiple, random_state=rng)
+    missing = table.isna().to_numpy()
+    with progress.stage("write"):
+        export.export_table_imputations(args.out, imputed, samples, missing)
+    progress.close()
+    n, d = table.shape
+    cats = categorical_columns(table)
+    shown = ", ".join(cats[:5]) + (f" and {len(cats) - 5} more" if len(cats) > 5 else "")
+    n_missing = int(missing.sum())
+    print(f"{args.input}: {n} rows x {d} columns ({len(cats)} text / category: {shown}), {n_missing} missing "
+          f"value(s) ({n_missing / (n * d):.1%}) imputed with MixedMixtureImputer, K = {estimator.n_components_} "
+          "(numeric and categorical columns together; a missing category gets its most probable level)"
+          + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "FORMATS",
     "Imputations",
     "export_imputations",
+    "export_table_imputations",
     "read_imputations",
     "to_dataset",
     "to_long_frame",
@@ -255,13 +256,54 @@ def export_imputations(path, X_imputed, samples=None, missing=None, *, columns=N
         ds = to_dataset(X_imputed, samples, missing, columns=columns, index=index)
         ds.to_netcdf(path, engine="scipy")
         return path
-    frame = to_long_frame(X_imputed, samples, missing, columns=columns, index=index)
+    return _write_long_table(to_long_frame(X_imputed, samples, missing, columns=columns, index=index), path, fmt)
+
+
+def _write_long_table(frame: pd.DataFrame, path: Path, fmt: str) -> Path:
     if fmt == ".csv":
         frame.to_csv(path, index=False)
     else:
         _require_pyarrow()
         frame.to_parquet(path, index=False, engine="pyarrow")
     return path
+
+
+def export_table_imputations(path, imputed, samples=None, missing=None) -> Path:
+    """Write imputations of a table with text / category columns (``MixedMixtureImputer``'s output).
+
+    The long table of :func:`export_imputations` (``imputation``, ``row``, the columns, ``missing:<column>``)
+    with each column's own type (categories as their level text). CSV or Parquet; netCDF holds numbers only and
+    is refused.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    imputed : DataFrame
+        The single imputation (``transform``); its index labels the rows.
+    samples : list of DataFrame, optional
+        The draws (``sample``).
+    missing : ndarray of bool (n_samples, n_features), optional
+    """
+    fmt = _format_of(path)
+    if fmt == ".nc":
+        raise BadInputError("netCDF holds numbers only; write a table with text columns to .csv or .parquet.")
+    clash = [c for c in imputed.columns if str(c) in _ID_COLUMNS or str(c).startswith(_MASK_PREFIX)]
+    if clash:
+        raise BadInputError(f"column name(s) {clash} clash with the long table's own columns; rename them.")
+    blocks = []
+    for m, block in enumerate([imputed, *(samples or [])]):
+        frame = block.copy()
+        frame.insert(0, "row", list(imputed.index))
+        frame.insert(0, "imputation", m)
+        if missing is not None:
+            for j, c in enumerate(imputed.columns):
+                frame[f"{_MASK_PREFIX}{c}"] = np.asarray(missing)[:, j]
+        blocks.append(frame)
+    table = pd.concat(blocks, ignore_index=True)
+    for c in imputed.columns:  # categories as their text: one dtype per column across the blocks
+        if isinstance(imputed[c].dtype, pd.CategoricalDtype):
+            table[c] = table[c].astype(object)
+    return _write_long_table(table, Path(path), fmt)
 
 
 def _require_pyarrow() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "encode_categoricals",
     "frame_values",
     "from_csv",
+    "read_csv_table",
     "from_dataframe",
     "from_numpy",
     "from_xarray",
@@ -355,7 +356,7 @@ def _frame_to_data(
             cols.append(str(label))
             arrays.append(arr)
     if bad and not drop_non_numeric:
-        raise BadInputError(
+        raise NonNumericError(
             f"{_list_bad(bad)}. Drop them (drop_non_numeric=True or select columns=...) or encode them as "
             "numbers (0/1 for yes/no; explorer.io.encode_categoricals(df) one-hot encodes categories), or impute "
             "them as categories with explorer.impute.mixed.MixedMixtureImputer on a DataFrame; mark "
@@ -368,6 +369,58 @@ def _frame_to_data(
         description = f"{description}; {note}" if description else note
     X = np.column_stack(arrays)
     return IncompleteData.from_array(X, columns=cols, name=name, description=description)
+
+
+def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, sep, description):
+    """``(frame of the cells as pandas parsed them, label, description)``: the shared reading of :func:`from_csv`
+    and :func:`read_csv_table` (header inference, row names, NA tokens, column selection)."""
+    text, label = _read_text(path_or_buffer, max_bytes)
+    na = {str(t).strip() for t in na_values}
+    engine = "python" if sep is None else "c"
+
+    def parse(**kw) -> pd.DataFrame:
+        try:
+            return pd.read_csv(io.StringIO(text), sep=sep, header=None, skip_blank_lines=True, engine=engine, **kw)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as exc:
+            raise BadInputError(f"could not read the CSV data: {_plain_parse_error(exc)}") from None
+
+    # the first rows as text decide the header; the full parse then uses pandas' C float parser
+    peek = parse(dtype=str, keep_default_na=False, na_filter=False, nrows=50)
+    has_header = _infer_header(peek, na) if header == "infer" else bool(header)
+    row_names = False
+    if has_header:
+        head = [str(c).strip() for c in peek.iloc[0]]
+        # R's write.csv and pandas' to_csv write the row names / index as a first column with an empty header
+        row_names = peek.shape[1] > 1 and head[0] in ("", "Unnamed: 0")
+        head = [c if c else f"x{j}" for j, c in enumerate(head)]
+    elif names is not None:
+        head = [str(c) for c in names]
+        if len(head) != peek.shape[1]:
+            raise BadInputError(f"{len(head)} names given for {peek.shape[1]} columns in the file.")
+    else:
+        head = [f"x{j}" for j in range(peek.shape[1])]
+    if len(set(head)) != len(head):
+        dup = sorted({c for c in head if head.count(c) > 1})
+        raise BadInputError(f"the header repeats column name(s) {dup}; make the names unique.")
+    raw = parse(
+        skiprows=1 if has_header else 0,
+        names=head,
+        na_values=sorted(na),
+        keep_default_na=False,
+        skipinitialspace=True,
+    )
+    if len(raw) == 0:
+        raise BadInputError("the CSV data have no data row.")
+    raw.columns = head
+    if row_names:
+        first = raw.iloc[:, 0]
+        if first.notna().all() and first.is_unique:
+            raw = raw.iloc[:, 1:].set_axis(pd.Index([str(v).strip() for v in first], name=None), axis=0)
+            note = (f"the first column (no header, {len(first)} distinct values such as {str(first.iloc[0])!r}) "
+                    "read as row names, not as data")
+            description = f"{description}; {note}" if description else note
+    raw = _select(raw, columns)
+    return raw, label, description
 
 
 # ---------------------------------------------------------------------------- loaders
@@ -416,52 +469,8 @@ def from_csv(
         Oversized upload, unparsable text, unknown or non-numeric columns, columns with no
         observed value, inf values.
     """
-    text, label = _read_text(path_or_buffer, max_bytes)
-    na = {str(t).strip() for t in na_values}
-    engine = "python" if sep is None else "c"
-
-    def parse(**kw) -> pd.DataFrame:
-        try:
-            return pd.read_csv(io.StringIO(text), sep=sep, header=None, skip_blank_lines=True, engine=engine, **kw)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as exc:
-            raise BadInputError(f"could not read the CSV data: {_plain_parse_error(exc)}") from None
-
-    # the first rows as text decide the header; the full parse then uses pandas' C float parser
-    peek = parse(dtype=str, keep_default_na=False, na_filter=False, nrows=50)
-    has_header = _infer_header(peek, na) if header == "infer" else bool(header)
-    row_names = False
-    if has_header:
-        head = [str(c).strip() for c in peek.iloc[0]]
-        # R's write.csv and pandas' to_csv write the row names / index as a first column with an empty header
-        row_names = peek.shape[1] > 1 and head[0] in ("", "Unnamed: 0")
-        head = [c if c else f"x{j}" for j, c in enumerate(head)]
-    elif names is not None:
-        head = [str(c) for c in names]
-        if len(head) != peek.shape[1]:
-            raise BadInputError(f"{len(head)} names given for {peek.shape[1]} columns in the file.")
-    else:
-        head = [f"x{j}" for j in range(peek.shape[1])]
-    if len(set(head)) != len(head):
-        dup = sorted({c for c in head if head.count(c) > 1})
-        raise BadInputError(f"the header repeats column name(s) {dup}; make the names unique.")
-    raw = parse(
-        skiprows=1 if has_header else 0,
-        names=head,
-        na_values=sorted(na),
-        keep_default_na=False,
-        skipinitialspace=True,
-    )
-    if len(raw) == 0:
-        raise BadInputError("the CSV data have no data row.")
-    raw.columns = head
-    if row_names:
-        first = raw.iloc[:, 0]
-        if first.notna().all() and first.is_unique:
-            raw = raw.iloc[:, 1:]
-            note = (f"the first column (no header, {len(first)} distinct values such as {str(first.iloc[0])!r}) "
-                    "read as row names, not as data")
-            description = f"{description}; {note}" if description else note
-    raw = _select(raw, columns)
+    raw, label, description = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes,
+                                        header=header, names=names, sep=sep, description=description)
     return _frame_to_data(
         raw,
         na_values=na_values,
@@ -469,6 +478,54 @@ def from_csv(
         name=label if name is None else name,
         description=description,
     )
+
+
+def read_csv_table(
+    path_or_buffer,
+    *,
+    columns: Sequence[str] | None = None,
+    na_values: Sequence[str] = _NA_DEFAULT,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+    header: bool | str = "infer",
+    names: Sequence[str] | None = None,
+    sep: str | None = ",",
+    max_levels: int = 100,
+) -> pd.DataFrame:
+    """Read a delimited text table with numeric **and text** columns into a DataFrame.
+
+    The same reading as :func:`from_csv` (header inference, NA tokens, size limit, row names as the index), but
+    a column that is not all numbers becomes a pandas ``category`` column (cells stripped of spaces; the NA
+    tokens are missing) instead of an error: the input of :class:`explorer.impute.mixed.MixedMixtureImputer`.
+    Numeric columns are float64 with NaN for missing cells.
+
+    Raises
+    ------
+    BadInputError
+        As :func:`from_csv`; a column with no observed value; a text column with more than ``max_levels``
+        distinct values (an identifier or free text, not a category).
+    """
+    raw, _, _ = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes, header=header,
+                          names=names, sep=sep, description="")
+    na = {str(t).strip() for t in na_values}
+    out = {}
+    for label in raw.columns:
+        arr, _ = _column_to_float(raw[label], na)
+        if arr is not None:
+            out[str(label)] = arr
+            continue
+        cells = [None if v is None or (isinstance(v, float) and np.isnan(v)) or str(v).strip() in na
+                 else str(v).strip() for v in raw[label].tolist()]
+        levels = sorted({c for c in cells if c is not None})
+        if len(levels) > max_levels:
+            raise BadInputError(
+                f"column {str(label)!r} has {len(levels)} distinct text values, more than max_levels={max_levels}: "
+                "it looks like an identifier or free text, not a category; drop it (columns=...) or raise max_levels.")
+        out[str(label)] = pd.Categorical(cells, categories=levels)
+    frame = pd.DataFrame(out, index=raw.index)
+    empty = [c for c in frame.columns if frame[c].isna().all()]
+    if empty:
+        raise BadInputError(f"column(s) {empty} have no observed value; drop them (columns=...).")
+    return frame
 
 
 def from_dataframe(

@@ -113,7 +113,7 @@ def test_same_seed_same_file(tmp_path, csv_path):
         (["impute", "{csv}", "-o", "{tmp}/o.nc", "--multiple", "-1"], "integer >= 0"),
         (["impute", "{csv}"], "required: --out"),
         (["frobnicate"], "invalid choice"),
-        (["impute", "{text}", "-o", "{tmp}/o.nc"], "not numeric"),
+        (["impute", "{text}", "-o", "{tmp}/o.nc"], "has text columns and netCDF holds numbers only"),
         (["impute", "{text}", "-o", "{tmp}/o.nc", "--drop-non-numeric"], "no numeric column"),
     ],
 )
@@ -537,3 +537,49 @@ def test_ctrl_c_during_evaluate_stops_it(tmp_path, skewed_csv, capsys, monkeypat
     assert main(["evaluate", str(skewed_csv), "-k", "2", "--repeats", "3", "--no-baseline"]) == 130
     assert fits == [1]
     assert "explorer: interrupted after" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a CSV with text columns (issue 21)
+def _text_csv(path, seed=0, n=228):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    frame = pd.DataFrame({"smoker": np.where(rng.random(n) < np.where(g == 0, 0.85, 0.15), "yes", "no"),
+                          "age": 40 + 10 * g + rng.normal(size=n) * 3, "bmi": 25 + 3 * g + rng.normal(size=n)})
+    holes = frame.mask(rng.random(frame.shape) < 0.15)
+    holes.to_csv(path)  # with pandas' row names, as a user would
+    return frame, holes
+
+
+def test_a_csv_with_a_yes_no_column_is_imputed_as_categories(tmp_path, capsys):
+    from explorer.impute.mixed import MixedMixtureImputer
+    from explorer.io import read_csv_table
+
+    src, out = tmp_path / "survey.csv", tmp_path / "imputed.csv"
+    truth, holes = _text_csv(src)
+    assert main(["impute", str(src), "-m", "3", "--seed", "0", "-q", "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "228 rows x 3 columns (1 text / category: smoker)" in said and "MixedMixtureImputer, K = 2" in said
+    table = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    first = table[table.imputation == 0].set_index("row")
+    assert set(first["smoker"]) == {"yes", "no"} and not first[["age", "bmi"]].isna().any().any()
+    assert sorted(table.imputation.unique()) == [0, 1, 2, 3]
+    # oracle: the library on the same table with the same seed
+    lib = MixedMixtureImputer(random_state=0).fit(read_csv_table(src)).transform(read_csv_table(src))
+    np.testing.assert_allclose(first["age"].to_numpy(), lib["age"].to_numpy(), rtol=1e-12)
+    assert (first["smoker"].to_numpy() == lib["smoker"].astype(object).to_numpy()).all()
+    observed = holes["smoker"].notna().to_numpy()
+    assert (first["smoker"].to_numpy()[observed] == holes["smoker"].to_numpy()[observed]).all()
+    hidden = ~observed
+    assert (first["smoker"].to_numpy()[hidden] == truth["smoker"].to_numpy()[hidden]).mean() > 0.7
+
+
+def test_a_csv_with_text_columns_refuses_what_does_not_apply(tmp_path, capsys):
+    src = tmp_path / "survey.csv"
+    _text_csv(src)
+    assert main(["impute", str(src), "-o", str(tmp_path / "o.nc")]) == 2
+    assert "netCDF holds numbers only" in capsys.readouterr().err
+    assert main(["impute", str(src), "--model", "mfa", "-o", str(tmp_path / "o.csv")]) == 2
+    assert "--model mfa does not apply" in capsys.readouterr().err
+    assert main(["impute", str(src), "--drop-non-numeric", "--empty-rows", "marginal", "-q",
+                 "-o", str(tmp_path / "o.csv")]) == 0
+    assert "2 columns" in capsys.readouterr().out

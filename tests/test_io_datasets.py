@@ -72,6 +72,22 @@ def test_csv_row_names_written_by_r_or_pandas_are_not_data():
     assert gap.columns == ("x0", "a", "b")
 
 
+def test_read_csv_table_keeps_text_columns_as_categories():
+    from explorer.io import read_csv_table
+
+    text = ',smoker,age,city\n"a",yes,41,Paris\n"b", no ,NA,\n"c",?,39.5,Lyon\n"d",no,40,Paris\n'
+    frame = read_csv_table(io.StringIO(text))
+    assert list(frame.index) == ["a", "b", "c", "d"] and list(frame.columns) == ["smoker", "age", "city"]
+    assert isinstance(frame["smoker"].dtype, pd.CategoricalDtype) and list(frame["smoker"].cat.categories) == ["no", "yes"]
+    assert frame["smoker"].isna().tolist() == [False, False, True, False]  # '?' is missing, ' no ' stripped
+    assert frame["age"].dtype == float and np.isnan(frame["age"].iloc[1]) and frame["city"].isna().sum() == 1
+    many = "id,x\n" + "".join(f"p{i},{i}\n" for i in range(150))
+    with pytest.raises(BadInputError, match=r"'id' has 150 distinct text values.*identifier or free text"):
+        read_csv_table(io.StringIO(many))
+    with pytest.raises(BadInputError, match="no observed value"):
+        read_csv_table(io.StringIO("a,b\n1,NA\n2,NA\n"))
+
+
 def test_csv_non_numeric_columns():
     text = b"id,city,x,flag\n1,Paris,0.5,yes\n2,Oslo,?,no\n3,Rome,1.5,yes\n"
     with pytest.raises(BadInputError, match=r"2 column\(s\) are not numeric: 'city' \(e.g. 'Paris'\), 'flag'.*drop_non_numeric"):
