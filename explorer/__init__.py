@@ -23,6 +23,7 @@ _LAZY: dict[str, str] = {
     "DPGMMImputer": "explorer.impute.dp_mixture",
     "FactorAnalysisImputer": "explorer.impute.factor",
     "MFAImputer": "explorer.impute.factor",
+    "MixedMixtureImputer": "explorer.impute.mixed",
     "amputate": "explorer.masking",
     "load_dataset": "explorer.datasets",
     "list_datasets": "explorer.datasets",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.impute.dp_mixture import DPGMMImputer
     from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
     from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+    from explorer.impute.mixed import MixedMixtureImputer
     from explorer.impute.transformed import TransformedImputer, suggest_transforms
     from explorer.masking import amputate
     from explorer.sensitivity import sensitivity_analysis

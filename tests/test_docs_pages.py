@@ -56,6 +56,13 @@ def test_user_guide_code_runs_as_written(name, tmp_path, monkeypatch):
         assert not np.isnan(namespace["X_single"]).any()
     if name == "csv":
         assert not np.isnan(np.asarray(namespace["filled"].values)).any()
+        survey, filled = namespace["survey"], namespace["survey_filled"]  # the text-column example
+        assert survey.isna().any().any() and not filled.isna().any().any()
+        assert str(filled["smoker"].dtype) == "category" and set(filled["smoker"]) <= {"yes", "no"}
+        for column in survey.columns:  # observed cells unchanged
+            seen = survey[column].notna().to_numpy()
+            assert list(filled[column][seen]) == list(survey[column][seen]), column
+        assert len(namespace["survey_draws"]) == 5 and namespace["smoker"].shape == (10, 2)
     if name == "evaluation":
         assert namespace["auto"].n_components_ >= 1
 
