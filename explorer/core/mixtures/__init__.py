@@ -6,6 +6,8 @@ Modules (imported explicitly, nothing here is imported eagerly):
 
 * :mod:`~explorer.core.mixtures.covariance_side`: The covariance-side E-step: factor each pattern's observed block
   instead of the missing block of the precision.
+* :mod:`~explorer.core.mixtures.data_augmentation`: Bayesian data augmentation for the Gaussian mixture on
+  incomplete data: draws of the parameters and of the gaps.
 * :mod:`~explorer.core.mixtures.em_gmm`: EM for Gaussian mixtures on data with missing values.
 * :mod:`~explorer.core.mixtures.gaussian_selection`: A selection model for the Gaussian mixture: logistic
   self-masking, fitted jointly with the mixture.
@@ -23,4 +25,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   (the POIGMM).
 """
 
-__all__ = ["covariance_side", "em_gmm", "gaussian_selection", "kmeans", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]
+__all__ = ["covariance_side", "data_augmentation", "em_gmm", "gaussian_selection", "kmeans", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]

@@ -1,0 +1,200 @@
+r"""Bayesian data augmentation for the Gaussian mixture on incomplete data: draws of the parameters and of the gaps.
+
+Ghahramani & Jordan (1994) name Bayesian data augmentation as the Bayesian alternative to EM; with the conjugate
+Normal-inverse-Wishart prior of the MAP fit (:mod:`explorer.core.mixtures.prior`) both of its steps are exact
+draws (Tanner & Wong 1987, the Gibbs sampler of the mixture with missing entries):
+
+* **I-step** (imputation), given :math:`\theta = (\pi, \mu_k, \Sigma_k)`: per row, a component
+  :math:`z_n \sim \mathrm{Cat}(r_n)` with :math:`r_{nk} \propto \pi_k N(x_n^o \mid \mu_k^o, \Sigma_k^{oo})`, then
+  the missing entries :math:`x_n^m \sim N(\mu_k^{m|o}, \Sigma_k^{m|o})` from that component's conditional.
+* **P-step** (posterior), given the completed data and the labels: with :math:`n_k` rows in component k, their
+  mean :math:`\bar x_k` and scatter :math:`S_k` about it,
+
+  .. math::
+
+      \pi \sim \mathrm{Dir}(\alpha + n_1, \dots, \alpha + n_K), \qquad
+      \Sigma_k \sim \mathcal{IW}(\nu_0 + n_k,\; \Lambda_0 + S_k + \tfrac{\kappa_0 n_k}{\kappa_0 + n_k}
+      (\bar x_k - m_0)(\bar x_k - m_0)^\top), \qquad
+      \mu_k \sim N\Big(\frac{\kappa_0 m_0 + n_k \bar x_k}{\kappa_0 + n_k}, \frac{\Sigma_k}{\kappa_0 + n_k}\Big)
+
+  (Murphy 2007, *Conjugate Bayesian analysis of the Gaussian distribution*, section 9); for diagonal covariances
+  the independent per-coordinate form, :math:`\sigma^2_{kd} \sim \mathrm{IG}((\nu_0 + n_k)/2, (\lambda_{0d} +
+  S_{k,dd} + \tfrac{\kappa_0 n_k}{\kappa_0 + n_k}(\bar x_{kd} - m_{0d})^2)/2)`. :math:`\alpha = 1` is the flat
+  Dirichlet of the MAP fit's maximum-likelihood weights.
+
+The chain starts at a fitted state (the MAP-EM fit: already in the posterior's bulk, so a short burn-in), and its
+states after burn-in, thinned, are draws of :math:`(\theta, x^m)` from the joint posterior: the gaps drawn at a
+kept state are *proper* multiple imputations (they carry the uncertainty of the parameters, unlike draws at the
+fitted parameters), and the kept parameters give the posterior predictive of new rows as a mixture of their
+conditionals. Rows with nothing observed are drawn in the I-step but, as in EM, left out of the P-step.
+
+API in the project's shape: :class:`DAConfig`, :class:`DAState`, :func:`init` (the first I-step at given
+parameters), :func:`step` (a P-step then an I-step), :func:`run` (burn-in and thinning, a loop over :func:`step`);
+states are immutable, the generator is injected. The prior is the resolved prior of the fit
+(:func:`explorer.core.mixtures.em_gmm.resolved_prior`): data augmentation needs a proper prior.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import invwishart
+
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.mixtures.prior import ResolvedPrior
+from explorer.core.validation import BadInputError, check_int
+
+__all__ = ["DAConfig", "DAState", "init", "step", "run", "posterior_parameters"]
+
+
+@dataclass(frozen=True)
+class DAConfig:
+    """Settings of the chain.
+
+    Parameters
+    ----------
+    n_burn : int, default 20
+        Steps discarded before the first kept state (the chain starts at the MAP fit).
+    n_thin : int, default 5
+        Steps between kept states (their autocorrelation falls with it).
+    alpha : float, default 1.0
+        Symmetric Dirichlet parameter of the weights (> 0; 1 = flat, the MAP fit's maximum-likelihood weights).
+    covariance_type : {"full", "diag"}
+    """
+
+    n_burn: int = 20
+    n_thin: int = 5
+    alpha: float = 1.0
+    covariance_type: str = "full"
+
+    def __post_init__(self):
+        check_int("n_burn", self.n_burn, 0)
+        check_int("n_thin", self.n_thin, 1)
+        if not (isinstance(self.alpha, (int, float)) and np.isfinite(self.alpha) and self.alpha > 0):
+            raise BadInputError(f"alpha must be a positive number, got {self.alpha!r}.")
+        if self.covariance_type not in ("full", "diag"):
+            raise BadInputError(f"covariance_type must be 'full' or 'diag', got {self.covariance_type!r}.")
+
+
+@dataclass(frozen=True)
+class DAState:
+    """One state of the chain: the parameters, the labels and the completed data (caller's row order)."""
+
+    iteration: int
+    weights: np.ndarray  # (K,)
+    means: np.ndarray  # (K, D)
+    covariances: np.ndarray  # (K, D, D) or (K, D)
+    labels: np.ndarray  # (n,) int
+    X: np.ndarray  # (n, D): observed entries as given, missing ones drawn
+
+
+def _readonly(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def _check_prior(prior) -> ResolvedPrior:
+    if not isinstance(prior, ResolvedPrior):
+        raise BadInputError("Data augmentation draws from the posterior, so it needs the fit's resolved conjugate "
+                            "prior (em_gmm.resolved_prior; a maximum-likelihood fit, prior=None, has no posterior).")
+    return prior
+
+
+def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str, rng: np.random.Generator):
+    """The I-step: ``(labels, X)`` drawn at the parameters."""
+    cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type)
+    resp = np.asarray(cm.weights)
+    u = rng.random(resp.shape[0])
+    labels = np.minimum((u[:, None] > np.cumsum(resp, axis=1)).sum(axis=1), resp.shape[1] - 1)
+    X = np.array(X_nan, dtype=float)
+    if np.isnan(X).any():
+        from dataclasses import replace
+
+        X = replace(cm, weights=np.eye(resp.shape[1])[labels]).sample(1, rng)[0]
+    return labels, X
+
+
+def posterior_parameters(X: np.ndarray, labels: np.ndarray, n_components: int, prior: ResolvedPrior,
+                         covariance_type: str = "full"):
+    """The conjugate posterior of every component given complete rows and labels.
+
+    Returns
+    -------
+    counts (K,), m_n (K, D), kappa_n (K,), nu_n (K,), scale_n (K, D, D) or (K, D)
+        :math:`n_k`, the posterior mean's location, its pseudo-count, the degrees of freedom and the scale of
+        the inverse-Wishart (or, per coordinate, twice the inverse-gamma's scale).
+    """
+    prior = _check_prior(prior)
+    K, D = n_components, X.shape[1]
+    counts = np.bincount(labels, minlength=K).astype(float)
+    kappa_n = prior.kappa + counts
+    nu_n = prior.dof + counts
+    m_n = np.empty((K, D))
+    scale_n = np.empty((K, D, D)) if covariance_type == "full" else np.empty((K, D))
+    for k in range(K):
+        rows = X[labels == k]
+        xbar = rows.mean(axis=0) if rows.shape[0] else np.zeros(D)
+        dev = rows - xbar
+        shrink = prior.kappa * counts[k] / kappa_n[k]
+        diff = xbar - prior.mean
+        m_n[k] = (prior.kappa * prior.mean + counts[k] * xbar) / kappa_n[k]
+        if covariance_type == "full":
+            scale_n[k] = prior.scale + dev.T @ dev + shrink * np.outer(diff, diff)
+        else:
+            scale_n[k] = prior.scale + np.sum(dev * dev, axis=0) + shrink * diff * diff
+    return counts, m_n, kappa_n, nu_n, scale_n
+
+
+def _draw_parameters(X, labels, K, prior, config: DAConfig, rng):
+    """The P-step: ``(weights, means, covariances)`` drawn from the conjugate posterior."""
+    counts, m_n, kappa_n, nu_n, scale_n = posterior_parameters(X, labels, K, prior, config.covariance_type)
+    weights = rng.dirichlet(config.alpha + counts)
+    D = X.shape[1]
+    means = np.empty((K, D))
+    if config.covariance_type == "full":
+        covs = np.empty((K, D, D))
+        for k in range(K):
+            S = invwishart.rvs(df=nu_n[k], scale=scale_n[k], random_state=rng)
+            covs[k] = np.atleast_2d(S)
+            L = np.linalg.cholesky(covs[k] / kappa_n[k])
+            means[k] = m_n[k] + L @ rng.standard_normal(D)
+    else:
+        # sigma^2 ~ IG(nu/2, scale/2)  <=>  1/sigma^2 ~ Gamma(nu/2, rate = scale/2)
+        covs = 1.0 / rng.gamma(0.5 * nu_n[:, None], 2.0 / scale_n)
+        means = m_n + np.sqrt(covs / kappa_n[:, None]) * rng.standard_normal((K, D))
+    return weights, means, covs
+
+
+def init(X_nan, weights, means, covariances, config: DAConfig, rng: np.random.Generator) -> DAState:
+    """The chain's first state: an I-step at the given parameters (the MAP-EM fit)."""
+    X_nan = np.asarray(X_nan, dtype=float)
+    weights, means, covariances = (np.array(a, dtype=float) for a in (weights, means, covariances))
+    labels, X = _impute(X_nan, weights, means, covariances, config.covariance_type, rng)
+    return DAState(0, *_readonly(weights, means, covariances, labels, X))
+
+
+def step(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, rng: np.random.Generator,
+         fit_rows=None) -> DAState:
+    """One sweep: a P-step on the completed rows (``fit_rows``: the rows with an observed entry; default all),
+    then an I-step at the drawn parameters."""
+    rows = slice(None) if fit_rows is None else fit_rows
+    K = state.weights.shape[0]
+    weights, means, covs = _draw_parameters(state.X[rows], state.labels[rows], K, prior, config, rng)
+    labels, X = _impute(np.asarray(X_nan, dtype=float), weights, means, covs, config.covariance_type, rng)
+    return DAState(state.iteration + 1, *_readonly(weights, means, covs, labels, X))
+
+
+def run(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, n_draws: int, rng: np.random.Generator,
+        fit_rows=None) -> list[DAState]:
+    """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
+    ``config.n_thin`` steps (a loop over :func:`step`)."""
+    check_int("n_draws", n_draws, 1)
+    _check_prior(prior)
+    kept = []
+    for i in range(config.n_burn + config.n_thin * n_draws):
+        state = step(state, X_nan, prior, config, rng, fit_rows)
+        if i >= config.n_burn and (i - config.n_burn + 1) % config.n_thin == 0:
+            kept.append(state)
+    return kept
