@@ -33,13 +33,21 @@ Metrics (over the set H of hidden entries, x the true value, x̂ the imputation)
 
 ``coverage`` and ``nll`` need a predictive distribution: they are computed for estimators with a
 ``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.gaussians.conditional.ConditionalMixture`,
-its Student-t variant, the factor-analysis conditionals) and are **NaN** for any other
-imputer (scikit-learn's SimpleImputer, IterativeImputer, KNNImputer, ...), which only get the
-point metrics.
+its Student-t variant, the factor-analysis conditionals). An estimator with no ``conditional`` but a
+``sample(X, n_imputations=..., random_state=...)`` method (:class:`~explorer.baselines.PMMImputer`) gets
+``coverage`` from draws: the interval of a hidden entry is the equal-tailed empirical quantile range
+(``numpy.quantile``, linear interpolation) of ``n_draws`` (default :data:`N_DRAWS` = 20) draws of it; with so
+few draws the empirical interval is itself noisy and tends to cover a little less than ``level``. Its ``nll``
+stays **NaN** (draws of observed values give no density). Any other imputer (scikit-learn's SimpleImputer,
+IterativeImputer, KNNImputer, ...) gets the point metrics only: both are **NaN**.
+
+The baselines :class:`~explorer.baselines.PMMImputer` and :class:`~explorer.baselines.MeanModeImputer` are
+re-exported here, beside the functions that score them.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import time
@@ -47,17 +55,22 @@ import warnings
 
 import numpy as np
 
+from explorer.baselines import MeanModeImputer, PMMImputer
 from explorer.core import metrics as _metrics
 from explorer.core.gaussians.gaussian import normal_logpdf
 from explorer.core.missingness.mask_helpers import emptied
 from explorer.core.missingness.mechanisms import MaskResult
-from explorer.core.validation import BadInputError, as_float_matrix
+from explorer.core.validation import BadInputError, as_float_matrix, check_int
 from explorer.utils.random_state import check_random_state
 
-__all__ = ["METRICS", "observed_scale", "hide_observed", "entry_logpdf", "imputation_scores", "evaluate", "summarize", "held_out_scorer"]
+__all__ = ["METRICS", "N_DRAWS", "observed_scale", "hide_observed", "entry_logpdf", "draws_interval",
+           "imputation_scores", "evaluate", "summarize", "held_out_scorer", "PMMImputer", "MeanModeImputer"]
 
 #: Metrics computed by :func:`evaluate`, in table order.
 METRICS = ("nrmse", "mae", "coverage", "nll")
+
+#: Draws per hidden entry behind the empirical interval of an estimator that samples but has no ``conditional``.
+N_DRAWS = 20
 
 
 # --------------------------------------------------------------------------- data
@@ -136,6 +149,31 @@ def entry_logpdf(cond, truth, hidden) -> np.ndarray:
     return normal_logpdf(x, cond.mean()[ri, ci], cond.variance()[ri, ci])
 
 
+def draws_interval(draws, level) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-tailed empirical ``level`` interval of every entry, from draws (n_draws, n_samples, n_features).
+
+    ``(lower, upper)``: the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles over the draws (``numpy.quantile``,
+    linear interpolation), each of shape (n_samples, n_features).
+    """
+    alpha = (1.0 - float(level)) / 2.0
+    lower, upper = np.quantile(np.asarray(draws, dtype=np.float64), [alpha, 1.0 - alpha], axis=0)
+    return lower, upper
+
+
+def _samples_only(est) -> bool:
+    """An estimator with no ``conditional`` whose ``sample`` takes ``n_imputations`` and ``random_state``."""
+    if hasattr(est, "conditional"):
+        return False
+    sample = getattr(est, "sample", None)
+    if not callable(sample):
+        return False
+    try:
+        params = inspect.signature(sample).parameters
+    except (TypeError, ValueError):
+        return False
+    return "n_imputations" in params and "random_state" in params
+
+
 # --------------------------------------------------------------------------- scores
 def imputation_scores(truth, imputed, hidden, *, scale=None, interval=None, logpdf=None) -> dict:
     """The metrics of one imputation on the hidden entries (see the module docstring).
@@ -200,7 +238,8 @@ def _was_interrupted(est) -> bool:
     return any(getattr(e, "stop_reason_", None) == "interrupted" for e in seen)
 
 
-def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what="") -> dict:
+def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what="", *, n_draws=N_DRAWS,
+                     draw_seed=0, draws=True) -> dict:
     if fit:
         est.fit(X_hidden)
     if _was_interrupted(est):
@@ -212,6 +251,14 @@ def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what=
         cond = est.conditional(X_hidden)
         interval = cond.interval(level)
         logpdf = entry_logpdf(cond, truth, hidden)
+    elif draws and _samples_only(est):  # coverage from draws; no density, so nll stays NaN
+        samples = np.asarray(est.sample(X_hidden, n_imputations=n_draws, random_state=draw_seed), dtype=np.float64)
+        if samples.shape != (n_draws, *X_hidden.shape):
+            raise BadInputError(
+                f"{what or type(est).__name__}.sample returned shape {samples.shape}; expected (n_imputations, "
+                f"n_samples, n_features) = {(n_draws, *X_hidden.shape)}."
+            )
+        interval = draws_interval(samples, level)
     return imputation_scores(truth, imputed, hidden, scale=scale, interval=interval, logpdf=logpdf)
 
 
@@ -232,7 +279,7 @@ def _named(imputers) -> dict:
 
 
 def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_state=0, level=0.95,
-             **params):
+             n_draws=N_DRAWS, **params):
     """Score imputers on hidden observed entries of ``X``, over several seeds.
 
     For each repeat r a seed is drawn from ``random_state``; :func:`hide_observed` hides about
@@ -257,6 +304,9 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         Seeds the repeats (int: reproducible table).
     level : float, default 0.95
         Level of the predictive intervals scored by ``coverage``.
+    n_draws : int, default 20
+        Draws per hidden entry for the empirical intervals of imputers that sample but have no
+        ``conditional`` (:class:`~explorer.baselines.PMMImputer`), drawn with the repeat's ``seed``.
     **params
         Parameters of the mechanism.
 
@@ -266,7 +316,8 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         Tidy, one row per imputer x repeat x metric, columns ``imputer, repeat, seed, mechanism,
         rate, realised_rate, n_hidden, fit_seconds, metric, value``. ``seed`` reproduces the mask:
         ``hide_observed(X, mechanism, rate, random_state=seed)``. ``value`` is NaN for
-        ``coverage`` / ``nll`` of imputers without ``conditional``.
+        ``coverage`` / ``nll`` of imputers without ``conditional`` (except ``coverage`` of those with
+        ``sample``, see the module docstring).
 
     Raises
     ------
@@ -280,6 +331,7 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
 
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
         raise BadInputError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    check_int("n_draws", n_draws, 1)
     named = _named(imputers)
     if not named:
         raise BadInputError("evaluate needs at least one imputer.")
@@ -296,7 +348,7 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         for name, est in named.items():
             t0 = time.perf_counter()
             scores = _score_estimator(clone(est), truth, X_hidden, hidden, scale, level,
-                                      what=f"{name!r} (repeat {r})")
+                                      what=f"{name!r} (repeat {r})", n_draws=n_draws, draw_seed=int(seed))
             seconds = time.perf_counter() - t0
             for metric in METRICS:
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
@@ -331,9 +383,10 @@ _SIGNS = {"nrmse": -1.0, "mae": -1.0, "nll": -1.0}
 class _HeldOutScorer:
     """Callable ``scorer(estimator, X, y=None) -> float`` (greater is better); see :func:`held_out_scorer`."""
 
-    def __init__(self, metric, mechanism, rate, random_state, level, params):
+    def __init__(self, metric, mechanism, rate, random_state, level, params, n_draws=N_DRAWS):
         self.metric, self.mechanism, self.rate = metric, mechanism, rate
         self.random_state, self.level, self.params = random_state, level, params
+        self.n_draws = n_draws
 
     def __repr__(self):
         return (f"held_out_scorer(metric={self.metric!r}, mechanism={self.mechanism!r}, rate={self.rate!r}, "
@@ -347,19 +400,23 @@ class _HeldOutScorer:
                 f"held_out_scorer: {self.mechanism!r} at rate={self.rate!r} hid no observed entry of the "
                 f"{truth.shape[0]} validation rows; raise the rate or use fewer folds."
             )
-        if self.metric in ("coverage", "nll") and not hasattr(estimator, "conditional"):
+        sampled = self.metric == "coverage" and _samples_only(estimator)
+        if self.metric in ("coverage", "nll") and not hasattr(estimator, "conditional") and not sampled:
+            also = " (or, for 'coverage', sample(X, n_imputations, random_state): PMMImputer)"
             raise BadInputError(
                 f"held_out_scorer(metric={self.metric!r}) needs an estimator with conditional(X) "
-                f"(explorer's imputers); {type(estimator).__name__} has none. Use 'nrmse' or 'mae'."
+                f"(explorer's imputers){also if self.metric == 'coverage' else ''}; {type(estimator).__name__} "
+                "has none. Use 'nrmse' or 'mae'."
             )
         scores = _score_estimator(estimator, truth, X_hidden, hidden, observed_scale(truth), self.level,
-                                  fit=False)
+                                  fit=False, n_draws=self.n_draws, draw_seed=self.random_state, draws=sampled)
         if self.metric == "coverage":
             return -abs(scores["coverage"] - self.level)
         return _SIGNS[self.metric] * scores[self.metric]
 
 
-def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, level=0.95, **params):
+def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, level=0.95, n_draws=N_DRAWS,
+                    **params):
     """A scikit-learn scorer that scores an imputer on hidden observed entries of the validation rows.
 
     ``GridSearchCV(GaussianMixtureImputer(), {"n_components": [1, 2, 3]},
@@ -373,7 +430,9 @@ def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, 
     Parameters
     ----------
     metric : {"nrmse", "mae", "nll", "coverage"}, default "nrmse"
-        "nll" and "coverage" need an estimator with ``conditional(X)``.
+        "nll" needs an estimator with ``conditional(X)``; "coverage" one with ``conditional(X)`` or with
+        ``sample(X, n_imputations, random_state)`` (empirical intervals of ``n_draws`` draws, seeded by
+        ``random_state``).
     mechanism : str, default "mcar"
     rate : float, default 0.2
     random_state : int or None, default 0
@@ -381,6 +440,8 @@ def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, 
         comparison); None draws new entries at every call. A Generator would be consumed
         (different entries per candidate): pass an int.
     level : float, default 0.95
+    n_draws : int, default 20
+        Draws per hidden entry for ``metric="coverage"`` of an estimator that samples but has no ``conditional``.
     **params
         Parameters of the mechanism.
 
@@ -396,4 +457,5 @@ def held_out_scorer(metric="nrmse", mechanism="mcar", rate=0.2, random_state=0, 
             f"held_out_scorer: random_state must be a non-negative int or None (a Generator would hide "
             f"different entries for every candidate); got {random_state!r}."
         )
-    return _HeldOutScorer(metric, mechanism, rate, random_state, level, params)
+    check_int("n_draws", n_draws, 1)
+    return _HeldOutScorer(metric, mechanism, rate, random_state, level, params, n_draws)
