@@ -31,6 +31,13 @@ Metrics (over the set H of hidden entries, x the true value, x̂ the imputation)
     predictive density (the other missing entries of the row, real or hidden, integrated out),
     in the data's units; a mixture's marginal is a 1-D mixture, not a Gaussian.
 
+``pfc`` and ``logloss`` (tables with categorical columns)
+    The proportion of falsely classified hidden categorical cells (the imputed level is not the true one), and
+    ``mean -log p(true level | observed cells)`` from the imputer's ``predict_proba`` (per row, as
+    :class:`~explorer.impute.mixed.MixedMixtureImputer`'s) or its ``category_probabilities_`` (the same for every
+    row, as :class:`~explorer.baselines.MeanModeImputer`'s), probabilities clipped below at 1e-15; NaN for an
+    imputer that gives no probabilities.
+
 ``coverage`` and ``nll`` need a predictive distribution: they are computed for estimators with a
 ``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.gaussians.conditional.ConditionalMixture`,
 its Student-t variant, the factor-analysis conditionals). An estimator with no ``conditional`` but a
@@ -63,7 +70,7 @@ from explorer.core.missingness.mechanisms import MaskResult
 from explorer.core.validation import BadInputError, as_float_matrix, check_int
 from explorer.utils.random_state import check_random_state
 
-__all__ = ["METRICS", "N_DRAWS", "observed_scale", "hide_observed", "entry_logpdf", "draws_interval",
+__all__ = ["CATEGORICAL_METRICS", "METRICS", "N_DRAWS", "observed_scale", "hide_observed", "entry_logpdf", "draws_interval",
            "imputation_scores", "evaluate", "summarize", "held_out_scorer", "PMMImputer", "MeanModeImputer"]
 
 #: Metrics computed by :func:`evaluate`, in table order.
@@ -294,7 +301,12 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         explorer's imputers, or any scikit-learn transformer that fills NaN (SimpleImputer,
         IterativeImputer, KNNImputer, a Pipeline...). Names default to the class names.
     X : array-like, DataFrame or IncompleteData (n_samples, n_features)
-        The data, NaN at its real gaps.
+        The data, NaN at its real gaps. A DataFrame with categorical, text or boolean columns
+        (:func:`explorer.impute.mixed.categorical_columns`) is scored as a table: cells hidden completely at
+        random among the observed ones (``mechanism="mcar"`` only), the imputers fitted on the DataFrame
+        (:class:`~explorer.impute.mixed.MixedMixtureImputer`, :class:`~explorer.baselines.MeanModeImputer`, or a
+        pipeline that takes one), the numeric metrics on the numeric columns (coverage and NLL from
+        ``conditional``) and ``pfc`` / ``logloss`` (:data:`CATEGORICAL_METRICS`) on the categorical cells.
     mechanism : str, default "mcar"
         A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS`.
     rate : float, default 0.2
@@ -335,9 +347,11 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
     named = _named(imputers)
     if not named:
         raise BadInputError("evaluate needs at least one imputer.")
+    seeds = check_random_state(random_state).integers(0, 2**31 - 1, size=n_repeats)
+    if _has_categories(X):
+        return _evaluate_table(named, X, mechanism, rate, seeds, level, params)
     truth = _as_matrix(X)
     scale = observed_scale(truth)
-    seeds = check_random_state(random_state).integers(0, 2**31 - 1, size=n_repeats)
     rows = []
     for r, seed in enumerate(seeds):
         X_hidden, hidden, info = hide_observed(truth, mechanism, rate, int(seed), **params)
@@ -354,6 +368,118 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
                              "rate": rate, "realised_rate": info.realised_rate, "n_hidden": int(hidden.sum()),
                              "fit_seconds": seconds, "metric": metric, "value": scores[metric]})
+    return pd.DataFrame(rows)
+
+
+#: Metrics of the categorical cells of a table (:func:`evaluate` on a DataFrame with categorical columns).
+CATEGORICAL_METRICS = ("pfc", "logloss")
+#: Probabilities are clipped below at this before the log-loss (scikit-learn's convention): a level the
+#: imputer gave probability 0 costs -log(1e-15) = 34.5 nats instead of infinity.
+LOGLOSS_EPS = 1e-15
+
+
+def _has_categories(X) -> bool:
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame):
+        return False
+    from explorer.impute.mixed import categorical_columns
+
+    return bool(categorical_columns(X))
+
+
+def _level_probabilities(est, frame, column, n_rows):
+    """(n_rows, levels) probabilities of ``column`` from ``predict_proba`` (dict of DataFrames, per row) or
+    ``category_probabilities_`` (one Series for every row); None when the imputer gives none."""
+    import pandas as pd
+
+    proba = getattr(est, "predict_proba", None)
+    if callable(proba):
+        table = proba(frame)
+        if isinstance(table, dict) and column in table:
+            return table[column]
+    freq = getattr(est, "category_probabilities_", None)
+    if isinstance(freq, dict) and column in freq:
+        series = freq[column]
+        return pd.DataFrame(np.tile(series.to_numpy(dtype=float), (n_rows, 1)), columns=list(series.index))
+    return None
+
+
+def _table_scores(est, truth, hidden_frame, hidden, numeric, categorical, scale, level) -> dict:
+    """The metrics of one fitted imputer on a table: numeric ones on its numeric columns, PFC and log-loss on its
+    categorical ones (NaN where the imputer gives no distribution)."""
+    out = dict.fromkeys(METRICS + CATEGORICAL_METRICS, float("nan"))
+    filled = est.transform(hidden_frame)
+    if numeric:
+        idx = [truth.columns.get_loc(c) for c in numeric]
+        h = hidden[:, idx]
+        t = truth[numeric].to_numpy(dtype=float)
+        imputed = filled[numeric].to_numpy(dtype=float)
+        interval = logpdf = None
+        cond = getattr(est, "conditional", None)
+        order = list(getattr(est, "numeric_columns_", numeric))
+        if callable(cond) and order == list(numeric) and h.any():
+            c = cond(hidden_frame)
+            interval = c.interval(level)
+            logpdf = entry_logpdf(c, t, h)
+        if h.any():
+            out.update(imputation_scores(t, imputed, h, scale=scale, interval=interval, logpdf=logpdf))
+    cat_hidden = [(c, hidden[:, truth.columns.get_loc(c)]) for c in categorical]
+    n_cat = sum(int(m.sum()) for _, m in cat_hidden)
+    if n_cat:
+        wrong, losses = 0, []
+        for c, m in cat_hidden:
+            if not m.any():
+                continue
+            true = truth[c][m].astype(object).to_numpy()
+            wrong += int(np.sum(filled[c][m].astype(object).to_numpy() != true))
+            p = _level_probabilities(est, hidden_frame, c, len(truth))
+            if p is None:
+                losses = None
+            elif losses is not None:
+                cols = {v: j for j, v in enumerate(p.columns)}
+                rows = np.flatnonzero(m)
+                got = np.array([p.iat[i, cols[v]] if v in cols else 0.0 for i, v in zip(rows, true)])
+                losses.extend(-np.log(np.clip(got, LOGLOSS_EPS, 1.0)))
+        out["pfc"] = wrong / n_cat
+        out["logloss"] = float(np.mean(losses)) if losses else float("nan")
+    return out
+
+
+def _evaluate_table(named, X, mechanism, rate, seeds, level, params):
+    """:func:`evaluate` on a DataFrame with categorical columns: cells hidden completely at random among the
+    observed ones; the numeric metrics on the numeric columns and PFC / log-loss on the categorical ones."""
+    import pandas as pd
+    from sklearn.base import clone
+
+    from explorer.impute.mixed import categorical_columns
+
+    if mechanism != "mcar" or params:
+        raise BadInputError("on a table with categorical columns evaluate hides cells completely at random "
+                            f"(mechanism='mcar', no parameters); got mechanism={mechanism!r}.")
+    if not (isinstance(rate, (int, float)) and 0 < rate < 1):
+        raise BadInputError(f"rate must be a number in (0, 1), got {rate!r}.")
+    categorical = categorical_columns(X)
+    numeric = [c for c in X.columns if c not in categorical]
+    observed = X.notna().to_numpy()
+    scale = observed_scale(X[numeric].apply(pd.to_numeric, errors="coerce")) if numeric else None
+    rows = []
+    for r, seed in enumerate(seeds):
+        hidden = observed & (np.random.default_rng(int(seed)).random(X.shape) < rate)
+        if not hidden.any():
+            raise BadInputError(f"rate={rate!r} hid no observed cell (seed {int(seed)}); raise the rate.")
+        hidden_frame = X.mask(hidden)
+        for name, est in named.items():
+            t0 = time.perf_counter()
+            fitted = clone(est)
+            fitted.fit(hidden_frame)
+            scores = _table_scores(fitted, X, hidden_frame, hidden, numeric, categorical, scale, level)
+            seconds = time.perf_counter() - t0
+            for metric in METRICS + CATEGORICAL_METRICS:
+                rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism, "rate": rate,
+                             "realised_rate": float(hidden.sum() / max(observed.sum(), 1)),
+                             "n_hidden": int(hidden.sum()), "fit_seconds": seconds, "metric": metric,
+                             "value": scores[metric]})
     return pd.DataFrame(rows)
 
 

@@ -132,3 +132,41 @@ def test_the_gaussian_imputer_points_to_this_class_for_text_columns():
     _, df, _ = _table(50, seed=7)
     with pytest.raises(BadInputError, match="MixedMixtureImputer"):
         GaussianMixtureImputer().fit(df.assign(colour=df["colour"].astype(object)))
+
+
+def test_evaluate_scores_pfc_and_logloss_on_categorical_cells():
+    from explorer.baselines import MeanModeImputer
+    from explorer.evaluation import evaluate, summarize
+
+    _, df, _ = _table(300, seed=8, rate=0.1)
+    table = evaluate({"mixed": MixedMixtureImputer(random_state=0), "mode": MeanModeImputer()}, df, rate=0.2,
+                     n_repeats=2, random_state=0)
+    s = summarize(table)["mean"]
+    assert set(table.metric) == {"nrmse", "mae", "coverage", "nll", "pfc", "logloss"}
+    # the location model predicts the categories from the rest of the row; the mode cannot
+    assert s["mixed", "pfc"] < s["mode", "pfc"] - 0.1 and s["mixed", "logloss"] < s["mode", "logloss"] - 0.1
+    assert s["mixed", "nrmse"] < s["mode", "nrmse"] and 0.85 < s["mixed", "coverage"] <= 1.0
+    assert np.isnan(s["mode", "coverage"]) and np.isfinite(s["mode", "logloss"])
+    # oracle for one repeat: PFC and log-loss recomputed by hand from the same mask
+    seed = int(table.seed.iloc[0])
+    hidden = df.notna().to_numpy() & (np.random.default_rng(seed).random(df.shape) < 0.2)
+    held = df.mask(hidden)
+    imp = MixedMixtureImputer(random_state=0).fit(held)
+    filled, proba = imp.transform(held), imp.predict_proba(held)
+    wrong, loss, count = 0, [], 0
+    for j, c in ((0, "group"), (2, "colour"), (3, "flag")):
+        rows = np.flatnonzero(hidden[:, j])
+        count += rows.size
+        wrong += int((filled[c].iloc[rows].astype(object).to_numpy() != df[c].iloc[rows].astype(object).to_numpy()).sum())
+        loss += [-np.log(max(proba[c].iloc[i][df[c].iloc[i]], 1e-15)) for i in rows]
+    first = table[(table.imputer == "mixed") & (table.repeat == 0)].set_index("metric")["value"]
+    assert first["pfc"] == pytest.approx(wrong / count, rel=1e-12)
+    assert first["logloss"] == pytest.approx(np.mean(loss), rel=1e-12)
+
+
+def test_evaluate_on_a_table_refuses_other_mechanisms():
+    from explorer.evaluation import evaluate
+
+    _, df, _ = _table(50, seed=9)
+    with pytest.raises(BadInputError, match="completely at random"):
+        evaluate(MixedMixtureImputer(), df, mechanism="mar")
