@@ -17,6 +17,20 @@ outside the repository at run time. ``EXPLORER_ASSETS`` overrides the assets fol
 Image sets (``digits_5x7``, ``mnist``, ``digits_8x8``, ``photo_patches``) have rows that are
 images flattened row-major; :func:`image_shape` gives their (height, width), and pixel values
 are in [0, 1] (``digits_5x7``: templates plus Gaussian noise).
+
+Mixed-type tables (numbers and categories, most with real missing values: ``penguins``, ``msleep``,
+``auto_mpg``, ``abalone``) are a separate catalogue, because :class:`IncompleteData` holds numbers only:
+:func:`load_mixed` returns a pandas DataFrame (numeric columns float64 with NaN = missing, categorical
+columns of ``category`` dtype with NaN = missing), the input of
+:class:`explorer.impute.mixed.MixedMixtureImputer`; :func:`list_mixed` lists them. They are not in
+:func:`list_datasets`.
+
+>>> from explorer.datasets import list_mixed, load_mixed
+>>> [info.name for info in list_mixed()]
+['penguins', 'msleep', 'auto_mpg', 'abalone']
+>>> df = load_mixed("penguins")
+>>> df.shape, int(df.isna().sum().sum()), str(df["sex"].dtype)
+((344, 8), 19, 'category')
 """
 
 from __future__ import annotations
@@ -29,21 +43,28 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from explorer.core.data import IncompleteData
 from explorer.core.validation import BadInputError
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "ASSETS_DIR",
     "DIGIT_SHAPE",
     "DatasetInfo",
+    "MixedDatasetInfo",
     "dataset_parameters",
     "digit_templates",
     "image_shape",
     "list_datasets",
+    "list_mixed",
     "load_dataset",
+    "load_mixed",
 ]
 
 ASSETS_DIR = Path(os.environ.get("EXPLORER_ASSETS", Path(__file__).resolve().parent.parent / "assets"))
@@ -504,6 +525,119 @@ _IMAGE_SHAPES: dict[str, Callable[..., tuple[int, int]]] = {
 }
 
 
+# ---------------------------------------------------------------------------- mixed-type tables
+@dataclass(frozen=True)
+class MixedDatasetInfo(DatasetInfo):
+    """Catalogue entry of a mixed-type table of :func:`load_mixed` (``n_features`` counts the target column).
+
+    ``categorical`` names the ``category`` columns (the others are float64), ``target`` the column usually
+    predicted from the others ("" for none; it stays in the frame), ``index`` the identifier column used as
+    the row labels ("" for a RangeIndex), ``n_missing`` the missing cells of the frame (all columns).
+    """
+
+    categorical: tuple[str, ...] = ()
+    target: str = ""
+    index: str = ""
+    n_missing: int = 0
+
+
+@dataclass(frozen=True)
+class _MixedEntry:
+    info: MixedDatasetInfo
+    load: Callable[[], pd.DataFrame]
+
+
+_MIXED: dict[str, _MixedEntry] = {}
+_MIXED_ALIASES = {"palmerpenguins": "penguins", "cars": "auto_mpg", "mammals_sleep": "msleep"}
+_MIXED_NA = ("NA",)
+
+
+def _model_year(cell: str) -> float:
+    """vega-datasets dates a model year as 'YYYY-01-01'."""
+    return float(cell[:4])
+
+
+def _mixed_table_loader(info: MixedDatasetInfo, filename: str, *, drop=(), convert=None):
+    """Loader of a CSV in assets/ as a DataFrame: ``info.categorical`` columns as categories (levels sorted),
+    the others float64 (``convert`` maps a column to its cell parser, default ``float``); NA = missing;
+    ``info.index`` as the row labels; ``drop`` columns left out."""
+    convert = dict(convert or {})
+
+    @functools.lru_cache(maxsize=1)
+    def load():
+        import pandas as pd
+
+        header, rows = _read_asset(filename)
+        missing = [c for c in (*info.categorical, *drop, *convert, *([info.index] if info.index else []))
+                   if c not in header]
+        if missing:
+            raise RuntimeError(f"{ASSETS_DIR / filename}: column(s) {missing} not in the header {list(header)}.")
+        out = {}
+        for j, col in enumerate(header):
+            if col in drop or col == info.index:
+                continue
+            cells = [r[j] for r in rows]
+            if col in info.categorical:
+                values = [None if c in _MIXED_NA else c for c in cells]
+                out[col] = pd.Categorical(values, categories=sorted({v for v in values if v is not None}))
+            else:
+                parse = convert.get(col, float)
+                out[col] = np.array([np.nan if c in _MIXED_NA else parse(c) for c in cells], dtype=np.float64)
+        index = pd.Index([r[header.index(info.index)] for r in rows], name=info.index) if info.index else None
+        frame = pd.DataFrame(out, index=index)
+        if frame.shape != (info.n_samples, info.n_features) or int(frame.isna().sum().sum()) != info.n_missing:
+            raise RuntimeError(f"{ASSETS_DIR / filename}: read {frame.shape} with {int(frame.isna().sum().sum())} "
+                               f"missing cells; expected ({info.n_samples}, {info.n_features}) with "
+                               f"{info.n_missing}. The file is not the one described in assets/README.md.")
+        return frame
+
+    return load
+
+
+_MIXED_TABLES = [
+    (MixedDatasetInfo(
+        "penguins", "Palmer penguins (real missing values)", 344, 8,
+        "344 penguins of 3 species on 3 islands of the Palmer Archipelago (2007-2009): bill length and depth, "
+        "flipper length (mm), body mass (g), year; species, island and sex are categories. Real missing values: "
+        "2 birds without any measurement, 11 without sex (19 cells, 0.7%).",
+        "palmerpenguins 0.1.6 (PyPI), palmerpenguins/data/penguins.csv; Horst, Hill & Gorman (2020), data of "
+        "Gorman, Williams & Fraser (2014), Palmer Station LTER", "CC0 (data); package MIT", False,
+        has_missing=True, labels="", categorical=("species", "island", "sex"), target="species", n_missing=19),
+     dict(filename="penguins.csv")),
+    (MixedDatasetInfo(
+        "msleep", "Mammals' sleep (real missing values)", 83, 9,
+        "83 mammals (row labels: common name): total, REM and cycle of sleep, time awake (hours), brain and body "
+        "weight (kg); diet (vore), taxonomic order and conservation status are categories; genus is left out "
+        "(77 values for 83 animals). Real missing values in 5 of the 9 columns (136 cells, 18.2%).",
+        "plotnine 0.15.9 (PyPI), plotnine/data/msleep.csv (ggplot2's msleep; Savage & West 2007, PNAS 104:1051, "
+        "with vore, order and conservation added from Wikipedia)", "MIT (plotnine, ggplot2)", False,
+        has_missing=True, labels="", categorical=("vore", "order", "conservation"), index="name", n_missing=136),
+     dict(filename="msleep.csv", drop=("genus",))),
+    (MixedDatasetInfo(
+        "auto_mpg", "Auto MPG cars (real missing values)", 406, 8,
+        "406 car models 1970-1982 (row labels: model name, not unique): miles per gallon, cylinders, displacement, "
+        "horsepower, weight (lbs), acceleration, model year; Origin (USA, Europe, Japan) is a category. Real "
+        "missing values: 8 miles per gallon, 6 horsepower (14 cells, 0.4%). This copy dates no model in 1981: "
+        "61 are dated 1982.",
+        "vega_datasets 0.9.0 (PyPI), vega_datasets/_data/cars.json converted to CSV (Donoho & Ramos 1982, "
+        "StatLib; the UCI Auto MPG data, Quinlan 1993, in its original 406 rows)",
+        "CC BY 4.0 (UCI Auto MPG); package MIT", False, has_missing=True, labels="", categorical=("Origin",),
+        target="Miles_per_Gallon", index="Name", n_missing=14),
+     dict(filename="auto_mpg.csv", convert={"Year": _model_year})),
+    (MixedDatasetInfo(
+        "abalone", "Abalone (complete; target rings)", 4177, 9,
+        "4177 abalones: sex (M, F, I = infant) is a category; length, diameter, height (mm / 200), whole, "
+        "shucked, viscera and shell weight (g / 200) and rings (age - 1.5 years; the target, kept in the frame "
+        "as a float column) are numbers. No missing value (2 heights are 0 in the source).",
+        "scikit-lego 0.9.10 (PyPI), sklego/data/abalone.zip; UCI Abalone (Nash, Sellers, Talbot, Cawthorn & Ford "
+        "1994); values rounded to UCI's 4 decimals: rows identical to UCI's abalone.data",
+        "CC BY 4.0 (UCI); package MIT", False, labels="", categorical=("sex",), target="rings"),
+     dict(filename="abalone.csv")),
+]
+for _info, _kw in _MIXED_TABLES:
+    _MIXED[_info.name] = _MixedEntry(_info, _mixed_table_loader(_info, **_kw))
+
+
 # ---------------------------------------------------------------------------- public API
 def _entry(name: str) -> _Entry:
     key = _ALIASES.get(name, name)
@@ -598,3 +732,47 @@ def dataset_parameters(name: str, **kwargs) -> dict:
         )
     _check_kwargs(entry, entry.params, kwargs)
     return {k: _ro(v) for k, v in entry.params(**kwargs).items()}
+
+
+def _mixed_entry(name: str) -> _MixedEntry:
+    key = _MIXED_ALIASES.get(name, name) if isinstance(name, str) else name
+    if not isinstance(key, str) or key not in _MIXED:
+        numeric = " (a numeric set: use load_dataset)" if isinstance(name, str) and name in _REGISTRY else ""
+        raise BadInputError(f"unknown mixed-type data set {name!r}{numeric}; available: {', '.join(_MIXED)}.")
+    return _MIXED[key]
+
+
+def list_mixed() -> list[MixedDatasetInfo]:
+    """Catalogue of the mixed-type tables of :func:`load_mixed` (see :class:`MixedDatasetInfo`)."""
+    return [e.info for e in _MIXED.values()]
+
+
+def load_mixed(name: str) -> pd.DataFrame:
+    """Load a built-in mixed-type table (numbers and categories) as a new pandas DataFrame.
+
+    Parameters
+    ----------
+    name : str
+        One of ``[info.name for info in list_mixed()]``: ``penguins``, ``msleep``, ``auto_mpg``, ``abalone``
+        (aliases ``palmerpenguins``, ``cars``, ``mammals_sleep``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Numeric columns float64 (NaN = missing), the columns in ``info.categorical`` of ``category`` dtype
+        (levels sorted; NaN = missing); an identifier column, where there is one, as the index
+        (``info.index``). The target column (``info.target``, e.g. ``rings`` of ``abalone``) stays in the
+        frame: drop it to predict it from the others. Each call returns an independent copy.
+
+    Raises
+    ------
+    BadInputError
+        For an unknown name (the message lists the available ones).
+
+    Examples
+    --------
+    >>> df = load_mixed("abalone")
+    >>> df.shape, list(df["sex"].cat.categories), str(df["rings"].dtype)
+    ((4177, 9), ['F', 'I', 'M'], 'float64')
+    """
+    return _mixed_entry(name).load().copy(deep=True)
