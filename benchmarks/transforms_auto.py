@@ -60,10 +60,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from benchmarks.coverage_prior import DATASETS as BENCH_SETS  # noqa: E402
-from benchmarks.coverage_prior import hide  # noqa: E402
+from benchmarks.coverage_prior import DATASETS as BENCH_SETS
+from benchmarks.coverage_prior import hide
 
 SKLEARN_SETS = ("diabetes",)
 MIXED_SETS = ("msleep", "penguins", "auto_mpg", "abalone")
@@ -173,7 +173,7 @@ def run_cell(args):
             imp, cond, mean, lo, hi, applied, kinds = _fit_answer(method, seed, Xh)
             with np.errstate(divide="ignore"):
                 lp = entry_logpdf(cond, X, score)
-    except Exception as exc:  # a benchmark records failures instead of stopping
+    except Exception as exc:  # noqa: BLE001 -- a benchmark records failures instead of stopping
         out.update(error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return out
     ri, ci = np.nonzero(score)  # row-major, the order of entry_logpdf
@@ -276,7 +276,7 @@ def render(args, meta, summary, dec) -> str:
     lines = [
         f"Command: `{cmd}`",
         "",
-        f"`transforms=\"suggest\"` (auto: `TransformedImputer(GaussianMixtureImputer(random_state=seed), "
+        (f"`transforms=\"suggest\"` (auto: `TransformedImputer(GaussianMixtureImputer(random_state=seed), "
         f"transforms=\"suggest\")`) against the plain `GaussianMixtureImputer(random_state=seed)`, on the ORIGINAL "
         f"scale. {args.rate:.0%} of the observed entries hidden MCAR, {args.seeds} seeds, non-binary columns scored. "
         "NRMSE in units of each column's observed sd; coverage of the 95 % equal-tailed intervals; NLL per hidden "
@@ -288,7 +288,7 @@ def render(args, meta, summary, dec) -> str:
         "to separate the transforms from the predictive (not in the decision). Auto's inner mixture uses Gaussian conditionals "
         "(TransformedImputer replaces predictive='auto' by 'gaussian'), plain the default Student-t predictive. "
         f"Wall time {meta['wall_seconds']:.0f} s ({args.jobs} processes, one BLAS thread each; numpy "
-        f"{meta['numpy']}, Python {meta['python']}).",
+        f"{meta['numpy']}, Python {meta['python']})."),
         "",
         decision_line(dec),
         "",
@@ -298,8 +298,8 @@ def render(args, meta, summary, dec) -> str:
     ]
     for s in summary:
         lines += [
-            f"### {s['dataset']} ({s['n_rows']} x {s['n_features']}, {s['n_scored_columns']} scored columns, "
-            f"{s['n_positive_columns']} positive)",
+            (f"### {s['dataset']} ({s['n_rows']} x {s['n_features']}, {s['n_scored_columns']} scored columns, "
+            f"{s['n_positive_columns']} positive)"),
             "",
             "| data set | method | NRMSE | coverage | NLL | crossing 0 | K |",
             "|---|---|---|---|---|---|---|",
@@ -307,14 +307,14 @@ def render(args, meta, summary, dec) -> str:
             set_row(s, "auto"),
             set_row(s, "gaussian"),
             "",
-            f"Relative NRMSE (auto - plain) / plain: {_f(None if s['rel_nrmse'] is None else 100 * s['rel_nrmse'], '+.1f')} %"
+            (f"Relative NRMSE (auto - plain) / plain: {_f(None if s['rel_nrmse'] is None else 100 * s['rel_nrmse'], '+.1f')} %"
             f" (auto against gaussian, the same predictive without transforms: "
-            f"{_f(None if s['rel_nrmse_vs_gaussian'] is None else 100 * s['rel_nrmse_vs_gaussian'], '+.1f')} %).",
+            f"{_f(None if s['rel_nrmse_vs_gaussian'] is None else 100 * s['rel_nrmse_vs_gaussian'], '+.1f')} %)."),
             "Transforms applied (times over the seeds): "
             + (", ".join(f"{k} x{v}" for k, v in s["auto"]["applied"].items()) or "none") + ".",
-            f"Warnings raised: plain {', '.join(s['plain']['warnings']) or 'none'}; "
+            (f"Warnings raised: plain {', '.join(s['plain']['warnings']) or 'none'}; "
             f"auto {', '.join(s['auto']['warnings']) or 'none'}; gaussian {', '.join(s['gaussian']['warnings']) or 'none'} "
-            "(fit, conditional, transform and interval).",
+            "(fit, conditional, transform and interval)."),
         ]
         for m in METHODS:
             if s[m]["errors"]:
