@@ -35,6 +35,7 @@ import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,10 +44,27 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 DATASETS = ("iris", "wine", "boston", "ionosphere", "hepatitis", "breast_cancer")
-PRIORS = ("ml", "fraley-raftery", "auto")
-LABELS = {"ml": "ML", "fraley-raftery": "MAP F&R (before)", "auto": "default (after)"}
+PRIORS = ("ml", "fraley-raftery", "previous", "auto")
+LABELS = {"ml": "ML", "fraley-raftery": "MAP F&R (issue 10's before)", "previous": "MAP, t (before issue 21)",
+          "auto": "default"}
 SETTINGS = {"ml": dict(prior=None), "fraley-raftery": dict(prior="fraley-raftery", predictive="gaussian"),
-            "auto": dict()}
+            "previous": dict(predictive="student_t"), "auto": dict()}
+SUBSAMPLE_PRIORS = ("previous", "auto")
+
+
+@contextmanager
+def previous_prior(active: bool):
+    """The prior before issue 21 (its scale not shrunk towards the diagonal) while ``active``: this worker process's
+    ``prior.default_scale`` called with ``n_samples=None``."""
+    from explorer.core.mixtures import prior
+
+    original = prior.default_scale
+    if active:
+        prior.default_scale = lambda c, K, dof, ct, rule="auto", n_samples=None: original(c, K, dof, ct, rule, None)
+    try:
+        yield
+    finally:
+        prior.default_scale = original
 
 
 def load(name: str):
@@ -78,20 +96,37 @@ def hide(X: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
     return hidden
 
 
+def subsample(X, numeric, n_rows: int, rate: float, rng):
+    """``n_rows`` random rows, ``rate`` of their observed entries hidden; columns with no observed (or one constant)
+    value left, and rows left empty, dropped. Returns ``(X, numeric, hidden)``."""
+    X = X[np.sort(rng.choice(X.shape[0], size=n_rows, replace=False))]
+    hidden = hide(X, rate, rng)
+    Xh = np.where(hidden, np.nan, X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        keep = ~np.isnan(Xh).all(axis=0) & (np.nan_to_num(np.nanstd(Xh, axis=0)) > 0)
+    rows = ~np.isnan(Xh[:, keep]).all(axis=1)
+    return X[rows][:, keep], numeric[keep], hidden[rows][:, keep]
+
+
 def run_cell(args):
-    name, seed, K, prior, rate = args
+    name, seed, K, prior, rate, n_rows = args
     from threadpoolctl import threadpool_limits
 
     from explorer.core.metrics import nrmse
     from explorer.impute.gaussian_mixture import ComponentCollapseWarning, GaussianMixtureImputer
 
     X, numeric = load(name)
-    rng = np.random.default_rng([seed, 2024])
-    hidden = hide(X, rate, rng)
+    rng = np.random.default_rng([seed, 2024] if n_rows is None else [seed, 2024, n_rows])
+    if n_rows is None:
+        hidden = hide(X, rate, rng)
+    else:
+        X, numeric, hidden = subsample(X, numeric, n_rows, rate, rng)
     Xh = np.where(hidden, np.nan, X)
     score = hidden & numeric[None, :]
     t0 = time.perf_counter()
-    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
+    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught, \
+            previous_prior(prior == "previous"):
         warnings.simplefilter("always")
         imp = GaussianMixtureImputer(n_components=K, random_state=seed, **SETTINGS[prior]).fit(Xh)
         cm = imp.conditional(Xh)
@@ -103,9 +138,10 @@ def run_cell(args):
     seconds = time.perf_counter() - t0
     covs = imp.covariances_ if imp.covariances_.ndim == 3 else np.einsum("kd,de->kde", imp.covariances_,
                                                                          np.eye(X.shape[1]))
-    nk = imp.conditional(Xh).weights.sum(axis=0)  # effective sizes over every training row
+    nk = imp.component_sizes_  # effective sizes of the fitted components over the training rows
     return {
-        "dataset": name, "seed": seed, "K": K, "prior": prior, "n_rows": X.shape[0], "n_features": X.shape[1],
+        "dataset": name, "seed": seed, "K": K, "prior": prior, "subsample": n_rows, "n_rows": X.shape[0],
+        "n_features": X.shape[1],
         "n_hidden_scored": int(score.sum()),
         "coverage": float(np.mean((X[score] >= lo[score]) & (X[score] <= hi[score]))),
         "nrmse": nrmse(X, mean, score), "nll": nll,
@@ -121,74 +157,131 @@ def _k(text: str):
     return "auto" if text == "auto" else int(text)
 
 
+def _summarise(r, **key) -> dict:
+    return {
+        **key, "n_rows": r[0]["n_rows"], "n_features": r[0]["n_features"],
+        **{k: float(np.mean([x[k] for x in r])) for k in ("coverage", "nrmse", "nll")},
+        "coverage_min": float(min(x["coverage"] for x in r)),
+        "coverage_max": float(max(x["coverage"] for x in r)),
+        "min_eig": float(min(x["min_eig"] for x in r)),
+        "min_nk": float(min(x["min_nk"] for x in r)),
+        "collapse_warnings": int(sum(x["collapse_warning"] for x in r)),
+        "K_chosen": sorted({x["K_chosen"] for x in r}),
+    }
+
+
+def _in_target(s) -> bool:
+    return 0.90 <= s["coverage"] <= 0.98
+
+
+def _scores(s) -> str:
+    """The fit, coverage (with the target's verdict for the defaults), NRMSE and NLL cells of a table row."""
+    ok = "" if s["prior"] != "auto" else (" ok" if _in_target(s) else " **miss**")
+    return (f"{LABELS[s['prior']]} | {s['coverage']:.3f} [{s['coverage_min']:.3f}, {s['coverage_max']:.3f}]{ok} "
+            f"| {s['nrmse']:.3f} | {s['nll']:.3g}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--components", nargs="+", type=_k, default=[1, 2, 3, 5, "auto"])
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--subsamples", nargs="*", type=int, default=[25, 50, 100])
+    ap.add_argument("--subsample-seeds", type=int, default=10)
     ap.add_argument("--rate", type=float, default=0.2)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     args = ap.parse_args(argv)
-    cells = [(d, s, K, p, args.rate) for d in args.datasets for K in args.components for p in PRIORS
+    cells = [(d, s, K, p, args.rate, None) for d in args.datasets for K in args.components for p in PRIORS
              for s in range(args.seeds)]
+    cells += [(d, s, "auto", p, args.rate, n) for d in args.datasets for n in args.subsamples
+              for p in SUBSAMPLE_PRIORS for s in range(args.subsample_seeds)]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(run_cell, cells))
     wall = time.perf_counter() - t0
-    summary = []
+    summary, subsamples = [], []
     for d in args.datasets:
         for K in args.components:
             for p in PRIORS:
-                r = [x for x in rows if x["dataset"] == d and x["K"] == K and x["prior"] == p]
-                summary.append({
-                    "dataset": d, "K": K, "prior": p, "n_rows": r[0]["n_rows"], "n_features": r[0]["n_features"],
-                    **{k: float(np.mean([x[k] for x in r])) for k in ("coverage", "nrmse", "nll")},
-                    "coverage_min": float(min(x["coverage"] for x in r)),
-                    "coverage_max": float(max(x["coverage"] for x in r)),
-                    "min_eig": float(min(x["min_eig"] for x in r)),
-                    "min_nk": float(min(x["min_nk"] for x in r)),
-                    "collapse_warnings": int(sum(x["collapse_warning"] for x in r)),
-                    "K_chosen": sorted({x["K_chosen"] for x in r}),
-                })
+                r = [x for x in rows if x["dataset"] == d and x["K"] == K and x["prior"] == p
+                     and x["subsample"] is None]
+                summary.append(_summarise(r, dataset=d, K=K, prior=p))
                 s = summary[-1]
                 print(f"{d:>13} K={K} {p:>14}: coverage {s['coverage']:.3f} [{s['coverage_min']:.3f}, "
                       f"{s['coverage_max']:.3f}]  NRMSE {s['nrmse']:.3f}  NLL {s['nll']:9.3f}  "
                       f"min eig {s['min_eig']:.2e}  min N_k {s['min_nk']:.1f}", flush=True)
+        for n in args.subsamples:
+            for p in SUBSAMPLE_PRIORS:
+                r = [x for x in rows if x["dataset"] == d and x["prior"] == p and x["subsample"] == n]
+                subsamples.append(_summarise(r, dataset=d, K="auto", prior=p, subsample=n))
+                s = subsamples[-1]
+                s["n_features_range"] = [min(x["n_features"] for x in r), max(x["n_features"] for x in r)]
+                print(f"{d:>13} {n:>4} rows {p:>14}: coverage {s['coverage']:.3f} [{s['coverage_min']:.3f}, "
+                      f"{s['coverage_max']:.3f}]  NRMSE {s['nrmse']:.3f}  NLL {s['nll']:9.3f}", flush=True)
     meta = {"python": platform.python_version(), "numpy": np.__version__, "seeds": args.seeds, "rate": args.rate,
-            "components": args.components, "jobs": args.jobs, "wall_seconds": wall}
+            "components": args.components, "subsamples": args.subsamples, "subsample_seeds": args.subsample_seeds,
+            "jobs": args.jobs, "wall_seconds": wall}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "coverage_prior.json").write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows},
-                                                             indent=1))
-    in_target = [s for s in summary if s["prior"] == "auto" and 0.90 <= s["coverage"] <= 0.98]
+    (args.out / "coverage_prior.json").write_text(json.dumps(
+        {"meta": meta, "summary": summary, "subsamples": subsamples, "runs": rows}, indent=1))
     n_auto = sum(s["prior"] == "auto" for s in summary)
-    n_ml = sum(1 for s in summary if s["prior"] == "ml" and 0.90 <= s["coverage"] <= 0.98)
-    n_fr = sum(1 for s in summary if s["prior"] == "fraley-raftery" and 0.90 <= s["coverage"] <= 0.98)
+    count = {p: sum(1 for s in summary if s["prior"] == p and _in_target(s)) for p in PRIORS}
+    auto_k = [s for s in summary if s["prior"] == "auto" and s["K"] == "auto"]
+    previous_k = [s for s in summary if s["prior"] == "previous" and s["K"] == "auto"]
+    sub_count = {p: sum(1 for s in subsamples if s["prior"] == p and _in_target(s)) for p in SUBSAMPLE_PRIORS}
+    n_sub = sum(s["prior"] == "auto" for s in subsamples)
     lines = [
         f"Command: `.venv/bin/python benchmarks/coverage_prior.py --seeds {args.seeds} --rate {args.rate:g} "
-        f"--components {' '.join(map(str, args.components))} --jobs {args.jobs}`",
+        f"--components {' '.join(map(str, args.components))} --subsamples {' '.join(map(str, args.subsamples))} "
+        f"--subsample-seeds {args.subsample_seeds} --jobs {args.jobs}`",
         "",
         f"{args.rate:.0%} of the observed entries hidden (MCAR among observed entries), {args.seeds} seeds, data "
         "standardised on observed entries, 0/1 columns not scored. GaussianMixtureImputer defaults otherwise "
-        "(full covariances, reg_covar 1e-6, k-means init, n_init 1). Coverage: 95 % equal-tailed interval of "
+        "(full covariances, reg_covar 1e-6, k-means init, n_init 1). Fits: ML (`prior=None`, plug-in Gaussians); "
+        "MAP with Fraley & Raftery's scale and plug-in Gaussians (the default before issue 10); MAP with the prior's "
+        "scale not shrunk and the Student-t predictive (the default before issue 21); the default (the prior's "
+        "scale shrunk towards its diagonal by D / (N + D), and `predictive=\"draws\"`: 20 parameter draws by data "
+        "augmentation, the intervals those of the mixture over the draws). Coverage: 95 % equal-tailed interval of "
         "each hidden entry's marginal mixture (mean over seeds, [min, max]); NLL per hidden entry, "
         "standardised units; min eig: smallest covariance eigenvalue over the seeds; min N_k: smallest "
         f"effective component size; warn: fits with a ComponentCollapseWarning. Wall time {wall:.0f} s "
         f"({args.jobs} processes; numpy {np.__version__}, Python {platform.python_version()}).",
         "",
-        f"Target (issue 10): coverage in [0.90, 0.98] for every K: met in {len(in_target)} of {n_auto} (data set, K) "
-        f"cells with the defaults (before, F&R's prior with Gaussian conditionals: {n_fr}; ML: {n_ml}).",
+        f"Target (issue 21): coverage in [0.90, 0.98] with the default K (auto) on the benchmark sets and on random "
+        f"subsamples of them of {', '.join(map(str, args.subsamples))} rows: met on "
+        f"{sum(_in_target(s) for s in auto_k)} of {len(auto_k)} sets and {sub_count['auto']} of {n_sub} (set, "
+        f"size) subsample cells (before issue 21: {sum(_in_target(s) for s in previous_k)} of {len(auto_k)} and "
+        f"{sub_count['previous']} of {n_sub}).",
+        "",
+        f"Target (issue 10): coverage in [0.90, 0.98] for every K: met in {count['auto']} of {n_auto} (data set, K) "
+        f"cells with the defaults (before issue 21: {count['previous']}; F&R's prior with Gaussian conditionals: "
+        f"{count['fraley-raftery']}; ML: {count['ml']}).",
+        "",
+        "## Subsamples (K = auto)",
+        "",
+        f"{args.subsample_seeds} seeds per cell; each seed draws its rows, then hides entries; columns left with no "
+        "observed value or a constant one are dropped (D is the range over the seeds).",
+        "",
+        "| data set | rows | D | fit | coverage | NRMSE | NLL | K chosen |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in subsamples:
+        lo, hi = s["n_features_range"]
+        lines.append(f"| {s['dataset']} | {s['subsample']} | {lo if lo == hi else f'{lo}-{hi}'} | {_scores(s)} "
+                     f"| {', '.join(map(str, s['K_chosen']))} |")
+    lines += [
+        "",
+        "## Whole data sets",
         "",
         "| data set | n x D | K | fit | coverage | NRMSE | NLL | min eig | min N_k | warn |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        ok = "" if s["prior"] != "auto" else (" ok" if 0.90 <= s["coverage"] <= 0.98 else " **miss**")
         lines.append(
             f"| {s['dataset']} | {s['n_rows']} x {s['n_features']} | "
-            f"{s['K'] if s['K'] != 'auto' else 'auto (' + ', '.join(map(str, s['K_chosen'])) + ')'} | {LABELS[s['prior']]} "
-            f"| {s['coverage']:.3f} [{s['coverage_min']:.3f}, {s['coverage_max']:.3f}]{ok} | {s['nrmse']:.3f} "
-            f"| {s['nll']:.3g} | {s['min_eig']:.1e} | {s['min_nk']:.1f} | {s['collapse_warnings']} |")
+            f"{s['K'] if s['K'] != 'auto' else 'auto (' + ', '.join(map(str, s['K_chosen'])) + ')'} "
+            f"| {_scores(s)} | {s['min_eig']:.1e} | {s['min_nk']:.1f} | {s['collapse_warnings']} |")
     (args.out / "coverage_prior.md").write_text("\n".join(lines) + "\n")
     print(f"wall {wall:.0f} s")
 

@@ -62,6 +62,7 @@ from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.loop import run_restarts
 from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures.prior import default_scale
 from explorer.core.mixtures.suffstats import SufficientStatistics, estep_statistics, m_step
 from explorer.core.validation import MAX_ABS_VALUE, BadInputError, NonNumericError, as_float_matrix, column_label
 from explorer.utils.progress import FitProgress, check_progress_params
@@ -522,10 +523,16 @@ class DaskEMResult:
         ``transform`` / ``sample`` / ``conditional`` / ``score_samples`` then work on in-memory data
         (or per block: :func:`impute`). ``empty_rows="marginal"`` (rows with nothing observed are
         imputed with the mixture mean); ``predictive`` as in the imputer ("auto": the Student-t
-        posterior predictive with a prior and full covariances, else the plug-in Gaussian mixture).
+        posterior predictive with a prior and full covariances, else the plug-in Gaussian mixture: the in-memory
+        imputer's default, posterior draws by data augmentation, needs the rows, which a Dask fit does not keep).
         There is no ``history_`` (the trace is :attr:`trace`).
         """
         from explorer.impute.gaussian_mixture import GaussianMixtureImputer
+
+        if predictive == "draws":
+            raise BadInputError("predictive='draws' runs data augmentation over the training rows, which a Dask fit "
+                                "does not keep: use 'auto', 'student_t' or 'gaussian' (or fit GaussianMixtureImputer "
+                                "in memory).")
 
         imp = GaussianMixtureImputer(
             n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
@@ -608,9 +615,7 @@ def _full_prior(prior, config: em_gmm.EMConfig, arr, summary, scheduler):
     D, K = summary.mean.shape[0], config.n_components
     m_hat, c_hat = _moments(arr, summary, config.reg_covar, config.covariance_type, scheduler)
     dof = float(D + 2) if spec.dof is None else spec.dof
-    scale = c_hat / K ** (2.0 / D)
-    if rule == "auto":
-        scale = scale * em_gmm.prior_mode_divisor(dof, D, config.covariance_type)
+    scale = default_scale(c_hat, K, dof, config.covariance_type, rule, summary.n_rows - summary.n_empty)
     return replace(spec, mean=m_hat if spec.mean is None else spec.mean,
                    scale=scale if spec.scale is None else spec.scale)
 

@@ -25,7 +25,8 @@ from explorer.masking import amputate
 
 PARAMS = {
     "n_components": "auto", "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
-    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "predictive": "auto", "empty_rows": "raise", "random_state": None,
+    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "predictive": "auto", "n_posterior_draws": 20,
+    "empty_rows": "raise", "random_state": None,
     "callback": None, "progress": False,
 }
 
@@ -158,10 +159,16 @@ def test_transform_keeps_observed_entries_and_fills_every_nan(data, covariance_t
     assert out.shape == X.shape and not np.isnan(out).any()
     assert out[~missing].tobytes() == X_nan[~missing].tobytes()  # bit for bit
     # the conditional mean is the right quantity: it matches the core's E-step imputation
-    mix = imp.conditional(X_nan)
-    # with the default prior: the Student-t posterior predictive for full covariances, plug-in Gaussians for diag
+    # with the default prior transform is the mean at the fit whatever the predictive: the Student-t posterior
+    # predictive's for full covariances, the plug-in Gaussians' for diag (conditional() pools the posterior draws)
+    point = "student_t" if covariance_type == "full" else "gaussian"
+    same_fit = GaussianMixtureImputer(n_components=2, covariance_type=covariance_type, predictive=point,
+                                      random_state=0).fit(X_nan)
+    np.testing.assert_array_equal(same_fit.means_, imp.means_)
+    mix = same_fit.conditional(X_nan)
     assert isinstance(mix, StudentTConditionalMixture if covariance_type == "full" else ConditionalMixture)
     np.testing.assert_array_equal(out, mix.mean())
+    assert imp.predictive_ == "draws" and imp.conditional(X_nan).n_components == 2 * imp.n_posterior_draws
     # and it beats the column means on the hidden values
     rmse = np.sqrt(np.mean((out - X)[missing] ** 2))
     col = np.where(missing, np.nanmean(X_nan, axis=0), X_nan)

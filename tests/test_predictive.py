@@ -30,7 +30,7 @@ def _gaussian(n, D, seed):
 def test_oracle_one_component_predictive_is_the_conjugate_closed_form():
     X, _ = _gaussian(60, 4, 0)
     n, D = X.shape
-    imp = GaussianMixtureImputer(1, reg_covar=0.0, random_state=0).fit(X)
+    imp = GaussianMixtureImputer(1, reg_covar=0.0, predictive="student_t", random_state=0).fit(X)
     prior = imp.prior_
     mu0, kappa, nu, lam = np.array(prior.mean), prior.kappa, prior.dof, np.array(prior.scale)
     xbar = X.mean(axis=0)
@@ -69,7 +69,7 @@ def test_property_observed_unchanged_no_nan_and_wider_than_plug_in(K):
     Xn[np.isnan(Xn).all(axis=1), 0] = X[np.isnan(Xn).all(axis=1), 0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_imp = GaussianMixtureImputer(K, random_state=0).fit(Xn)
+        t_imp = GaussianMixtureImputer(K, predictive="student_t", random_state=0).fit(Xn)
         g_imp = GaussianMixtureImputer(K, predictive="gaussian", random_state=0).fit(Xn)
     assert t_imp.predictive_ == "student_t" and g_imp.predictive_ == "gaussian"
     np.testing.assert_array_equal(t_imp.means_, g_imp.means_)  # same fit, another predictive
@@ -104,13 +104,17 @@ def test_property_t_intervals_cover_better_than_plug_in_on_small_data():
     assert t > g + 0.05 and t > 0.78, (t, g)
 
 
-def test_ml_and_diag_fits_keep_plug_in_gaussians():
+def test_ml_fits_and_ablations_keep_plug_in_gaussians_diag_gets_posterior_draws():
     X, rng = _gaussian(50, 3, 2)
     Xn = np.where(rng.random(X.shape) < 0.2, np.nan, X)
     Xn[np.isnan(Xn).all(axis=1), 0] = 0.0
-    for kw in (dict(prior=None), dict(covariance_type="diag")):
+    for kw in (dict(prior=None), dict(variant="naive")):  # no posterior to draw from / not EM
         imp = GaussianMixtureImputer(2, random_state=0, **kw).fit(Xn)
         assert imp.predictive_ == "gaussian" and isinstance(imp.conditional(Xn), ConditionalMixture)
+        assert imp.conditional(Xn).n_components == 2 and not hasattr(imp, "posterior_means_")
+    imp = GaussianMixtureImputer(2, covariance_type="diag", n_posterior_draws=5, random_state=0).fit(Xn)
+    assert imp.predictive_ == "draws" and imp.posterior_covariances_.shape == (5, 2, 3)
+    assert imp.conditional(Xn).n_components == 10
 
 
 @pytest.mark.parametrize("kw, words", [

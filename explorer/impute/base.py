@@ -213,6 +213,7 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         self._store_fit(result, data, config, columns, context)
         if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
             raise BadInputError(self._breakdown_message(Xn, columns, "the fitted parameters are not finite"))
+        self._fit_posterior(data, rng)
         self.converged_ = bool(result.converged)
         self.n_iter_ = int(result.n_iter)
         self.stop_reason_ = result.stop_reason
@@ -282,6 +283,9 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
             "scales (e.g. standardise them, or divide by a power of ten), drop constant or duplicated columns, "
             "or increase the regularisation."
         )
+
+    def _fit_posterior(self, data, rng) -> None:
+        """After the fit: anything drawn from the posterior (``GaussianMixtureImputer``'s data augmentation)."""
 
     def _fit_setup(self, Xn, missing, columns, config):
         """``(data, config, context)``: what ``_core.fit`` runs on, and anything ``_store_fit`` needs."""
@@ -431,9 +435,13 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         """
         rng = check_random_state(random_state)
         arr = self._validate(X)
-        draws = self.conditional(arr).sample(n_imputations, rng)
+        draws = self._draw_imputations(arr, n_imputations, rng)
         self._check_finite(draws, arr, "sample")
         return wrap_draws(X, draws)
+
+    def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
+        """``(n_imputations, n, D)`` draws of the missing entries (observed ones copied)."""
+        return self.conditional(arr).sample(n_imputations, rng)
 
     def score(self, X, y=None) -> float:
         """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""

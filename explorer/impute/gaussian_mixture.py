@@ -4,8 +4,10 @@
 (:mod:`explorer.core.mixtures.em_gmm`, Ghahramani & Jordan 1994) and then uses the fitted density:
 
 * ``transform``: single imputation by the conditional mean :math:`E[x^m \\mid x^o]`;
-* ``sample``: multiple imputation, draws from :math:`p(x^m \\mid x^o)`;
-* ``conditional``: the whole conditional mixture of every row
+* ``sample``: proper multiple imputation: imputation i is drawn at the i-th of ``n_posterior_draws`` draws of the
+  parameters from their posterior (Bayesian data augmentation, :mod:`explorer.core.mixtures.data_augmentation`), so
+  the draws carry the uncertainty of the parameters as Rubin's rules need;
+* ``conditional``: the whole conditional mixture of every row, pooled over the posterior draws
   (:class:`~explorer.core.gaussians.conditional.ConditionalMixture`: means, variances, intervals, densities);
 * ``score_samples`` / ``score``: observed-data log-likelihood per row / mean;
 * ``regress``: least-squares regression of some columns on others (Ghahramani & Jordan eq. 13).
@@ -21,14 +23,17 @@ import numpy as np
 
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
-from explorer.core.mixtures import em_gmm
+from explorer.core.mixtures import data_augmentation, em_gmm
 from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
-from explorer.core.validation import BadInputError
+from explorer.core.validation import BadInputError, check_draws, check_int
 from explorer.impute.base import _EMPTY_ROWS, _MixtureImputerBase
 from explorer.model_selection import fit_auto
 from explorer.utils.progress import FitInterruptedWarning, IterationInfo
 
-_PREDICTIVE = ("auto", "student_t", "gaussian")
+_PREDICTIVE = ("auto", "draws", "student_t", "gaussian")
+#: The data-augmentation chain behind predictive="draws": it starts at the MAP fit (already in the posterior's bulk),
+#: so a short burn-in; one state kept every few sweeps (see results/coverage_prior.md for what it gives).
+DA_BURN, DA_THIN = 10, 3
 
 __all__ = ["GaussianMixtureImputer", "NIWPrior", "ComponentCollapseWarning",
            "FitInterruptedWarning", "IterationInfo"]
@@ -84,14 +89,28 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         ``None``: maximum likelihood (the fit before the prior existed; components can collapse on
         small data). An ``NIWPrior(mean=..., kappa=..., dof=..., scale=...)`` sets the prior's
         fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.mixtures.em_gmm`.
-    predictive : {"auto", "student_t", "gaussian"}, default "auto"
-        The conditional density :math:`p(x^m \\mid x^o)` that :meth:`conditional`, ``transform``
-        (its mean), ``sample`` and the intervals use. ``"student_t"``: the posterior predictive of
-        the MAP fit (each component's Normal-inverse-Wishart posterior integrated out, a Student-t
-        with :math:`N_k + 3` degrees of freedom, wider for components fitted to few rows; see
-        :func:`explorer.core.mixtures.em_gmm.posterior_predictive`); it needs a prior and full covariances.
-        ``"gaussian"``: the plug-in mixture of Gaussians at the fitted parameters. ``"auto"``:
-        ``"student_t"`` when the fit has a prior and full covariances, ``"gaussian"`` otherwise.
+    predictive : {"auto", "draws", "student_t", "gaussian"}, default "auto"
+        The conditional density :math:`p(x^m \\mid x^o)` that :meth:`conditional`, ``sample`` and the intervals use.
+        ``"draws"``: proper multiple imputation. After the MAP fit, Bayesian data augmentation (Tanner & Wong 1987;
+        the Bayesian alternative to EM that Ghahramani & Jordan name) alternates draws of the gaps and draws of the
+        parameters from their conjugate posterior (:mod:`explorer.core.mixtures.data_augmentation`: start at the MAP
+        fit, 10 sweeps of burn-in, one state kept every 3 sweeps) and keeps ``n_posterior_draws`` parameter draws.
+        ``sample``'s imputation i is drawn at draw ``i % n_posterior_draws`` (every row of one imputation shares its
+        parameters, as Rubin's rules assume), and :meth:`conditional` is the mixture over the draws (each row's
+        weights from its observed entries under every draw), so its intervals are the pooled posterior predictive
+        ones. It needs a prior (not ``prior=None``) and ``variant="em"``; both covariance types. Chosen over the
+        Bayesian bootstrap because the conjugate posterior makes both steps exact draws, while a bootstrap needs a
+        weighted refit per draw. ``"student_t"``: the posterior predictive of the MAP fit (each component's
+        Normal-inverse-Wishart posterior integrated out at the fitted responsibilities, a Student-t with
+        :math:`N_k + 3` degrees of freedom; see :func:`explorer.core.mixtures.em_gmm.posterior_predictive`); it
+        needs a prior and full covariances. ``"gaussian"``: the plug-in mixture of Gaussians at the fitted
+        parameters. ``"auto"``: ``"draws"`` when the fit has a prior and ``variant="em"``, else ``"gaussian"``.
+        ``transform`` does not depend on it: it is always the conditional mean at the fit (of the Student-t
+        predictive with a prior and full covariances, else of the plug-in Gaussians), so point imputations are
+        deterministic.
+    n_posterior_draws : int, default 20
+        The parameter draws kept by ``predictive="draws"`` (the chain runs 10 + 3 x n_posterior_draws sweeps in
+        ``fit``).
     empty_rows : {"raise", "marginal"}, default "raise"
         What to do with rows whose every value is missing: raise an error (in ``fit`` and in
         every method that takes ``X``), or accept them (they do not inform the fit and are
@@ -170,8 +189,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         return fit_auto(self, X, values)
 
     def __init__(self, n_components="auto", covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
-                 init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", empty_rows="raise",
-                 random_state=None, callback=None, progress=False):
+                 init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", n_posterior_draws=20,
+                 empty_rows="raise", random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -182,6 +201,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.variant = variant
         self.prior = prior
         self.predictive = predictive
+        self.n_posterior_draws = n_posterior_draws
         self.empty_rows = empty_rows
         self.random_state = random_state
         self.callback = callback
@@ -198,6 +218,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         if self.predictive == "student_t" and (self.prior is None or self.covariance_type != "full"):
             raise BadInputError("predictive='student_t' is the posterior predictive of a MAP fit with full "
                                 "covariances: it needs a prior (not prior=None) and covariance_type='full'.")
+        if self.predictive == "draws" and (self.prior is None or self.variant != "em"):
+            raise BadInputError("predictive='draws' draws the parameters from their posterior: it needs a prior "
+                                "(not prior=None) and variant='em'.")
+        check_int("n_posterior_draws", self.n_posterior_draws, 1)
         if self.empty_rows not in _EMPTY_ROWS:
             raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
         return em_gmm.EMConfig(
@@ -218,10 +242,26 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.log_prior_ = float(state.log_prior)
         self.prior_ = None if state.prior is None else state.prior.spec
         self.component_sizes_ = np.array(em_gmm.effective_sizes(state, data, config))
-        self.predictive_ = ("student_t" if self.predictive == "student_t" or (
-            self.predictive == "auto" and self.prior_ is not None and self.covariance_type == "full")
-            else "gaussian")
+        if self.predictive == "auto":
+            self.predictive_ = "draws" if self.prior_ is not None and self.variant == "em" else "gaussian"
+        else:
+            self.predictive_ = self.predictive
         self.history_ = em_history(result.trace, columns=columns, config=config, stop_reason=result.stop_reason)
+
+    def _fit_posterior(self, data, rng) -> None:
+        """``predictive_ == "draws"``: the data-augmentation chain from the fit; ``posterior_*_`` are its draws."""
+        for name in ("posterior_weights_", "posterior_means_", "posterior_covariances_"):
+            self.__dict__.pop(name, None)
+        if self.predictive_ != "draws":
+            return
+        config = data_augmentation.DAConfig(n_burn=DA_BURN, n_thin=DA_THIN, covariance_type=self.covariance_type)
+        prior = em_gmm.resolved_arrays(self.prior_, self.covariance_type)
+        X = np.asarray(data.X, dtype=float)
+        state = data_augmentation.init(X, self.weights_, self.means_, self.covariances_, config, rng)
+        kept = data_augmentation.run(state, X, prior, config, self.n_posterior_draws, rng, fit_rows=data.fit_rows)
+        self.posterior_weights_ = np.stack([s.weights for s in kept])
+        self.posterior_means_ = np.stack([s.means for s in kept])
+        self.posterior_covariances_ = np.stack([s.covariances for s in kept])
 
     # ------------------------------------------------------------------ using the model
     def conditional(self, X) -> ConditionalMixture:
@@ -235,12 +275,25 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         Returns
         -------
         ConditionalMixture or StudentTConditionalMixture
-            The Student-t posterior predictive when ``predictive_ == "student_t"`` (the default with a
-            prior), else the plug-in Gaussian mixture. Both have ``mean()``, ``variance()``,
-            ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
+            With ``predictive_ == "draws"`` (the default with a prior) the Gaussian mixture over the
+            ``n_posterior_draws`` parameter draws (n_posterior_draws x K components, each draw's weights divided
+            by their number; a row's weights then follow how well each draw explains its observed entries);
+            the Student-t posterior predictive with ``"student_t"``; else the plug-in Gaussian mixture. All have
+            ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
         """
         arr = self._validate(X)
-        if getattr(self, "predictive_", "gaussian") == "student_t":
+        kind = getattr(self, "predictive_", "gaussian")
+        if kind == "draws":
+            M, K = self.posterior_weights_.shape
+            return ConditionalMixture.from_gaussian_mixture(
+                arr, self.posterior_weights_.ravel() / M, self.posterior_means_.reshape(M * K, -1),
+                self.posterior_covariances_.reshape((M * K,) + self.posterior_covariances_.shape[2:]),
+                covariance_type=self.covariance_type, columns=self._columns)
+        return self._fitted_conditional(arr, kind)
+
+    def _fitted_conditional(self, arr, kind):
+        """The conditional at the fitted parameters: the Student-t predictive (``kind == "student_t"``) or Gaussians."""
+        if kind == "student_t":
             loc, scales, dof = em_gmm.posterior_predictive(self.means_, self.covariances_, self.component_sizes_,
                                                           self.prior_, self.reg_covar)
             return StudentTConditionalMixture.from_student_t_mixture(arr, self.weights_, loc, scales, dof,
@@ -250,7 +303,31 @@ class GaussianMixtureImputer(_MixtureImputerBase):
             covariance_type=self.covariance_type, columns=self._columns,
         )
 
+    @property
+    def _point_predictive(self) -> str:
+        """``transform``'s conditional: the Student-t predictive's mean when the fit has one (as before issue 21)."""
+        kind = getattr(self, "predictive_", "gaussian")
+        if kind == "draws":
+            full_map = getattr(self, "prior_", None) is not None and self.covariance_type == "full"
+            return "student_t" if full_map else "gaussian"
+        return kind
+
     def _impute(self, arr: np.ndarray) -> np.ndarray:
         if self.variant == "mean_impute":  # the ablation: observed column means of the training data
             return np.where(np.isnan(arr), self.col_means_, arr)
-        return super()._impute(arr)
+        # the conditional mean at the fit, whatever the predictive: deterministic point imputations
+        return self._fitted_conditional(arr, self._point_predictive).mean()
+
+    def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
+        if getattr(self, "predictive_", "gaussian") != "draws":
+            return super()._draw_imputations(arr, n_imputations, rng)
+        check_draws(n_imputations, rng)
+        M = self.posterior_weights_.shape[0]
+        out = np.empty((n_imputations,) + arr.shape)
+        for m in range(min(M, n_imputations)):  # imputation i at parameter draw i % M: rows share the draw
+            which = np.arange(m, n_imputations, M)
+            cm = ConditionalMixture.from_gaussian_mixture(
+                arr, self.posterior_weights_[m], self.posterior_means_[m], self.posterior_covariances_[m],
+                covariance_type=self.covariance_type, columns=self._columns)
+            out[which] = cm.sample(which.size, rng)
+        return out

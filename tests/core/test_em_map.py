@@ -83,10 +83,13 @@ def test_auto_prior_mode_is_the_data_covariance_and_fraley_raftery_keeps_their_s
     spec = em_gmm.resolve_prior(data, EMConfig(n_components=K, covariance_type=covariance_type, prior="auto"))
     S = np.cov(X.T, bias=True) + reg * np.eye(D)
     np.testing.assert_allclose(spec.mean, X.mean(axis=0), atol=1e-12)
-    # the default ("auto") scale puts the prior's covariance mode at S / K^(2/D) ...
+    # the default ("auto") scale puts the prior's covariance mode at S shrunk towards its diagonal by D / (N + D),
+    # over K^(2/D) (issue 21; the diagonal prior reads only the diagonal, which the shrinkage keeps) ...
     divisor = (D + 2) + (D + 2 if covariance_type == "full" else 3)
     assert em_gmm.prior_mode_divisor(D + 2, D, covariance_type) == divisor
-    np.testing.assert_allclose(np.array(spec.scale), divisor * S / K ** (2 / D), atol=1e-12)
+    lam = D / (40 + D) if covariance_type == "full" else 0.0
+    shrunk = (1 - lam) * S + lam * np.diag(np.diag(S))
+    np.testing.assert_allclose(np.array(spec.scale), divisor * shrunk / K ** (2 / D), atol=1e-12)
     assert spec.kappa == 0.01 and spec.dof == D + 2
     # ... and prior="fraley-raftery" keeps F&R's priorControl scale S / K^(2/D) itself
     fr = em_gmm.resolve_prior(data, EMConfig(n_components=K, covariance_type=covariance_type,
@@ -109,7 +112,9 @@ def test_auto_prior_on_incomplete_data_uses_the_one_component_ml_fit():
     one = em_gmm.fit(data, EMConfig(tol=1e-12, max_iter=2000), np.random.default_rng(0))
     spec = em_gmm.resolve_prior(data, EMConfig(n_components=3, prior="auto"))
     # data_moments stops when no parameter moves by 1e-6 of the covariance's size (at most 100 steps)
-    expected = (5 + 5) * one.state.covariances[0] / 3 ** (2 / 3)
+    C = one.state.covariances[0]
+    lam = 3 / (200 + 3)  # the covariance mode shrunk towards its diagonal by D / (N + D) (issue 21)
+    expected = (5 + 5) * ((1 - lam) * C + lam * np.diag(np.diag(C))) / 3 ** (2 / 3)
     np.testing.assert_allclose(spec.mean, one.state.means[0], atol=1e-5)
     np.testing.assert_allclose(np.array(spec.scale), expected, atol=1e-5 * np.abs(expected).max())
 

@@ -463,8 +463,9 @@ def resolve_prior(data: EMData, config: EMConfig) -> NIWPrior | None:
     :func:`explorer.core.mixtures.prior.complete_prior` with the data moments of :func:`data_moments`
     (computed only when a field needs them). None without a prior.
     """
+    n_rows = data.n_samples if config.variant == "mean_impute" else data.n_fit
     return complete_prior(config.prior, data.n_features, config.n_components, config.covariance_type,
-                          lambda: data_moments(data, config))
+                          lambda: data_moments(data, config), n_samples=n_rows)
 
 
 def resolved_prior(data: EMData, config: EMConfig) -> ResolvedPrior | None:

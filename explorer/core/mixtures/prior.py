@@ -19,8 +19,8 @@ from scipy.special import gammaln, multigammaln
 
 from explorer.core.validation import BadInputError
 
-__all__ = ["PRIORS", "NIWPrior", "ResolvedPrior", "complete_prior", "log_prior", "posterior_predictive",
-           "prior_mode_divisor", "resolved_arrays"]
+__all__ = ["PRIORS", "NIWPrior", "ResolvedPrior", "complete_prior", "default_scale", "log_prior",
+           "posterior_predictive", "prior_mode_divisor", "resolved_arrays"]
 
 
 def _readonly(*arrays):
@@ -100,16 +100,17 @@ class ResolvedPrior:
 
 
 def complete_prior(spec, n_features: int, n_components: int, covariance_type: str,
-                   moments: Callable[[], tuple[np.ndarray, np.ndarray]]) -> NIWPrior | None:
+                   moments: Callable[[], tuple[np.ndarray, np.ndarray]], n_samples: int | None = None
+                   ) -> NIWPrior | None:
     """The concrete prior of a fit: ``spec`` (a :class:`NIWPrior`, ``"auto"``, ``"fraley-raftery"`` or None) with
     every field left None set from the data.
 
     Defaults: ``mean`` = data mean, ``kappa`` = 0.01, ``dof`` = D + 2 (Fraley & Raftery 2007,
-    section 4; mclust's ``priorControl``), ``scale`` = :func:`prior_mode_divisor` x data covariance /
-    K^(2/D), whose covariance mode is data covariance / K^(2/D); with ``"fraley-raftery"`` F&R's scale, data
-    covariance / K^(2/D). For ``"diag"`` only the diagonal of ``scale`` is used. ``moments()`` gives the data
-    mean and covariance (:func:`explorer.core.mixtures.em_gmm.data_moments`); it is called only when a field
-    needs them. None without a prior.
+    section 4; mclust's ``priorControl``), ``scale`` = :func:`default_scale`: for ``"auto"`` a covariance mode of
+    the data covariance shrunk towards its diagonal by D / (N + D) (``n_samples`` = N), over K^(2/D); with
+    ``"fraley-raftery"`` F&R's scale, data covariance / K^(2/D). For ``"diag"`` only the diagonal of ``scale`` is
+    used. ``moments()`` gives the data mean and covariance (:func:`explorer.core.mixtures.em_gmm.data_moments`); it
+    is called only when a field needs them. None without a prior.
 
     Raises
     ------
@@ -130,9 +131,7 @@ def complete_prior(spec, n_features: int, n_components: int, covariance_type: st
         if mean is None:
             mean = m_hat
         if scale is None:
-            scale = c_hat / K ** (2.0 / D)
-            if rule == "auto":  # the prior's covariance mode (scale / mode_divisor) is c_hat / K^(2/D)
-                scale = scale * prior_mode_divisor(dof, D, covariance_type)
+            scale = default_scale(c_hat, K, dof, covariance_type, rule, n_samples)
     mean, scale = np.asarray(mean, dtype=float), np.asarray(scale, dtype=float)
     if scale.ndim == 1:
         scale = np.diag(scale)
@@ -151,6 +150,30 @@ def complete_prior(spec, n_features: int, n_components: int, covariance_type: st
             "columns or set reg_covar > 0."
         )
     return NIWPrior(mean=mean, kappa=spec.kappa, dof=dof, scale=scale)
+
+
+def default_scale(c_hat: np.ndarray, n_components: int, dof: float, covariance_type: str, rule: str = "auto",
+                  n_samples: int | None = None) -> np.ndarray:
+    """The prior's scale :math:`\\Lambda_P` from the data covariance ``c_hat`` (D x D).
+
+    ``"fraley-raftery"``: :math:`\\hat\\Sigma / K^{2/D}` (Fraley & Raftery 2007). ``"auto"``: the scale whose
+    covariance mode is :math:`((1 - \\lambda)\\hat\\Sigma + \\lambda\\,\\mathrm{diag}\\,\\hat\\Sigma) / K^{2/D}`
+    with :math:`\\lambda = D / (N + D)` (no shrinkage when ``n_samples`` is None). The shrinkage (issue 21): the
+    sample covariance of N rows in D dimensions has its small eigenvalues biased low, by an order D / N, and a prior
+    built from it alone repeats that bias with D + 2 pseudo-observations, so the conditional variances of a small
+    sample came out several times too small (95 % intervals covered 3-45 % of hidden entries on 25-row subsamples
+    of the benchmark sets, ``results/coverage_prior.md``). Shrinking towards the diagonal (independent columns with
+    the observed variances) keeps the prior's mode at the data's scale and, at N >> D, changes nothing.
+    """
+    D, K = c_hat.shape[0], n_components
+    c_hat = np.asarray(c_hat, dtype=float)
+    if rule == "auto" and n_samples is not None and covariance_type == "full":
+        lam = D / (float(n_samples) + D)
+        c_hat = (1.0 - lam) * c_hat + lam * np.diag(np.diag(c_hat))
+    scale = c_hat / K ** (2.0 / D)
+    if rule == "auto":  # the prior's covariance mode (scale / mode_divisor) is c_hat / K^(2/D)
+        scale = scale * prior_mode_divisor(dof, D, covariance_type)
+    return scale
 
 
 def prior_mode_divisor(dof: float, n_features: int, covariance_type: str = "full") -> float:
