@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import logsumexp
@@ -210,6 +211,8 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         elif result.stop_reason not in ("tol", "callback"):  # a callback's StopIteration is the user's choice
             warnings.warn(result.message, self._core.ConvergenceWarning, stacklevel=level)
         self._set_features(names, Xn.shape[1])
+        with np.errstate(invalid="ignore"):  # columns whose observed values are all positive (NaN compares False)
+            self.positive_columns_ = ~np.any(Xn <= 0, axis=0)
         self._store_fit(result, data, config, columns, context)
         if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
             raise BadInputError(self._breakdown_message(Xn, columns, "the fitted parameters are not finite"))
@@ -438,6 +441,12 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         draws = self._draw_imputations(arr, n_imputations, rng)
         self._check_finite(draws, arr, "sample")
         return wrap_draws(X, draws)
+
+    def _with_positive(self, conditional):
+        """``conditional`` flagged with the training data's positive columns: its ``interval`` then warns
+        (``NegativeIntervalWarning``) when such a column's interval reaches below zero."""
+        positive = getattr(self, "positive_columns_", None)
+        return conditional if positive is None else replace(conditional, positive=np.asarray(positive, dtype=bool))
 
     def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
         """``(n_imputations, n, D)`` draws of the missing entries (observed ones copied)."""

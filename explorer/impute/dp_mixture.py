@@ -309,7 +309,7 @@ class DPGMMImputer(_MixtureImputerBase):
             tau = np.array(self.resp_)
             tau.setflags(write=False)
             mix = dataclasses.replace(mix, weights=tau)
-        return mix
+        return self._with_positive(mix)
 
     def predictive(self, X) -> StudentTConditionalMixture:
         r"""The Student-t posterior-predictive conditional mixture :math:`p(x^m \mid x^o)` of every row.

@@ -279,17 +279,19 @@ class GaussianMixtureImputer(_MixtureImputerBase):
             ``n_posterior_draws`` parameter draws (n_posterior_draws x K components, each draw's weights divided
             by their number; a row's weights then follow how well each draw explains its observed entries);
             the Student-t posterior predictive with ``"student_t"``; else the plug-in Gaussian mixture. All have
-            ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``.
+            ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``. Its
+            ``interval`` warns (``NegativeIntervalWarning``) when an interval of a column whose training values were
+            all positive reaches below zero.
         """
         arr = self._validate(X)
         kind = getattr(self, "predictive_", "gaussian")
         if kind == "draws":
             M, K = self.posterior_weights_.shape
-            return ConditionalMixture.from_gaussian_mixture(
+            return self._with_positive(ConditionalMixture.from_gaussian_mixture(
                 arr, self.posterior_weights_.ravel() / M, self.posterior_means_.reshape(M * K, -1),
                 self.posterior_covariances_.reshape((M * K,) + self.posterior_covariances_.shape[2:]),
-                covariance_type=self.covariance_type, columns=self._columns)
-        return self._fitted_conditional(arr, kind)
+                covariance_type=self.covariance_type, columns=self._columns))
+        return self._with_positive(self._fitted_conditional(arr, kind))
 
     def _fitted_conditional(self, arr, kind):
         """The conditional at the fitted parameters: the Student-t predictive (``kind == "student_t"``) or Gaussians."""

@@ -65,7 +65,7 @@ from scipy.special import expit, logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from explorer.core.gaussians.conditional import ConditionalMixture, quantile_of_mixtures
+from explorer.core.gaussians.conditional import ConditionalMixture, NegativeIntervalWarning, quantile_of_mixtures
 from explorer.core.gaussians.gaussian import normal_logpdf
 from explorer.core.validation import BadInputError, as_float_matrix, check_level, column_label
 from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
@@ -509,7 +509,9 @@ class TransformedConditional:
     def interval(self, level: float = 0.95):
         """Equal-tailed predictive intervals, the inner ones back-transformed (exact); ``lower = upper = value`` at observed entries."""
         level = check_level(level)
-        lower, upper = self.inner.interval(level)
+        with warnings.catch_warnings():  # zero on the transformed scale means nothing: _finish checks the bounds
+            warnings.simplefilter("ignore", NegativeIntervalWarning)
+            lower, upper = self.inner.interval(level)
         return self._finish(self._back(np.asarray(lower)), "interval ends"), self._finish(
             self._back(np.asarray(upper)), "interval ends")
 

@@ -48,6 +48,7 @@ leading sub-block of the joint factor.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -72,7 +73,7 @@ from explorer.core.validation import (
     column_label,
 )
 
-__all__ = ["ConditionalMixture", "regression", "COVARIANCE_TYPES"]
+__all__ = ["ConditionalMixture", "regression", "COVARIANCE_TYPES", "NegativeIntervalWarning", "warn_below_zero"]
 
 COVARIANCE_TYPES = ("full", "diag")
 
@@ -217,6 +218,32 @@ def quantile_of_mixtures(W: np.ndarray, M: np.ndarray, S: np.ndarray, q: float) 
     return 0.5 * (lo + hi)
 
 
+class NegativeIntervalWarning(UserWarning):
+    """A predictive interval of a column whose observed values are all positive reaches below zero."""
+
+
+def warn_below_zero(lower, missing, positive, columns, level: float) -> None:
+    """Warn (:class:`NegativeIntervalWarning`) when a missing entry of a ``positive`` column has ``lower < 0``.
+
+    ``positive``: (n_features,) bool or None (no check); the imputers set it to the columns whose observed training
+    values are all above zero (issue 21: a Gaussian model gives such a column negative values without saying so).
+    """
+    if positive is None:
+        return
+    crossing = missing & (lower < 0) & np.asarray(positive, dtype=bool)[None, :]
+    if not crossing.any():
+        return
+    counts = crossing.sum(axis=0)
+    cols = np.flatnonzero(counts)
+    named = ", ".join(f"{column_label(int(j), columns)}: {int(counts[j])} of {int(missing[:, j].sum())}"
+                      for j in cols[:5]) + (" ..." if cols.size > 5 else "")
+    warnings.warn(
+        f"{level:.0%} intervals of missing entries of column(s) whose observed values are all positive reach below "
+        f"zero ({named}). The Gaussian model puts probability on negative values there; for a positive, skewed column "
+        "fit on the log scale (explorer.TransformedImputer with transforms={'<column>': 'log'}, or "
+        "transforms='suggest').", NegativeIntervalWarning, stacklevel=3)
+
+
 # ----------------------------------------------------------------------------- the class
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class ConditionalMixture:
@@ -259,6 +286,7 @@ class ConditionalMixture:
     row_block: np.ndarray
     row_pattern: np.ndarray
     columns: tuple | None = None
+    positive: np.ndarray | None = None  # (n_features,) bool: columns whose intervals should stay above 0
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -443,6 +471,7 @@ class ConditionalMixture:
             W = self.weights[ri].T
             lower[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 - level))
             upper[ri, ci] = quantile_of_mixtures(W, M, S, 0.5 * (1.0 + level))
+        warn_below_zero(lower, self.missing, self.positive, self.columns, level)
         return lower, upper
 
     # ---------------------------------------------------------------- sampling and densities

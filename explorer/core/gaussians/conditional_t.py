@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp, stdtr, stdtrit
 
-from explorer.core.gaussians.conditional import ConditionalMixture, _as_array, draw_components
+from explorer.core.gaussians.conditional import ConditionalMixture, _as_array, draw_components, warn_below_zero
 from explorer.core.gaussians.gaussian import LOG_2PI, observed_gaussian, precision_and_logdet
 from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.validation import BadInputError, check_draws, check_level
@@ -140,6 +140,7 @@ class StudentTConditionalMixture:
     weights: np.ndarray
     dof: np.ndarray
     row_scale: np.ndarray
+    positive: np.ndarray | None = None  # (n_features,) bool: columns whose intervals should stay above 0
 
     @classmethod
     def from_student_t_mixture(cls, X, weights, locations, scales, dof, *, missing=None,
@@ -286,6 +287,7 @@ class StudentTConditionalMixture:
             W, V = self.weights[ri].T, self.dof[ri].T
             lower[ri, ci] = _t_mixture_quantile(W, M, S, V, 0.5 * (1.0 - level))
             upper[ri, ci] = _t_mixture_quantile(W, M, S, V, 0.5 * (1.0 + level))
+        warn_below_zero(lower, self.missing, self.positive, self.columns, level)
         return lower, upper
 
     # ---------------------------------------------------------------- sampling and densities
