@@ -83,3 +83,21 @@ def test_md_decision_line_and_rows_are_the_json(results, md, bench):
                    for line in lines), s["dataset"]
     assert lines[0].startswith("Command: `.venv/bin/python benchmarks/transforms_auto.py --seeds "
                                f"{results['meta']['seeds']} ")
+
+
+def test_user_guide_paragraph_quotes_the_results(results):
+    """docs/user_guide/fits_and_output.md, "When to use it": the numbers are those of the JSON."""
+    page = (REPO_ROOT / "docs" / "user_guide" / "fits_and_output.md").read_text(encoding="utf-8")
+    text = " ".join(page.split())
+    d = results["decision"]
+    rel = d["rel_nrmse"]
+    n_sets, seeds = len(results["meta"]["datasets"]), results["meta"]["seeds"]
+    assert f"measured on {n_sets} data sets with {seeds} seeds" in text
+    assert f"mean NRMSE of {d['mean_nrmse_auto']:.3f} against {d['mean_nrmse_plain']:.3f}" in text
+    for name, label in (("breast_cancer", "breast cancer"), ("hepatitis", "hepatitis"), ("iris", "iris"),
+                        ("msleep", "msleep")):
+        pct = 100 * rel[name]
+        assert f"{label} {'+' if pct > 0 else '-'}{abs(pct):.1f} %" in text, name
+    cross = {s["dataset"]: s["plain"]["cross0"] for s in results["summary"]}
+    lo, hi = sorted((cross["hepatitis"], cross["msleep"]))
+    assert f"({100 * lo:.0f}-{100 * hi:.0f} % of them on hepatitis and msleep" in text
