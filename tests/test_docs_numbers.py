@@ -109,8 +109,8 @@ def test_classroom_numbers_are_the_committed_results():
 # ------------------------------------------------------------------------------------------ user guide
 
 COVERAGE_DATASETS = ("iris", "wine", "boston", "hepatitis", "breast_cancer", "ionosphere")  # the page's column order
-COVERAGE_ROWS = {"maximum likelihood": "ml", "F&R prior, Gaussian conditionals (before)": "fraley-raftery",
-                 "defaults now": "auto"}
+COVERAGE_ROWS = {"maximum likelihood": "ml", "F&R prior, Gaussian conditionals (before issue 10)": "fraley-raftery",
+                 "prior not shrunk, Student-t (before issue 21)": "previous", "defaults now": "auto"}
 
 
 def test_coverage_table_is_results_coverage_prior():
@@ -125,7 +125,21 @@ def test_coverage_table_is_results_coverage_prior():
         for dataset, cell in zip(COVERAGE_DATASETS, cells, strict=True):
             values = [r["coverage"] for r in summary if r["prior"] == prior and r["dataset"] == dataset]
             assert len(values) == 5, (prior, dataset)  # K = 1, 2, 3, 5 and "auto"
-            assert cell == f"{min(values):.2f}-{max(values):.2f}", (label, dataset, cell)
+            assert cell.strip("*") == f"{min(values):.2f}-{max(values):.2f}", (label, dataset, cell)
+
+
+def test_small_data_coverage_table_is_results_coverage_prior():
+    """user_guide/csv.md, "Small data": each set's coverage at 25 / 50 / 100 rows, before issue 21 and now."""
+    page = _page("user_guide/csv.md")
+    sub = _results("coverage_prior.json")["subsamples"]
+    header = _cells(_row(page, "| 95 % coverage, 25 / 50 / 100 rows |"))
+    assert [h.lower().replace(" ", "_") for h in header[1:]] == list(COVERAGE_DATASETS)
+    for label, prior in (("before issue 21, by size", "previous"), ("**defaults now, by size**", "auto")):
+        cells = _cells(_row(page, f"| {label} |"))[1:]
+        for dataset, cell in zip(COVERAGE_DATASETS, cells, strict=True):
+            values = [r["coverage"] for r in sub if r["prior"] == prior and r["dataset"] == dataset]
+            assert [r["subsample"] for r in sub if r["prior"] == prior and r["dataset"] == dataset] == [25, 50, 100]
+            assert cell.strip("*") == " / ".join(f"{v:.2f}" for v in values), (label, dataset, cell)
 
 
 K_DATASETS = ("iris", "wine", "boston", "ionosphere", "hepatitis", "breast_cancer")
@@ -683,11 +697,24 @@ def test_user_guide_text_numbers_are_the_results():
     checked = _check(csv_page, ": {} data sets, {} % of the observed entries hidden, K = {}, {}, {}, {}, auto, {} seeds)",
                      len({r["dataset"] for r in summary}), 100 * coverage["meta"]["rate"],
                      *coverage["meta"]["components"][:-1], coverage["meta"]["seeds"])
-    checked += _check(csv_page, "The target (90-98 % for every K) is met in {} of {} (data set, K) cells;",
-                      sum(0.90 <= c <= 0.98 for c in auto), len(auto))
-    wine5 = {r["prior"]: r["nrmse"] for r in summary if (r["dataset"], r["K"]) == ("wine", 5)}
-    checked += _check(csv_page, "(wine K = {}: {} ML, {} before, {} now)", 5, wine5["ml"], wine5["fraley-raftery"],
-                      wine5["auto"])
+    previous = [r["coverage"] for r in summary if r["prior"] == "previous"]
+    checked += _check(csv_page, "The target (90-98 % for every K) is met in {} of {} (data set, K) cells ({} before);",
+                      sum(0.90 <= c <= 0.98 for c in auto), len(auto), sum(0.90 <= c <= 0.98 for c in previous))
+    at_k = {(r["prior"], r["dataset"]): r for r in summary if r["K"] == "auto"}
+    checked += _check(csv_page, "NRMSE with the default K moved from {} to {} on Ionosphere and from {} to {} on breast",
+                      at_k["previous", "ionosphere"]["nrmse"], at_k["auto", "ionosphere"]["nrmse"],
+                      at_k["previous", "breast_cancer"]["nrmse"], at_k["auto", "breast_cancer"]["nrmse"])
+    sub = coverage["subsamples"]
+    pairs = {(r["dataset"], r["subsample"]): {} for r in sub}
+    for r in sub:
+        pairs[r["dataset"], r["subsample"]][r["prior"]] = r
+    in_now = sum(0.90 <= p["auto"]["coverage"] <= 0.98 for p in pairs.values())
+    in_before = sum(0.90 <= p["previous"]["coverage"] <= 0.98 for p in pairs.values())
+    fell = sum(p["auto"]["nrmse"] < p["previous"]["nrmse"] for p in pairs.values())
+    checked += _check(csv_page, "{} of the {} cells are in 90-98 % ({} before)", in_now, len(pairs), in_before)
+    checked += _check(csv_page, "NRMSE fell in {} of the {} cells (wine at {} rows: {} to {})", fell, len(pairs), 25,
+                      pairs["wine", 25]["previous"]["nrmse"], pairs["wine", 25]["auto"]["nrmse"])
+    assert {d for (d, _), p in pairs.items() if p["auto"]["coverage"] > 0.98} == {"iris", "boston", "breast_cancer"}
     dp = [r for r in _results("dpgmm_small_data.json")["summary"] if r["config"] == "data (default)"]
     cov = {r["dataset"]: r["coverage_t"] for r in dp}
     met = [c for c in cov.values() if 0.90 <= c <= 0.98]
@@ -695,10 +722,9 @@ def test_user_guide_text_numbers_are_the_results():
                                 " Ionosphere {};", min(r["n_eff"] for r in dp), max(r["n_eff"] for r in dp), min(met),
                       max(met), cov["hepatitis"], cov["ionosphere"])
     at_auto = {r["dataset"]: r["coverage"] for r in summary if r["prior"] == "auto" and r["K"] == "auto"}
-    rest = [c for d, c in at_auto.items() if d != "ionosphere"]
-    checked += _check(csv_page, "with the default K (\"auto\") the coverage is {}-{} on five sets and {} on Ionosphere",
-                      min(rest), max(rest), at_auto["ionosphere"])
-    assert checked == 7 + 2 + 4 + 6 + 3
+    checked += _check(csv_page, "the coverage is {}-{} on all six sets (Ionosphere {} before:",
+                      min(at_auto.values()), max(at_auto.values()), at_k["previous", "ionosphere"]["coverage"])
+    assert checked == 7 + 3 + 4 + 3 + 5 + 6 + 3
     assert len(met) == 4 and "on four of the six sets" in " ".join(csv_page.split())
 
     page = _page("user_guide/evaluation.md")
