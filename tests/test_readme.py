@@ -1,4 +1,5 @@
-"""The README (issue 20, item 6): at most 250 lines, one picture, the four commands, a ten-line library example that
+"""The README (issue 20, item 6; issue 21: the example reads a CSV with gaps and a text column): at most 250 lines, one
+picture, the four commands, a ten-line library example that
 runs as written, and links into the documentation that resolve. Its long content moved to docs/ (its code is run by
 tests/test_docs_pages.py, its numbers checked by tests/test_docs_numbers.py)."""
 
@@ -30,15 +31,24 @@ def test_readme_python_block_is_the_ten_line_example_and_runs():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)  # no old module path in the first thing people copy
         exec(compile(blocks[0], "README.md", "exec"), namespace)
-    data, filled, draws = namespace["data"], namespace["filled"], namespace["draws"]
-    missing = np.asarray(data.missing)
-    assert missing.any(), "the CSV has gaps"
-    values = np.asarray(filled.values)
-    assert values.shape == missing.shape and np.isfinite(values).all()
-    assert np.array_equal(values[~missing], np.asarray(data.values)[~missing])  # observed entries kept
-    assert draws.sizes["imputation"] == 10
+    data, filled, draws, proba = namespace["data"], namespace["filled"], namespace["draws"], namespace["proba"]
+    missing = data.isna().to_numpy()
+    assert missing.any() and data["Month"].isna().any(), "the CSV has gaps, also in its text column"
+    assert str(data["Month"].dtype) == "category"
+    assert filled.shape == data.shape and not filled.isna().to_numpy().any()
+    assert list(filled.columns) == list(data.columns) and str(filled["Month"].dtype) == "category"
+    for c in data.columns:  # observed cells kept
+        kept = data[c].notna()
+        assert (filled.loc[kept, c] == data.loc[kept, c]).all(), c
+    assert set(filled["Month"]) <= {"May", "June"}
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert set(proba.columns) == {"May", "June"}
+    hidden_month = data["Month"].isna()
+    assert (filled.loc[hidden_month, "Month"] == proba.loc[hidden_month].idxmax(axis=1)).all()  # the most probable
+    assert len(draws) == 10 and all(d.shape == data.shape for d in draws)
     lower, upper = namespace["lower"], namespace["upper"]
-    assert np.all(lower[missing] < upper[missing])
+    num_missing = data.drop(columns="Month").isna().to_numpy()
+    assert np.all(lower[num_missing] < upper[num_missing])
 
 
 def test_readme_has_one_picture_and_it_exists():
