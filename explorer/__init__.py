@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "list_datasets": "explorer.datasets",
     "IncompleteData": "explorer.core.data",
     "ConditionalMixture": "explorer.core.gaussians.conditional",
+    "NegativeIntervalWarning": "explorer.core.gaussians.conditional",
     "NIWPrior": "explorer.core.mixtures.em_gmm",
     "ComponentCollapseWarning": "explorer.core.mixtures.em_gmm",
     "IterationInfo": "explorer.core.loop",
@@ -47,7 +48,7 @@ __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from explorer.core.data import IncompleteData
-    from explorer.core.gaussians.conditional import ConditionalMixture
+    from explorer.core.gaussians.conditional import ConditionalMixture, NegativeIntervalWarning
     from explorer.core.loop import FitInterruptedWarning, IterationInfo
     from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
     from explorer.datasets import list_datasets, load_dataset
