@@ -65,9 +65,13 @@ def test_oracle_p_step_draws_have_the_conjugate_posterior_moments(covariance_typ
     assert all(np.isclose(d.weights.sum(), 1.0) for d in draws[:5])
 
 
-def test_oracle_i_step_draws_follow_the_conditional_mixture():
+@pytest.mark.parametrize("rate", [0.2, 0.6])  # precision side (conditional mixture) / covariance side (mostly missing)
+def test_oracle_i_step_draws_follow_the_conditional_mixture(rate):
     """At fixed parameters the imputed entries average to E[x^m | x^o] and labels follow the responsibilities."""
-    _, Xn = _data(n=30, seed=3)
+    _, Xn = _data(n=30, seed=3, rate=rate)
+    Xn = Xn[~np.isnan(Xn).all(axis=1)]
+    m = np.isnan(Xn).sum(axis=1)
+    assert (np.sum((3 - m) ** 3) < np.sum(m ** 3)) == (rate > 0.5)  # the path the rate is meant to take
     data, fitted, _ = _fit(Xn, K=2)
     cm = ConditionalMixture.from_gaussian_mixture(Xn, fitted.weights, fitted.means, fitted.covariances)
     rng = np.random.default_rng(4)
@@ -77,9 +81,34 @@ def test_oracle_i_step_draws_follow_the_conditional_mixture():
     miss = np.isnan(Xn)
     mean, sd = Xs.mean(axis=0), Xs.std(axis=0)
     assert np.all(np.abs(mean - cm.mean())[miss] < 5 * sd[miss] / np.sqrt(len(states)) + 1e-12)
+    # and their spread is the conditional mixture's (the covariance-side draw with Matheron's correction):
+    # without the correction the variance would be the marginal one, with a wrong sign or factor far off
+    np.testing.assert_allclose(Xs.var(axis=0)[miss], np.asarray(cm.variance())[miss], rtol=0.15)
+    assert np.array_equal(Xs[:, ~miss], np.broadcast_to(Xn[~miss], Xs[:, ~miss].shape))  # observed kept exactly
     freq = np.mean([s.labels == 1 for s in states], axis=0)
     resp = np.asarray(cm.weights)[:, 1]
     assert np.all(np.abs(freq - resp) < 5 * np.sqrt(resp * (1 - resp) / len(states)) + 1e-3)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+def test_oracle_i_step_with_empty_rows_and_a_zero_weight(covariance_type):
+    """Rows with nothing observed are drawn from the marginal mixture; a component of weight 0 is never drawn."""
+    rng = np.random.default_rng(11)
+    means = np.array([[0.0, 0.0, 0.0], [5.0, 5.0, 5.0], [-9.0, 9.0, 0.0]])
+    A = np.array([[1.0, 0.5, 0.2], [0.0, 1.0, 0.3], [0.0, 0.0, 0.8]])
+    covs = np.stack([A @ A.T, 0.5 * np.eye(3), np.eye(3)])
+    if covariance_type == "diag":
+        covs = np.stack([np.diag(c) for c in covs])
+    weights = np.array([0.3, 0.7, 0.0])
+    Xn = np.full((4000, 3), np.nan)
+    Xn[:, 0] = np.where(np.arange(4000) < 2000, np.nan, 5.0)  # half the rows empty, half with x0 = 5 observed
+    labels, X = da._impute(Xn, weights, means, covs, covariance_type, rng)
+    assert not np.any(labels == 2)
+    empty = np.arange(4000) < 2000
+    assert abs(np.mean(labels[empty] == 1) - 0.7) < 5 * np.sqrt(0.21 / 2000)
+    marginal_mean = weights @ means
+    assert np.all(np.abs(X[empty].mean(axis=0) - marginal_mean) < 5 * X[empty].std(axis=0) / np.sqrt(2000))
+    assert np.all(X[~empty, 0] == 5.0) and np.isfinite(X).all()
 
 
 def test_property_chain_keeps_observed_entries_and_valid_parameters():

@@ -39,9 +39,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 from scipy.stats import invwishart
 
 from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.gaussians.gaussian import LOG_2PI, cholesky
+from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.mixtures.covariance_side import _inverse_blocks, observed_index
 from explorer.core.mixtures.prior import ResolvedPrior
 from explorer.core.validation import BadInputError, check_int
 
@@ -102,8 +106,76 @@ def _check_prior(prior) -> ResolvedPrior:
     return prior
 
 
+def _draw_labels(log_weighted: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One component per row from the rows' unnormalised log responsibilities (n, K)."""
+    resp = np.exp(log_weighted - logsumexp(log_weighted, axis=1)[:, None])
+    u = rng.random(resp.shape[0])
+    return np.minimum((u[:, None] > np.cumsum(resp, axis=1)).sum(axis=1), resp.shape[1] - 1)
+
+
+def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.Generator):
+    """The I-step for full covariances on the covariance side (one o x o factor per pattern and component), used
+    when the rows are mostly missing (sum of o^3 below sum of m^3; else the conditional mixture's m x m factors of
+    the precision are the cheaper ones).
+
+    Per row, the observed log-density under every component gives the label; then, with :math:`y \sim
+    N(\mu_k, \Sigma_k)` drawn whole, :math:`x = y + \Sigma_k E_o \Sigma_{k,oo}^{-1}(x_o - y_o)` has the
+    conditional law :math:`N(\mu^{m|o}_k, \Sigma^{m|o}_k)` on the missing coordinates (Matheron's rule: the
+    conditional of a Gaussian draw corrected by the regression on its observed part), and the observed ones are
+    kept as given. No m x m conditional covariance is formed or factored.
+    """
+    n, D = X_nan.shape
+    K = means.shape[0]
+    miss = np.isnan(X_nan)
+    Xf = np.where(miss, 0.0, X_nan)
+    patterns = group_patterns(miss)
+    log_weighted = np.zeros((n, K))
+    inverses = []  # per group: (group, observed index, per component (n_u, o, o) inverses of the observed blocks)
+    for g in patterns.groups:
+        obs = observed_index(g.unique_mis, D)
+        o = obs.shape[1]
+        flat = obs[:, :, None] * D + obs[:, None, :]
+        cols = obs[g.inverse]
+        x_o = Xf[g.rows[:, None], cols]
+        invs = []
+        for k in range(K):
+            inv, logdet = _inverse_blocks(np.ascontiguousarray(covariances[k]), flat)
+            d = x_o - means[k][cols]
+            quad = np.einsum("ni,nij,nj->n", d, inv[g.inverse], d)
+            log_weighted[g.rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + quad)
+            invs.append(inv)
+        inverses.append((g, cols, invs))
+    with np.errstate(divide="ignore"):  # a weight of exactly 0 is log-weight -inf
+        log_weighted += np.log(weights)
+    labels = _draw_labels(log_weighted, rng)
+    X = np.array(X_nan, dtype=float)
+    if not miss.any():
+        return labels, X
+    factors = cholesky(covariances)
+    draw = means[labels] + np.einsum("nij,nj->ni", factors[labels], rng.standard_normal((n, D)))
+    out = draw.copy()  # rows with nothing observed: the whole draw
+    for g, cols, invs in inverses:
+        y_o = draw[g.rows[:, None], cols]
+        resid = Xf[g.rows[:, None], cols] - y_o
+        for k in range(K):
+            sel = labels[g.rows] == k
+            if not sel.any():
+                continue
+            rows = g.rows[sel]
+            v = np.zeros((rows.size, D))
+            v[np.arange(rows.size)[:, None], cols[sel]] = np.einsum("nij,nj->ni", invs[k][g.inverse[sel]], resid[sel])
+            out[rows] = draw[rows] + v @ covariances[k]  # Sigma_k symmetric: (Sigma_k v)^T = v^T Sigma_k
+    return labels, np.where(miss, out, X)
+
+
 def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str, rng: np.random.Generator):
     """The I-step: ``(labels, X)`` drawn at the parameters."""
+    X_nan = np.asarray(X_nan, dtype=float)
+    if covariance_type == "full":
+        m = np.isnan(X_nan).sum(axis=1)
+        o = X_nan.shape[1] - m
+        if np.sum(o.astype(float) ** 3) < np.sum(m.astype(float) ** 3):  # mostly-missing rows: factor o x o blocks
+            return _impute_full(X_nan, weights, means, covariances, rng)
     cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type)
     resp = np.asarray(cm.weights)
     u = rng.random(resp.shape[0])
