@@ -57,7 +57,7 @@ from explorer.core.validation import (
     check_nonnegative,
     column_label,
 )
-from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
+from explorer.utils.inputs import check_feature_names, feature_names_out, input_kind, unwrap, wrap, wrap_draws
 from explorer.utils.random_state import check_random_state
 
 __all__ = ["NormDraw", "norm_draw", "pmm_match", "PMMImputer", "MeanModeImputer"]
@@ -210,44 +210,6 @@ def _chain(values, missing, fit_rows, *, donors, max_iter, ridge, rng, columns=N
     return X, chain_mean
 
 
-def _feature_names_out(est, input_features):
-    check_is_fitted(est, "n_features_in_")
-    fitted = getattr(est, "feature_names_in_", None)
-    if input_features is not None:
-        names = np.asarray(input_features, dtype=object)
-        if names.size != est.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
-            raise BadInputError("input_features do not match the features seen in fit.")
-        return names
-    if fitted is not None:
-        return fitted.copy()
-    return np.asarray([f"x{j}" for j in range(est.n_features_in_)], dtype=object)
-
-
-def _check_names(est, names) -> None:
-    fitted = getattr(est, "feature_names_in_", None)
-    if names is not None and fitted is not None and not np.array_equal(names, fitted):
-        raise BadInputError(
-            f"X has columns {list(names)} but {type(est).__name__} was fitted on {list(fitted)}. "
-            "Pass the same columns in the same order."
-        )
-
-
-def _check_n_features(est, n_features: int) -> None:
-    if n_features != est.n_features_in_:
-        raise BadInputError(
-            f"X has {n_features} features, but {type(est).__name__} is expecting {est.n_features_in_} features as "
-            "input. Pass data with the same columns, in the same order, as in fit."
-        )
-
-
-def _set_names(est, names, n_features: int) -> None:
-    if names is not None:
-        est.feature_names_in_ = names
-    elif hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
-    est.n_features_in_ = n_features
-
-
 # --------------------------------------------------------------------------- PMMImputer
 class PMMImputer(TransformerMixin, BaseEstimator):
     """Chained equations with predictive mean matching: R ``mice``'s default ``pmm``, as a scikit-learn imputer.
@@ -392,15 +354,14 @@ class PMMImputer(TransformerMixin, BaseEstimator):
         self.X_fit_ = values
         self.n_donors_ = np.minimum(self.donors, (~missing).sum(axis=0))
         self.n_iter_ = int(self.max_iter)
-        _set_names(self, names, values.shape[1])
+        check_feature_names(self, names, values.shape[1], reset=True)
         self._labels = labels
         return self
 
     def _validate(self, X) -> np.ndarray:
         check_is_fitted(self, "completed_")
         values, names, _ = self._matrix(X)
-        _check_names(self, names)
-        _check_n_features(self, values.shape[1])
+        check_feature_names(self, names, values.shape[1])
         return values
 
     def _is_training(self, values) -> bool:
@@ -478,7 +439,7 @@ class PMMImputer(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names (the input ones: imputation keeps the columns)."""
-        return _feature_names_out(self, input_features)
+        return feature_names_out(self, input_features)
 
 
 # --------------------------------------------------------------------------- MeanModeImputer
@@ -585,7 +546,7 @@ class MeanModeImputer(TransformerMixin, BaseEstimator):
         self.kinds_ = ["numeric"] * values.shape[1]
         self.category_probabilities_ = {}
         self._frame_columns = None
-        _set_names(self, names, values.shape[1])
+        check_feature_names(self, names, values.shape[1], reset=True)
         return self
 
     @staticmethod
@@ -623,7 +584,7 @@ class MeanModeImputer(TransformerMixin, BaseEstimator):
         self.category_probabilities_ = probs
         self._frame_columns = list(df.columns)
         names = np.asarray(labels, dtype=object) if all(isinstance(c, str) for c in df.columns) else None
-        _set_names(self, names, df.shape[1])
+        check_feature_names(self, names, df.shape[1], reset=True)
         return self
 
     def transform(self, X):
@@ -655,8 +616,7 @@ class MeanModeImputer(TransformerMixin, BaseEstimator):
                 "DataFrame with the same columns.")
         matrix, names, labels = unwrap(X)
         values = as_float_matrix(matrix, name="X", columns=labels)
-        _check_names(self, names)
-        _check_n_features(self, values.shape[1])
+        check_feature_names(self, names, values.shape[1])
         out = np.where(np.isnan(values), self.statistics_.astype(np.float64), values)
         return wrap(X, out, f" by {type(self).__name__}")
 
@@ -694,4 +654,4 @@ class MeanModeImputer(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names (the input ones: imputation keeps the columns)."""
-        return _feature_names_out(self, input_features)
+        return feature_names_out(self, input_features)

@@ -525,8 +525,7 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     if Path(args.out).suffix.lower() == ".nc":
         raise CommandError(f"{args.input} has text columns and netCDF holds numbers only: write --out to .csv or "
                            ".parquet (or --drop-non-numeric).")
-    with contextlib.nullcontext():  # (inside the "read" stage that found the text columns)
-        table = read_csv_table(args.input)
+    table = read_csv_table(args.input)  # (the "read" stage found the text columns)
     kwargs = {"random_state": args.seed}
     if args.components is not None:
         kwargs["n_components"] = args.components

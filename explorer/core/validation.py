@@ -18,6 +18,7 @@ __all__ = [
     "NonNumericError",
     "as_float_matrix",
     "check_missing",
+    "check_dirichlet",
     "check_draws",
     "check_rng",
     "check_incomplete",
@@ -62,6 +63,16 @@ def check_nonnegative(name: str, value) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not (value >= 0) or not np.isfinite(value):
         raise BadInputError(f"{name} must be a finite number >= 0, got {value!r}.")
+
+
+def check_dirichlet(name: str, value, *,
+                    why: str = "the MAP-EM update needs a Dirichlet parameter >= 1; 1 = maximum likelihood") -> float:
+    """``value`` a finite real number >= 1, a symmetric Dirichlet parameter of a MAP-EM fit (else a
+    :class:`BadInputError` naming ``name``, with ``why`` in parentheses); returns it as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value < 1:
+        raise BadInputError(f"{name} must be a finite number >= 1 ({why}); got {value!r}.")
+    return float(value)
 
 
 def check_level(level) -> float:

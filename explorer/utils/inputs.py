@@ -4,6 +4,8 @@ An estimator accepts a numpy array (NaN = missing), a pandas DataFrame, a 2-D xa
 :class:`~explorer.core.data.IncompleteData`. :func:`unwrap` gives the matrix to validate with its column
 names; :func:`wrap` and :func:`wrap_draws` give results back in the kind of the input (same index, columns,
 coordinates); :func:`input_kind` names the kind. Sparse input is refused (:func:`reject_sparse`).
+:func:`check_feature_names` keeps an estimator's ``n_features_in_`` / ``feature_names_in_`` (set in fit, checked
+after) and :func:`feature_names_out` gives its ``get_feature_names_out``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ import numpy as np
 from explorer.core.data import IncompleteData
 from explorer.core.validation import BadInputError
 
-__all__ = ["feature_names", "input_kind", "reject_sparse", "unwrap", "wrap", "wrap_draws"]
+__all__ = [
+    "check_feature_names",
+    "feature_names",
+    "feature_names_out",
+    "input_kind",
+    "reject_sparse",
+    "unwrap",
+    "wrap",
+    "wrap_draws",
+]
 
 
 def reject_sparse(X) -> None:
@@ -33,6 +44,54 @@ def feature_names(X):
     if names.size and all(isinstance(c, str) for c in names):
         return names
     return None
+
+
+def check_feature_names(est, names, n_features: int | None = None, *, reset: bool = False) -> None:
+    """scikit-learn's bookkeeping of the features of ``est``, with this library's messages.
+
+    ``reset=True`` (in fit): set ``est.n_features_in_ = n_features`` and ``est.feature_names_in_ = names``
+    (deleted when ``names`` is None: an array after a DataFrame forgets the names). ``reset=False`` (after
+    fit): ``names`` (the string column names of the input, from :func:`unwrap`, or None) must equal the
+    fitted ones when both exist, and ``n_features`` (None = not checked, e.g. before the values are read)
+    must equal ``est.n_features_in_``; else a :class:`BadInputError` naming both.
+    """
+    if reset:
+        if n_features is None:
+            raise TypeError("check_feature_names(reset=True) needs n_features.")
+        if names is not None:
+            est.feature_names_in_ = names
+        elif hasattr(est, "feature_names_in_"):
+            del est.feature_names_in_
+        est.n_features_in_ = int(n_features)
+        return
+    fitted = getattr(est, "feature_names_in_", None)
+    if names is not None and fitted is not None and not np.array_equal(names, fitted):
+        raise BadInputError(
+            f"X has columns {list(names)} but {type(est).__name__} was fitted on {list(fitted)}. "
+            "Pass the same columns in the same order."
+        )
+    if n_features is not None and n_features != est.n_features_in_:
+        raise BadInputError(
+            f"X has {n_features} features, but {type(est).__name__} is expecting {est.n_features_in_} features as "
+            "input. Pass data with the same columns, in the same order, as in fit."
+        )
+
+
+def feature_names_out(est, input_features=None) -> np.ndarray:
+    """``get_feature_names_out`` of an imputer (it keeps the columns): ``input_features`` checked against the
+    fitted names, else the fitted names, else ``x0, x1, ...``."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "n_features_in_")
+    fitted = getattr(est, "feature_names_in_", None)
+    if input_features is not None:
+        names = np.asarray(input_features, dtype=object)
+        if names.size != est.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
+            raise BadInputError("input_features do not match the features seen in fit.")
+        return names
+    if fitted is not None:
+        return fitted.copy()
+    return np.asarray([f"x{j}" for j in range(est.n_features_in_)], dtype=object)
 
 
 def input_kind(X) -> str:

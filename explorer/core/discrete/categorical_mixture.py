@@ -52,7 +52,7 @@ from scipy.special import logsumexp
 
 from explorer.core.discrete.ratings_data import RatingData
 from explorer.core.loop import ConvergenceWarning, run_restarts
-from explorer.core.validation import BadInputError, check_int, check_nonnegative, is_int
+from explorer.core.validation import BadInputError, check_dirichlet, check_int, check_nonnegative, is_int
 
 __all__ = [
     "CategoricalConfig",
@@ -78,12 +78,8 @@ def _safe_log(p: np.ndarray) -> np.ndarray:
         return np.maximum(np.log(p), _LOG_FLOOR)
 
 
-def _check_prior(name: str, value) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value < 1:
-        raise BadInputError(f"{name} must be a finite number >= 1 (the MAP-EM updates 4.1.13-4.1.14 need "
-                            f"Dirichlet parameters >= 1; use 1 for maximum likelihood, 2 as in the thesis); "
-                            f"got {value!r}.")
+_DIRICHLET_WHY = ("the MAP-EM updates 4.1.13-4.1.14 need Dirichlet parameters >= 1; use 1 for maximum likelihood, "
+                  "2 as in the thesis")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +117,8 @@ class CategoricalConfig:
     def __post_init__(self):
         if not is_int(self.n_components) or self.n_components < 1:
             raise BadInputError(f"n_components must be a positive integer, got {self.n_components!r}.")
-        _check_prior("alpha", self.alpha)
-        _check_prior("phi", self.phi)
+        check_dirichlet("alpha", self.alpha, why=_DIRICHLET_WHY)
+        check_dirichlet("phi", self.phi, why=_DIRICHLET_WHY)
         check_int("max_iter", self.max_iter, 0)
         check_nonnegative("tol", self.tol)
         check_int("n_init", self.n_init, 1)

@@ -157,6 +157,7 @@ from explorer.core.mixtures.suffstats import (
 )
 from explorer.core.validation import (
     BadInputError,
+    check_dirichlet,
     check_draws,
     check_incomplete,
     check_int,
@@ -203,13 +204,6 @@ def _readonly(*arrays):
     for a in arrays:
         if isinstance(a, np.ndarray):
             a.setflags(write=False)
-
-
-def _check_dirichlet(name: str, value) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value < 1:
-        raise BadInputError(f"{name} must be a finite number >= 1 (the MAP-EM update needs a Dirichlet parameter "
-                            f">= 1; 1 = maximum likelihood); got {value!r}.")
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -271,9 +265,9 @@ class LocationConfig:
                 or (isinstance(self.prior, str) and self.prior in PRIORS)):
             raise BadInputError(f"prior must be None (maximum likelihood), 'auto', 'fraley-raftery' or an NIWPrior, "
                                 f"got {self.prior!r}.")
-        _check_dirichlet("alpha", self.alpha)
+        check_dirichlet("alpha", self.alpha)
         if self.phi is not None:
-            _check_dirichlet("phi", self.phi)
+            check_dirichlet("phi", self.phi)
         check_nonnegative("tol", self.tol)
         check_int("max_iter", self.max_iter, 0)
         check_int("n_init", self.n_init, 1)
