@@ -29,6 +29,14 @@ scale: ``none`` (default) fits the plain model; ``auto`` applies the transforms
 ``--transform``) chooses the single imputation. Warnings of the imputation stage (a draw or
 imputation of an untransformed column crossing a bound its observed values never cross) are printed
 as the fit's are. In ``evaluate``, Ctrl-C during a fit stops the whole evaluation (exit status 130).
+
+A file with text columns (``impute`` and ``evaluate``, unless ``--drop-non-numeric``) is read with
+:func:`explorer.io.read_csv_table` and handled as a table: ``--model gmm`` (the default) becomes
+:class:`explorer.impute.mixed.MixedMixtureImputer` (numeric and categorical columns in one mixture);
+``evaluate`` scores it and :class:`explorer.baselines.MeanModeImputer` (the column mean / most frequent level;
+the baseline) with :func:`explorer.evaluation.evaluate` on the table (cells hidden completely at random; NRMSE,
+MAE, coverage and NLL on the numeric columns, PFC and log-loss on the text ones). Options that do not apply
+to it (other models, ``--transform``, ``--factors``, another ``--mechanism``, ...) are refused by name.
 """
 
 from __future__ import annotations
@@ -276,7 +284,9 @@ def _add_evaluate(sub) -> None:
         description="Hide a share of the observed entries (by a missingness mechanism, over several seeds), fit "
                     "each imputer on the data with its real and hidden gaps, and print NRMSE, MAE, the coverage "
                     "of the 95%% intervals and the NLL on the hidden entries (explorer.evaluation.evaluate), "
-                    "mean +- standard deviation over the repeats.",
+                    "mean +- standard deviation over the repeats. A file with text columns is scored as a table: "
+                    "MixedMixtureImputer (for gmm) and the column mean / mode, with PFC and log-loss on the text "
+                    "columns (mechanism mcar).",
     )
     ev.add_argument("input", help="CSV file with missing values")
     ev.add_argument("--model", nargs="+", choices=sorted(MODELS), default=["gmm"], metavar="MODEL",
@@ -290,10 +300,12 @@ def _add_evaluate(sub) -> None:
     ev.add_argument("--seed", type=_count(0), default=0, help="seed of the masks and the fits (default 0)")
     ev.add_argument("--max-iter", type=_count(1), default=None, help="maximum number of iterations of each fit")
     ev.add_argument("--no-baseline", action="store_true",
-                    help="leave out the column-mean imputer (scikit-learn's SimpleImputer) kept for reference")
+                    help="leave out the column-mean imputer (scikit-learn's SimpleImputer; with text columns "
+                         "explorer.baselines.MeanModeImputer) kept for reference")
     ev.add_argument("--out", "-o", default=None, help="also write the tidy table (one row per imputer, repeat and "
                                                       "metric) to this CSV file")
-    ev.add_argument("--drop-non-numeric", action="store_true", help="drop text columns instead of stopping")
+    ev.add_argument("--drop-non-numeric", action="store_true",
+                    help="drop text columns instead of scoring them as categories")
     _add_transform_options(ev)
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     ev.set_defaults(run=_evaluate, empty_rows="marginal")
@@ -510,7 +522,6 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     import numpy as np
 
     from explorer import export
-    from explorer.impute.mixed import MixedMixtureImputer, categorical_columns
     from explorer.io import read_csv_table
 
     refused = [what for what, given in (("--model " + args.model, args.model != "gmm"),
@@ -526,12 +537,7 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
         raise CommandError(f"{args.input} has text columns and netCDF holds numbers only: write --out to .csv or "
                            ".parquet (or --drop-non-numeric).")
     table = read_csv_table(args.input)  # (the "read" stage found the text columns)
-    kwargs = {"random_state": args.seed}
-    if args.components is not None:
-        kwargs["n_components"] = args.components
-    if args.max_iter is not None:
-        kwargs["max_iter"] = args.max_iter
-    estimator = MixedMixtureImputer(**kwargs)
+    estimator = _mixed_imputer(args)
     with progress.stage("fit"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -548,10 +554,8 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
         export.export_table_imputations(args.out, imputed, samples, missing)
     progress.close()
     n, d = table.shape
-    cats = categorical_columns(table)
-    shown = ", ".join(cats[:5]) + (f" and {len(cats) - 5} more" if len(cats) > 5 else "")
     n_missing = int(missing.sum())
-    print(f"{args.input}: {n} rows x {d} columns ({len(cats)} text / category: {shown}), {n_missing} missing "
+    print(f"{args.input}: {_table_size(table)}, {n_missing} missing "
           f"value(s) ({n_missing / (n * d):.1%}) imputed with MixedMixtureImputer, K = {estimator.n_components_} "
           "(numeric and categorical columns together; a missing category gets its most probable level)"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
@@ -559,11 +563,34 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     return 0
 
 
+def _mixed_imputer(args):
+    """The MixedMixtureImputer of ``--components``, ``--max-iter`` and ``--seed`` (a CSV with text columns)."""
+    from explorer.impute.mixed import MixedMixtureImputer
+
+    kwargs = {"random_state": args.seed}
+    if args.components is not None:
+        kwargs["n_components"] = args.components
+    if args.max_iter is not None:
+        kwargs["max_iter"] = args.max_iter
+    return MixedMixtureImputer(**kwargs)
+
+
+def _table_size(table) -> str:
+    """``n rows x d columns (c text / category: names)`` of a table with text columns."""
+    from explorer.impute.mixed import categorical_columns
+
+    n, d = table.shape
+    cats = categorical_columns(table)
+    shown = ", ".join(cats[:5]) + (f" and {len(cats) - 5} more" if len(cats) > 5 else "")
+    return f"{n} rows x {d} columns ({len(cats)} text / category: {shown})"
+
+
 # ---------------------------------------------------------------------------- evaluate
 def _evaluate(args, progress: _Stages) -> int:
     import numpy as np
 
     from explorer import evaluation
+    from explorer.core.validation import NonNumericError
     from explorer.io import from_csv
 
     if args.out is not None:
@@ -583,8 +610,14 @@ def _evaluate(args, progress: _Stages) -> int:
     with progress.stage("read"):
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
-        data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
-        _check_columns(transforms, data)
+        try:
+            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+        except NonNumericError:  # text columns: scored as a table, as impute imputes them
+            data = None
+        if data is not None:
+            _check_columns(transforms, data)
+    if data is None:
+        return _evaluate_table(args, progress, transforms)
     if isinstance(transforms, dict):  # evaluate works on the matrix: column names -> indices
         columns = list(data.columns)
         transforms = {columns.index(c): spec for c, spec in transforms.items()}
@@ -603,14 +636,59 @@ def _evaluate(args, progress: _Stages) -> int:
         if args.out is not None:
             results.to_csv(args.out, index=False)
     progress.close()
-    print(_evaluation_table(evaluation.summarize(results), args, data))
+    n, d = data.values.shape
+    print(_evaluation_table(evaluation.summarize(results), args, f"{n} rows x {d} columns, "
+                                                                   f"{int(data.missing.sum())} missing"))
     if args.out is not None:
         print(f"wrote {args.out}")
     return 0
 
 
-def _evaluation_table(summary, args, data) -> str:
-    """``mean +- std`` per imputer (rows) and metric (columns), with a heading that says what was hidden."""
+def _evaluate_table(args, progress: _Stages, transforms) -> int:
+    """``evaluate`` on a CSV with text columns: :func:`explorer.evaluation.evaluate` on the table read by
+    :func:`explorer.io.read_csv_table`, scoring :class:`~explorer.impute.mixed.MixedMixtureImputer` (what
+    ``impute`` fits on such a file, in place of ``--model gmm``) and, unless ``--no-baseline``,
+    :class:`~explorer.baselines.MeanModeImputer` (column mean / most frequent level): NRMSE, MAE, coverage and NLL
+    on the numeric columns, PFC and log-loss on the categorical ones."""
+    from explorer import evaluation
+    from explorer.baselines import MeanModeImputer
+    from explorer.io import read_csv_table
+
+    others = [m for m in dict.fromkeys(args.model) if m != "gmm"]
+    refused = [what for what, given in (("--model " + " ".join(others), others),
+                                        ("--transform", transforms is not None),
+                                        ("--factors", args.factors is not None),
+                                        ("--components auto", args.components == "auto"),
+                                        (f"--mechanism {args.mechanism}", args.mechanism != "mcar")) if given]
+    if refused:
+        raise CommandError(
+            f"{args.input} has text columns, which evaluate scores as a table with MixedMixtureImputer (in place of "
+            f"--model gmm) and cells hidden completely at random; {', '.join(refused)} does not apply to it. Drop "
+            f"--{refused[0].split()[0][2:]}, or keep numeric columns only with --drop-non-numeric.")
+    table = read_csv_table(args.input)  # (the "read" stage found the text columns)
+    imputers = {"MixedMixtureImputer": _mixed_imputer(args)}
+    if not args.no_baseline:
+        imputers["column mean / mode"] = MeanModeImputer()
+    with progress.stage("score"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results = evaluation.evaluate(imputers, table, mechanism="mcar", rate=args.rate,
+                                          n_repeats=args.repeats, random_state=args.seed)
+    _write_warnings(progress, caught)
+    with progress.stage("write"):
+        if args.out is not None:
+            results.to_csv(args.out, index=False)
+    progress.close()
+    print(_evaluation_table(evaluation.summarize(results), args,
+                            f"{_table_size(table)}, {int(table.isna().to_numpy().sum())} missing", categorical=True))
+    if args.out is not None:
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _evaluation_table(summary, args, size: str, *, categorical: bool = False) -> str:
+    """``mean +- std`` per imputer (rows) and metric (columns), with a heading that says what was hidden
+    (``size``: the data's rows, columns and missing cells)."""
     import pandas as pd
 
     cells = {}
@@ -620,12 +698,15 @@ def _evaluation_table(summary, args, data) -> str:
         cells.setdefault(imputer, {})[metric] = text
     table = pd.DataFrame.from_dict(cells, orient="index")
     table.index.name = "imputer"
-    n, d = data.values.shape
-    head = (f"{args.input}: {n} rows x {d} columns, {int(data.missing.sum())} missing; {args.rate:.0%} of the "
+    head = (f"{args.input}: {size}; {args.rate:.0%} of the "
             f"observed entries hidden by {args.mechanism!r}, {args.repeats} repeat(s), seed {args.seed}"
             + _transform_note(args) + ".\n"
-            "nrmse: RMSE / observed column sd (lower is better); mae in data units; coverage of the 95% "
-            "intervals (0.95 is calibrated; n/a without a predictive distribution); nll per hidden entry.")
+            + ("nrmse, mae, coverage, nll on the numeric columns, pfc and logloss on the text ones. " if categorical
+               else "")
+            + "nrmse: RMSE / observed column sd (lower is better); mae in data units; coverage of the 95% "
+            "intervals (0.95 is calibrated; n/a without a predictive distribution); nll per hidden entry."
+            + ("\npfc: share of the hidden categories imputed wrong; logloss: -log of the probability given to the "
+               "hidden level (lower is better)." if categorical else ""))
     return head + "\n" + table.to_string()
 
 
