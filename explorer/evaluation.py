@@ -48,6 +48,12 @@ few draws the empirical interval is itself noisy and tends to cover a little les
 stays **NaN** (draws of observed values give no density). Any other imputer (scikit-learn's SimpleImputer,
 IterativeImputer, KNNImputer, ...) gets the point metrics only: both are **NaN**.
 
+Does better imputation help downstream? :func:`evaluate_downstream` (or ``evaluate(..., downstream=estimator,
+y=y)``) scores imputers by what a regressor trained on their imputations predicts: rows split train / test, input
+cells of both hidden (the target never), each imputer fitted on the train inputs, a regressor fitted on the imputed
+train rows and scored by test ``mse`` and ``r2``; a mixture is also scored as the regressor itself (its conditional
+mean of the target given the observed inputs), as in Delalleau, Courville & Bengio's (2012) Abalone experiment.
+
 The baselines :class:`~explorer.baselines.PMMImputer` and :class:`~explorer.baselines.MeanModeImputer` are
 re-exported here, beside the functions that score them.
 """
@@ -71,7 +77,8 @@ from explorer.core.validation import BadInputError, as_float_matrix, check_int
 from explorer.utils.random_state import check_random_state
 
 __all__ = ["CATEGORICAL_METRICS", "METRICS", "N_DRAWS", "observed_scale", "hide_observed", "entry_logpdf", "draws_interval",
-           "imputation_scores", "evaluate", "summarize", "held_out_scorer", "PMMImputer", "MeanModeImputer"]
+           "imputation_scores", "evaluate", "evaluate_downstream", "DOWNSTREAM_METRICS", "ITSELF",
+           "summarize", "held_out_scorer", "PMMImputer", "MeanModeImputer"]
 
 #: Metrics computed by :func:`evaluate`, in table order.
 METRICS = ("nrmse", "mae", "coverage", "nll")
@@ -286,7 +293,7 @@ def _named(imputers) -> dict:
 
 
 def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_state=0, level=0.95,
-             n_draws=N_DRAWS, **params):
+             n_draws=N_DRAWS, downstream=None, y=None, **params):
     """Score imputers on hidden observed entries of ``X``, over several seeds.
 
     For each repeat r a seed is drawn from ``random_state``; :func:`hide_observed` hides about
@@ -319,6 +326,12 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
     n_draws : int, default 20
         Draws per hidden entry for the empirical intervals of imputers that sample but have no
         ``conditional`` (:class:`~explorer.baselines.PMMImputer`), drawn with the repeat's ``seed``.
+    downstream : regressor, optional
+        With ``y``: score the imputers by the test error of this regressor trained on their imputations instead
+        of on the hidden entries; ``evaluate`` then returns :func:`evaluate_downstream`'s table
+        (``rates=(rate,)``, or ``rate`` itself when it is a list of rates; ``level`` and ``n_draws`` are unused).
+    y : array-like (n_samples,), optional
+        The target of ``downstream`` (never hidden); only with ``downstream``.
     **params
         Parameters of the mechanism.
 
@@ -341,6 +354,14 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
     import pandas as pd
     from sklearn.base import clone
 
+    if downstream is not None or y is not None:
+        if downstream is None or y is None:
+            raise BadInputError("evaluate(downstream=..., y=...) needs both the regressor and the target; got "
+                                f"downstream={'None' if downstream is None else type(downstream).__name__} and "
+                                f"y={'None' if y is None else 'an array'}.")
+        rates = tuple(rate) if isinstance(rate, (list, tuple, np.ndarray)) else (rate,)
+        return evaluate_downstream(imputers, X, y, estimator=downstream, mechanism=mechanism, rates=rates,
+                                   n_repeats=n_repeats, random_state=random_state, **params)
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
         raise BadInputError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
     check_int("n_draws", n_draws, 1)
@@ -368,6 +389,255 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
                              "rate": rate, "realised_rate": info.realised_rate, "n_hidden": int(hidden.sum()),
                              "fit_seconds": seconds, "metric": metric, "value": scores[metric]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- downstream
+#: Metrics of :func:`evaluate_downstream`, in table order.
+DOWNSTREAM_METRICS = ("mse", "nmse", "r2")
+#: The ``estimator`` of the rows where a joint model is the regressor itself (:func:`evaluate_downstream`).
+ITSELF = "itself"
+
+
+def _downstream_target(y, n: int) -> np.ndarray:
+    """``y`` as a finite float vector of length ``n`` (a clear error otherwise)."""
+    values = getattr(y, "values", y)  # a pandas Series / one-column DataFrame
+    arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise BadInputError(f"y must be one target per row (shape (n_samples,)); got shape {arr.shape}.")
+    if arr.shape[0] != n:
+        raise BadInputError(f"y has {arr.shape[0]} values but X has {n} rows; give one target per row of X.")
+    try:
+        arr = arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise BadInputError("y must be numeric (a regression target); encode a text target first.") from None
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise BadInputError(f"y has {int(bad.sum())} missing or infinite value(s) (first at row "
+                            f"{int(np.flatnonzero(bad)[0])}): the target is never imputed here; drop those rows.")
+    return arr
+
+
+def _downstream_named(estimator) -> dict:
+    """Name -> regressor, each checked for ``fit`` and ``predict``."""
+    named = _named(estimator if isinstance(estimator, (dict, list, tuple)) else [estimator])
+    if not named:
+        raise BadInputError("evaluate_downstream needs at least one downstream estimator.")
+    for name, est in named.items():
+        if not (callable(getattr(est, "fit", None)) and callable(getattr(est, "predict", None))):
+            raise BadInputError(
+                f"the downstream estimator {name!r} ({type(est).__name__}) has no fit(X, y) and predict(X): give a "
+                "scikit-learn regressor (e.g. sklearn.kernel_ridge.KernelRidge, a Pipeline ending in one)."
+            )
+    if ITSELF in named:
+        raise BadInputError(f"{ITSELF!r} names the rows where a mixture is the regressor; rename that estimator.")
+    return named
+
+
+def _check_rates(rates) -> tuple:
+    rates = tuple(np.atleast_1d(np.asarray(rates, dtype=object)).tolist())
+    if not rates:
+        raise BadInputError("rates must hold at least one missing rate.")
+    for r in rates:
+        if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 <= r < 1:
+            raise BadInputError(f"every rate must be a number in [0, 1) (a fraction of the observed input cells); "
+                                f"got {r!r}.")
+    return rates
+
+
+def _n_test(test_size, n: int) -> int:
+    if isinstance(test_size, numbers.Integral) and not isinstance(test_size, bool):
+        k = int(test_size)
+    elif isinstance(test_size, numbers.Real) and not isinstance(test_size, bool) and 0 < test_size < 1:
+        k = int(round(test_size * n))
+    else:
+        raise BadInputError(f"test_size must be a fraction in (0, 1) or a number of rows; got {test_size!r}.")
+    if not 1 <= k <= n - 2:
+        raise BadInputError(f"test_size={test_size!r} leaves {k} test and {n - k} train rows of {n}; both need "
+                            "rows (at least 1 test and 2 train).")
+    return k
+
+
+def _finite_output(out, shape, what: str) -> np.ndarray:
+    arr = np.asarray(out, dtype=np.float64)
+    if arr.shape != shape:
+        raise BadInputError(f"{what} returned shape {arr.shape}; expected {shape} (scikit-learn's SimpleImputer "
+                            "drops a column with no observed value unless keep_empty_features=True).")
+    if not np.isfinite(arr).all():
+        raise BadInputError(f"{what} returned {int((~np.isfinite(arr)).sum())} missing or infinite value(s).")
+    return arr
+
+
+def _regression_scores(truth, pred, y_train) -> dict:
+    err = truth - pred
+    mse = float(np.mean(err * err))
+    sst = float(np.sum((truth - truth.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(err * err)) / sst if sst > 0 else math.nan
+    var = float(np.var(y_train))
+    return {"mse": mse, "nmse": mse / var if var > 0 else math.nan, "r2": r2}
+
+
+def evaluate_downstream(imputers, X, y, *, estimator, mechanism="mcar", rates=(0.0, 0.2, 0.4, 0.6), n_repeats=5,
+                        random_state=0, test_size=0.5, as_regressor="auto", **params):
+    """Does better imputation help downstream? Test error of a regressor trained on each imputer's imputations.
+
+    The protocol of Delalleau, Courville & Bengio's (2012) Abalone experiment (section IV-B). For each repeat r a
+    seed is drawn from ``random_state``; it splits the rows into train and test (the test rows are the first
+    ``n_test`` of ``numpy.random.default_rng(seed).permutation(n_samples)``; the same split for every rate) and, for
+    each rate, :func:`hide_observed` hides about ``rate`` of the observed **input** cells of all rows (the
+    same cells for every imputer; ``y`` is never hidden; rate 0 hides nothing). Then, for each imputer (a fresh
+    :func:`sklearn.base.clone`): fitted on the train inputs, it imputes the train and the test inputs
+    (``transform``); each downstream estimator (a fresh clone) is fitted on the imputed train rows and ``y``, and
+    predicts the imputed test rows. Each imputer of ``as_regressor`` is also **the regressor itself**: a clone is
+    fitted on the train rows' ``[inputs, y]`` and predicts the test target as its ``transform`` of
+    ``[test inputs, NaN]``, i.e. for a mixture the conditional mean ``E[y | observed inputs]``.
+
+    Parameters
+    ----------
+    imputers : estimator, list of estimators, or dict name -> estimator
+        As in :func:`evaluate`: explorer's imputers or any transformer that fills NaN.
+    X : array-like, DataFrame or IncompleteData (n_samples, n_features)
+        The numeric inputs (NaN at real gaps, if any). Text or categorical columns are refused: encode them first
+        (:func:`explorer.io.encode_categoricals`).
+    y : array-like (n_samples,)
+        The numeric target, finite.
+    estimator : regressor, list or dict name -> regressor
+        Anything with ``fit(X, y)`` and ``predict(X)`` (e.g. a scikit-learn Pipeline). Every regressor is trained
+        on the same imputations. Wrap it in ``sklearn.compose.TransformedTargetRegressor`` to train on a
+        standardised target, as the paper does.
+    mechanism : str, default "mcar"
+        A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS`, applied to the inputs.
+    rates : sequence of float in [0, 1), default (0, 0.2, 0.4, 0.6)
+        Fractions of the observed input cells to hide.
+    n_repeats : int, default 5
+    random_state : int, Generator or None, default 0
+        Seeds the repeats (int: reproducible table).
+    test_size : float in (0, 1) or int, default 0.5
+        Share (or number) of the rows in the test set.
+    as_regressor : "auto", sequence of names or None, default "auto"
+        The imputers also scored as the regressor itself. ``"auto"``: those with a ``conditional`` method
+        (explorer's density models); None or ``()``: none.
+    **params
+        Parameters of the mechanism.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Tidy, one row per imputer x estimator x rate x repeat x metric, columns ``imputer, estimator, repeat,
+        seed, mechanism, rate, realised_rate, n_train, n_test, fit_seconds, metric, value``. ``estimator`` is
+        :data:`ITSELF` (``"itself"``) on the rows where the imputer is the regressor. Metrics
+        (:data:`DOWNSTREAM_METRICS`) on the test rows: ``mse`` (mean of (y - ŷ)², the target's units squared),
+        ``nmse`` (``mse`` over the variance (ddof=0) of the train targets: the MSE on the target standardised on
+        the train rows, the paper's scale) and ``r2`` (1 - SSE / SST, SST about the test mean, as
+        ``sklearn.metrics.r2_score``). ``fit_seconds`` counts the imputer's fit and transforms plus the
+        regressor's fit and predict. :func:`summarize` gives the mean and spread per rate, estimator and imputer.
+
+    Raises
+    ------
+    BadInputError
+        Before any fit: ``y`` of the wrong length, not numeric or with missing values, an estimator without
+        ``fit`` / ``predict``, text or categorical columns in ``X``, a rate outside [0, 1), a bad ``test_size``,
+        an unknown name in ``as_regressor``.
+    KeyboardInterrupt
+        On Ctrl-C during an explorer fit (as :func:`evaluate`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.impute import SimpleImputer
+    >>> from sklearn.linear_model import LinearRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3))
+    >>> y = X @ [1.0, -1.0, 0.5] + 0.1 * rng.normal(size=60)
+    >>> table = evaluate_downstream(SimpleImputer(), X, y, estimator=LinearRegression(), rates=[0.0, 0.3],
+    ...                             n_repeats=2)
+    >>> sorted(set(table["metric"])), len(table)
+    (['mse', 'nmse', 'r2'], 12)
+    """
+    import pandas as pd
+    from sklearn.base import clone
+
+    if isinstance(X, pd.DataFrame) and _has_categories(X):
+        from explorer.impute.mixed import categorical_columns
+
+        raise BadInputError(
+            f"evaluate_downstream needs numeric inputs; X has text or categorical column(s) "
+            f"{list(categorical_columns(X))}. Encode them first, e.g. explorer.io.encode_categoricals(X) (one-hot) "
+            "or pandas.get_dummies."
+        )
+    truth = _as_matrix(X)
+    n = truth.shape[0]
+    target = _downstream_target(y, n)
+    estimators = _downstream_named(estimator)
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
+        raise BadInputError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    rates = _check_rates(rates)
+    n_test = _n_test(test_size, n)
+    named = _named(imputers)
+    if not named:
+        raise BadInputError("evaluate_downstream needs at least one imputer.")
+    if as_regressor == "auto":
+        joint = [name for name, est in named.items() if hasattr(est, "conditional")]
+    elif as_regressor is None:
+        joint = []
+    else:
+        joint = [as_regressor] if isinstance(as_regressor, str) else list(as_regressor)
+        unknown = [j for j in joint if j not in named]
+        if unknown:
+            raise BadInputError(f"as_regressor names {unknown}, which are not imputers; imputers: {list(named)}.")
+    seeds = check_random_state(random_state).integers(0, 2**31 - 1, size=n_repeats)
+    rows = []
+
+    def record(imputer, est_name, r, seed, rate, realised, seconds, scores, n_train):
+        for metric in DOWNSTREAM_METRICS:
+            rows.append({"imputer": imputer, "estimator": est_name, "repeat": r, "seed": int(seed),
+                         "mechanism": mechanism, "rate": rate, "realised_rate": realised, "n_train": n_train,
+                         "n_test": n_test, "fit_seconds": seconds, "metric": metric, "value": scores[metric]})
+
+    def fitted(est, data, what):
+        est.fit(data)
+        if _was_interrupted(est):
+            raise KeyboardInterrupt(f"the fit of {what} was interrupted (Ctrl-C)")
+        return est
+
+    for r, seed in enumerate(seeds):
+        order = np.random.default_rng(int(seed)).permutation(n)
+        test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+        y_train, y_test = target[train], target[test]
+        for rate in rates:
+            if rate == 0:
+                X_hidden, realised = truth.copy(), 0.0
+            else:
+                X_hidden, _, info = hide_observed(truth, mechanism, rate, int(seed), **params)
+                realised = info.realised_rate
+            if not (~np.isnan(X_hidden[train])).any(axis=0).all():
+                raise BadInputError(f"{mechanism!r} at rate={rate!r} left a column with no observed train value "
+                                    f"(seed {int(seed)}); lower the rate or use more rows.")
+            X_train, X_test = X_hidden[train], X_hidden[test]
+            for name, imp in named.items():
+                what = f"{name!r} (rate {rate}, repeat {r})"
+                t0 = time.perf_counter()
+                fit = fitted(clone(imp), X_train, what)
+                filled_train = _finite_output(fit.transform(X_train), X_train.shape, f"the imputer {what}")
+                filled_test = _finite_output(fit.transform(X_test), X_test.shape, f"the imputer {what}")
+                imputing = time.perf_counter() - t0
+                for est_name, est in estimators.items():
+                    t1 = time.perf_counter()
+                    reg = clone(est).fit(filled_train, y_train)
+                    pred = _finite_output(np.ravel(reg.predict(filled_test)), y_test.shape,
+                                          f"the estimator {est_name!r} on {what}")
+                    record(name, est_name, r, seed, rate, realised, imputing + time.perf_counter() - t1,
+                           _regression_scores(y_test, pred, y_train), len(train))
+            for name in joint:
+                what = f"{name!r} as the regressor (rate {rate}, repeat {r})"
+                t0 = time.perf_counter()
+                model = fitted(clone(named[name]), np.column_stack([X_train, y_train]), what)
+                query = np.column_stack([X_test, np.full(len(test), np.nan)])
+                pred = _finite_output(model.transform(query), query.shape, what)[:, -1]
+                record(name, ITSELF, r, seed, rate, realised, time.perf_counter() - t0,
+                       _regression_scores(y_test, pred, y_train), len(train))
     return pd.DataFrame(rows)
 
 
@@ -492,13 +762,16 @@ def summarize(results):
         Indexed by ``(imputer, metric)`` (imputers in their order of appearance), columns
         ``mean, std, min, max, n`` over the repeats (``std`` with ddof=1; NaN values, e.g. the
         coverage of a scikit-learn imputer, are left out, so ``n`` is 0 and ``mean`` NaN there).
+        The table of :func:`evaluate_downstream` (it has an ``estimator`` column) is indexed by
+        ``(rate, estimator, imputer, metric)``.
     """
     import pandas as pd
 
     need = {"imputer", "metric", "value"}
     if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
         raise BadInputError("summarize expects the DataFrame returned by evaluate (columns imputer, metric, value).")
-    g = results.groupby(["imputer", "metric"], sort=False)["value"]
+    keys = ["rate", "estimator", "imputer", "metric"] if "estimator" in results.columns else ["imputer", "metric"]
+    g = results.groupby(keys, sort=False)["value"]
     return g.agg(mean="mean", std="std", min="min", max="max", n="count")
 
 
