@@ -1,4 +1,4 @@
-r"""Conditional density slices: :math:`p(x_f \mid x^o)` of one row under a fitted Gaussian mixture.
+r"""Conditional density slices: :math:`p(x_f \mid x^o)` of one row under a fitted mixture (or location model).
 
 The "density imputation" of garriga2017 (eq. 3.27) and the conditional-density views 5/6 of
 ghahramani1994 §6: for a row with missing entries, the conditional distribution of the missing block
@@ -23,10 +23,20 @@ data row or a typed row:
 * a table of the observed values and the conditional means / sds of the missing ones, and the
   component weights :math:`h_k` against the priors :math:`\pi_k`.
 
+A *table with categories* (:func:`explorer.datasets.load_mixed`: penguins, msleep, auto_mpg, abalone), chosen in
+the sidebar, replaces the numeric data set: its :class:`~explorer.ui.state.data_model.MixedDataModel` hides a
+share of the observed cells at random (their true values kept), and the location model
+(:class:`~explorer.ui.state.em_model.LocationModel`, i.e. :class:`explorer.MixedMixtureImputer`) is fitted in one
+job on the session's worker. For a row of it, a missing **categorical** cell is shown as bars of
+:math:`P(\text{level} \mid \text{the row's observed cells})` (``predict_proba``), the most probable level
+darker, the true level starred when known, and the probabilities on a line of text below; a missing **number**
+as the 1-D slice above, of the numeric block's conditional mixture given every observed cell, categories included
+(``MixedMixtureImputer.conditional``). Typed rows, the 2-D view and the downloads stay with numeric data sets.
+
 The plots are Bokeh figures made once per session (:mod:`explorer.ui.plots.density_slices`; the 2-D
-one when a second feature is first picked): a new row, feature, fit or data set only replaces their
-data, on the session's event loop (:class:`~explorer.ui.session.Redraw`). :attr:`ConditionalView.frames`
-holds the frames last drawn.
+one when a second feature is first picked, the level bars when a categorical cell first is): a new row, feature,
+fit or data set only replaces their data, on the session's event loop (:class:`~explorer.ui.session.Redraw`).
+:attr:`ConditionalView.frames` holds the frames last drawn.
 """
 
 from __future__ import annotations
@@ -43,23 +53,26 @@ from bokeh.models import CustomJSTickFormatter
 from panel.viewable import Viewer
 
 from explorer.core.validation import BadInputError, constant_columns
-from explorer.datasets import list_datasets
+from explorer.datasets import list_datasets, list_mixed
 from explorer.ui.components.banner import DataErrorBanner
 from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.components.notebook import notebook_layout
-from explorer.ui.plots.density_slices import Slice1DPlot, Slice2DPlot, WeightBars
+from explorer.ui.plots.density_slices import LevelBars, Slice1DPlot, Slice2DPlot, WeightBars
 from explorer.ui.session import Redraw, push, run_then, served_doc
-from explorer.ui.state.data_model import UPLOADED, DataModel
-from explorer.ui.state.em_model import EMModel
+from explorer.ui.state.data_model import MIXED_NONE, UPLOADED, DataModel, MixedDataModel
+from explorer.ui.state.em_model import EMModel, LocationModel
 from explorer.ui.state.vb_model import VBModel
 from explorer.ui.text import md
 
-__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "parse_row", "slice_1d",
-           "slice_2d"]
+__all__ = ["DENSITIES", "MODEL_KINDS", "ConditionalView", "constant_columns", "mass_levels", "mixed_tables",
+           "parse_row", "slice_1d", "slice_2d"]
 from explorer.ui.plots.conditional_frames import (
     NONE,
+    level_bars,
+    level_text,
     mass_levels,
+    mixed_row_table,
     parse_row,
     placeholder_1d,
     placeholder_weights,
@@ -83,6 +96,14 @@ MAX_FEATURES = 64
 def conditional_datasets() -> list[str]:
     """Built-in data sets the page can fit interactively (<= MAX_FEATURES columns), and ``uploaded``."""
     return [d.name for d in list_datasets() if d.n_features <= MAX_FEATURES] + [UPLOADED]
+
+
+def mixed_tables() -> dict[str, str]:
+    """The choices of the mixed-table selector, label -> :attr:`MixedDataModel.dataset` (none first)."""
+    out = {"none: a numeric data set (below)": MIXED_NONE}
+    for info in list_mixed():
+        out[f"{info.name}: {info.n_samples} rows, categories {', '.join(info.categorical)}"] = info.name
+    return out
 
 
 # ----------------------------------------------------------------------------- the view
@@ -112,6 +133,10 @@ class ConditionalView(Viewer):
         Missing feature on the x axis; a second one for the 2-D view (``NONE`` = 1-D).
     auto_fit : bool
         Fit again when the data or the model settings change.
+    mixed_model : LocationModel
+        The location model of a mixed-type table (numbers and categories). Its ``data_model.dataset`` other than
+        ``"none"`` switches the page to that table: the location model is fitted and shown instead of the
+        Gaussian mixture, a missing categorical cell as bars of its levels' probabilities.
     """
 
     em_model = param.ClassSelector(class_=EMModel)
@@ -126,6 +151,7 @@ class ConditionalView(Viewer):
     auto_fit = param.Boolean(default=True, doc="Refit when the data or the settings change")
     n_draws = param.Integer(default=200, bounds=(1, 5000), doc="Samples drawn from the conditional")
     seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the samples and of 'random row'")
+    mixed_model = param.ClassSelector(class_=LocationModel)
 
     def __init__(self, **params):
         if params.get("em_model") is None:
@@ -135,6 +161,8 @@ class ConditionalView(Viewer):
         if auto_prior:
             params["vb_model"] = VBModel(data_model=params["em_model"].data_model, n_components=10,
                                          mean_prior="observed_mean", covariance_prior="observed_variance")
+        if params.get("mixed_model") is None:  # no table chosen: nothing loaded
+            params["mixed_model"] = LocationModel(data_model=MixedDataModel())
         super().__init__(**params)
         self._lock = threading.RLock()
         self._token = 0
@@ -149,6 +177,7 @@ class ConditionalView(Viewer):
         self._rows = np.zeros(0, dtype=int)
         self._updating = False
         self._custom_columns: tuple | None = None  # the columns the custom row was written for
+        self._shown_mixed = False  # whether the widgets shown are those of a mixed table
         em = self.em_model
         self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False)
         self._make_widgets()
@@ -158,6 +187,7 @@ class ConditionalView(Viewer):
         self._on_run()
         em.param.watch(self._on_run, ["run_id"])
         self.vb_model.param.watch(self._on_run, ["run_id"])
+        self.mixed_model.param.watch(self._on_mixed_run, ["run_id"])
         self.param.watch(self._on_selection, ["source", "row_position", "custom_text", "feature", "feature2"])
         self.param.watch(self._on_kind, ["model_kind", "density"])
         if self._doc is not None:
@@ -165,8 +195,13 @@ class ConditionalView(Viewer):
         self.downloads = DownloadPanel(stem=self._download_stem, imputations=self.imputations,
                                        note=self._download_note)
         self.param.watch(lambda e: self.downloads.refresh(), ["seed"])
-        self.sidebar = pn.Column(self.controls, self._model_box, self.downloads, sizing_mode="stretch_width")
+        self._numeric_data = pn.Column(self.controls, visible=not self.mixed, sizing_mode="stretch_width")
+        self._downloads_box = pn.Column(self.downloads, visible=not self.mixed, sizing_mode="stretch_width")
+        self.sidebar = pn.Column(self._table_choice, self._mixed_data_box, self._numeric_data, self._model_box,
+                                 self._downloads_box, sizing_mode="stretch_width")
         self._layout = notebook_layout(self.sidebar, self.main)  # a notebook; a server shows sidebar and main
+        if self.mixed:  # a table given (or from the URL): its rows, its model's status
+            self._on_mixed_run()
 
     def __panel__(self):
         return self._layout
@@ -187,10 +222,16 @@ class ConditionalView(Viewer):
         self._kind = pn.widgets.Select.from_param(self.param.model_kind, label="Model")
         self._em_box = pn.Column(self._k, self._cov, visible=self.model_kind == "em", sizing_mode="stretch_width")
         self._vb_box = pn.Column(visible=False, sizing_mode="stretch_width")  # filled when first shown
+        # a mixed-type table: its selector always, its settings and its model's when one is chosen (made then)
+        self._table_choice = pn.widgets.Select.from_param(self.mixed_model.data_model.param.dataset,
+                                                          options=mixed_tables(),
+                                                          label="Table with categories (location model)")
+        self._mixed_data_box = pn.Column(visible=False, sizing_mode="stretch_width")
+        self._mixed_box = pn.Column(visible=False, sizing_mode="stretch_width")
         self._show_model_controls()
         self._model_box = pn.Column(pn.pane.Markdown("#### Mixture model", margin=(10, 10, 0, 10)), self._kind,
-                                    self._em_box, self._vb_box, self._auto, self._fit_button, self._progress,
-                                    self._status, sizing_mode="stretch_width")
+                                    self._em_box, self._vb_box, self._mixed_box, self._auto, self._fit_button,
+                                    self._progress, self._status, sizing_mode="stretch_width")
         self._source = pn.widgets.RadioButtonGroup.from_param(self.param.source, color="primary",
                                                               variant="outline", width=240)
         # "Incomplete row (of n): k", 1-based like the row read-out next to the plots (the label carries
@@ -222,7 +263,12 @@ class ConditionalView(Viewer):
         # visibility is toggled on the wrapping Columns (explicit sizes: the gallery stretches by default)
         self._pane1d = pn.Column(self._slice1d.pane, sizing_mode=None)
         self._pane2d = pn.Column(visible=False, sizing_mode=None)
-        intro = pn.pane.HTML(
+        # a mixed table's categorical cell: bars made when first shown, and their probabilities as a line of text
+        self._levels: LevelBars | None = None
+        self._pane_levels = pn.Column(visible=False, sizing_mode=None)
+        self._level_line = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width", margin=(0, 10),
+                                            css_classes=["level-line"])
+        self._intro = intro = pn.pane.HTML(
             "For a row with missing values the fitted mixture gives the whole conditional distribution "
             "<i>p</i>(<i>x</i><sup>m</sup> | <i>x</i><sup>o</sup>) = &Sigma;<sub>k</sub> <i>h<sub>k</sub></i> "
             "N(<i>x</i><sup>m</sup>; <i>x&#770;<sub>k</sub></i><sup>m</sup>, <i>Q<sub>k</sub></i>), again a "
@@ -232,7 +278,17 @@ class ConditionalView(Viewer):
             "joint 2-D density. With the <b>variational DP mixture</b> the weights are the expected stick "
             "weights E[&pi;<sub>k</sub>], and the <b>Student-t predictive</b> integrates the posterior "
             "uncertainty of each component's mean and covariance out (heavier tails than the plug-in "
-            "Gaussians).", sizing_mode="stretch_width", margin=(0, 10, 8, 10))
+            "Gaussians).", sizing_mode="stretch_width", margin=(0, 10, 8, 10), visible=not self.mixed)
+        self._mixed_intro = pn.pane.HTML(
+            "On a table with <b>numbers and categories</b> the page fits the <b>location model</b> "
+            "(<code>MixedMixtureImputer</code>: in each component a Gaussian over the numbers and one categorical "
+            "distribution per categorical column). A row's missing cells are predicted from <i>all</i> its observed "
+            "cells, numbers and categories. <b>A missing category</b>: bars of P(level | observed cells); "
+            "<b>dark bar</b>: the most probable level (the single imputation); <b>red star</b>: the true level. "
+            "<b>A missing number</b>: its conditional density, as for numeric data (curve, components, mean, 95 % "
+            "band, samples, true value). True values are known for the cells the page hid at random (the "
+            "table's own gaps have none). Typed rows, the 2-D view and downloads are for numeric data sets.",
+            sizing_mode="stretch_width", margin=(0, 10, 8, 10), visible=self.mixed)
         self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
                                   sizing_mode="stretch_width")
         results = pn.Column(
@@ -240,20 +296,27 @@ class ConditionalView(Viewer):
             self._custom_box,
             pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
             # side by side when they fit, the weights below the density when not (a Row overflowed at 1024 px)
-            pn.FlexBox(self._pane1d, self._pane2d, self._weights.pane, flex_wrap="wrap", sizing_mode="stretch_width"),
+            pn.FlexBox(self._pane1d, self._pane2d, self._pane_levels, self._weights.pane, flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
+            self._level_line,
             self._table_note,
             self._table,
             sizing_mode="stretch_width",
         )
         # errors where the eye is: the data's (with the nearest setting that works) and the model's, on top
         self.banner = DataErrorBanner(data_model=self.em_model.data_model, results=[results])
-        return pn.Column(self.banner, self._em_error, intro, results, sizing_mode="stretch_width")
+        return pn.Column(self.banner, self._em_error, intro, self._mixed_intro, results, sizing_mode="stretch_width")
 
     # ------------------------------------------------------------------ fitting (off the event loop)
     @property
     def model(self):
         """The model shown: :attr:`em_model` or :attr:`vb_model` (``model_kind``)."""
         return self.vb_model if self.model_kind == "vb" else self.em_model
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the page shows a mixed-type table (and its location model) instead of a numeric data set."""
+        return self.mixed_model.data_model.dataset != MIXED_NONE
 
     def conditional(self, X):
         """The conditional of rows ``X`` (NaN = missing) under the model and density shown, or None."""
@@ -268,7 +331,10 @@ class ConditionalView(Viewer):
         the page shows the result on its event loop; outside a server (Jupyter, scripts, tests) it runs
         here and now. A newer call (or a new run) supersedes an older one: the older fit stops after its
         current step. Returns False when there is nothing to fit (no model, or the session is gone).
+        With a mixed table the location model is fitted instead (in one job: :meth:`_fit_mixed`).
         """
+        if self.mixed:
+            return self._fit_mixed()
         em = self.model
         if self._session_gone():
             return False
@@ -282,6 +348,31 @@ class ConditionalView(Viewer):
             self._fit_button.disabled = True
             self._status.object = f"Fitting… iteration {em.iteration}"
         return run_then(partial(self._work, token, em), partial(self._finish, token), doc=self._doc)
+
+    def _fit_mixed(self, again: bool = False) -> bool:
+        """Fit the location model of the mixed table on the session's worker and show it on its event loop (already
+        fitted for the current run: only shown again, unless ``again``, the Fit button)."""
+        model = self.mixed_model
+        if self._session_gone():
+            return False
+        with self._lock:
+            self._token += 1
+            token = self._token
+            if model.data_model.data is None:
+                self._show_status()
+                return False
+            self._progress.visible = True
+            self._fit_button.disabled = True
+            self._status.object = f"Fitting the location model (K = {model.n_components})…"
+        return run_then(partial(self._work_mixed, token, model, model.run_id, again), partial(self._finish, token),
+                        doc=self._doc)
+
+    def _work_mixed(self, token: int, model: LocationModel, run_id: int, again: bool) -> None:
+        """The location model's fit (the session's worker), unless superseded, already fitted (and not ``again``) or
+        the session is gone. Its end is drawn in any case (a draw made before the browser had the page, when the app
+        fits at load, is not kept: the fit the app starts once the page is up draws it again)."""
+        if not self._session_gone() and token == self._token and (again or model.result is None):
+            model.fit(run_id=run_id)
 
     def _session_gone(self) -> bool:
         """True once the browser session is destroyed (Bokeh clears the document's session context first)."""
@@ -321,10 +412,14 @@ class ConditionalView(Viewer):
             self._refresh()
 
     def _show_error(self) -> None:
-        self._em_error.object = md(self.model.error)
-        self._em_error.visible = bool(self.model.error)
+        error = (self.mixed_model.error or self.mixed_model.data_model.error) if self.mixed else self.model.error
+        self._em_error.object = md(error)
+        self._em_error.visible = bool(error)
 
     def _show_status(self) -> None:
+        if self.mixed:
+            self._show_mixed_status()
+            return
         em = self.model
         self._show_error()
         if hasattr(self, "downloads"):
@@ -345,7 +440,24 @@ class ConditionalView(Viewer):
                 ll += f" · {self._prior_note}"
         self._status.object = f"{head} · {ll}"
 
+    def _show_mixed_status(self) -> None:
+        model = self.mixed_model
+        self._show_error()
+        fit = model.result
+        if fit is None:
+            self._status.object = ("No model: see the message above the plots." if model.error else
+                                   "Location model not fitted yet: press Fit.")
+            return
+        head = (f"**Converged** after {fit.n_iter} iterations" if fit.converged else
+                f"**Stopped** at max_iter = {fit.n_iter} (not converged)")
+        ll = fit.log_likelihood
+        self._status.object = (f"{head} · log-likelihood **{ll:.2f}** ({ll / max(fit.n_rows, 1):.3f} per row) · "
+                               f"location model, K = {fit.imputer.n_components_}")
+
     def _on_fit_click(self, event=None) -> None:
+        if self.mixed:  # the location model is fitted in one go: Fit fits it again
+            self._fit_mixed(again=True)
+            return
         em = self.model
         if em.finished and em.state is not None:  # already fitted: start again from the initialisation
             auto, self.auto_fit = self.auto_fit, False  # the run_id watcher must not start a second fit
@@ -386,7 +498,22 @@ class ConditionalView(Viewer):
         return True
 
     def _show_model_controls(self) -> None:
-        """The shown model's settings; the variational model's widgets are made when it is first chosen."""
+        """The shown model's settings; the variational model's widgets are made when it is first chosen, the
+        location model's (and its table's) when a table is first chosen."""
+        if self.mixed:
+            if not self._mixed_box.objects:
+                model, data = self.mixed_model, self.mixed_model.data_model
+                self._mixed_data_box.objects = [
+                    pn.widgets.FloatSlider.from_param(data.param.hide_rate, step=0.05,
+                                                      label="Cells hidden at random (true values kept)"),
+                    pn.widgets.IntInput.from_param(data.param.mask_seed, label="Mask seed")]
+                self._mixed_box.objects = [
+                    pn.widgets.IntSlider.from_param(model.param.n_components, start=1, end=10, label="Components K"),
+                    pn.widgets.Select.from_param(model.param.covariance_type, label="Covariance (numbers)")]
+            self._kind.visible = self._em_box.visible = self._vb_box.visible = False
+            self._mixed_box.visible = True
+            return
+        self._kind.visible, self._mixed_box.visible = True, False
         vb = self.model_kind == "vb"
         if vb and not self._vb_box.objects:
             model = self.vb_model
@@ -402,6 +529,8 @@ class ConditionalView(Viewer):
     # ------------------------------------------------------------------ data / selection updates
     def _on_kind(self, *events) -> None:
         """Another model or density: show its controls; fit the model if it has not been fitted yet."""
+        if self.mixed:  # the Gaussian models are not shown (their settings come back with a numeric data set)
+            return
         vb = self.model_kind == "vb"
         self._show_model_controls()
         if any(e.name == "model_kind" for e in events):
@@ -422,16 +551,13 @@ class ConditionalView(Viewer):
             return  # the other model (reset by the same data change): fitted when it is chosen
         if event is not None and self.model_kind == "vb" and self._adapt_prior():
             return  # the prior changed: a new run, whose run_id event does the rest
+        if self.mixed:
+            return  # a table is shown: this model is fitted when a numeric data set is chosen again
         data = self.em_model.data_model.data
         with self._lock:
-            self._rows = np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1))
             self._updating = True
             try:
-                self._row.end = max(1, len(self._rows) - 1)
-                self._row.name = f"Incomplete row (of {len(self._rows)})" if len(self._rows) else "Incomplete row"
-                self._row.disabled = len(self._rows) == 0
-                if self.row_position >= len(self._rows):
-                    self.row_position = 0
+                self._set_rows(np.zeros(0, dtype=int) if data is None else np.flatnonzero(data.missing.any(axis=1)))
                 # an example row of these data; a row typed for other columns (another data set) is replaced
                 if data is not None and (not self.custom_text or self._custom_columns != tuple(data.columns)):
                     self.custom_text = ", ".join("?" if np.isnan(v) else f"{v:.3g}" for v in
@@ -450,8 +576,67 @@ class ConditionalView(Viewer):
             self._fit_button.disabled = False
             self._show_status()
 
+    def _set_rows(self, rows) -> None:
+        """The incomplete rows the slider runs over (call with ``_updating`` set)."""
+        self._rows = rows
+        self._row.end = max(1, len(rows) - 1)
+        self._row.name = f"Incomplete row (of {len(rows)})" if len(rows) else "Incomplete row"
+        self._row.disabled = len(rows) == 0
+        if self.row_position >= len(rows):
+            self.row_position = 0
+
+    def _on_mixed_run(self, event=None) -> None:
+        """A table was chosen, or its data or model settings changed: its rows, then a fit; "none" goes back to the
+        numeric data set and its model."""
+        switched = self.mixed != self._shown_mixed
+        if switched:
+            self._show_mode()
+        if not self.mixed:
+            if switched:
+                self._token += 1  # a running fit of the table stops being shown
+                if self.model_kind == "vb" and self._adapt_prior():
+                    return  # a new VB run: its run_id event shows the data and fits
+                self._on_run()  # the numeric data's rows and the model's status
+                if self.auto_fit and self.model.state is not None and not self.model.finished:
+                    self.fit()
+            return
+        with self._lock:
+            self._updating = True
+            try:
+                self._set_rows(self.mixed_model.data_model.incomplete_rows())
+            finally:
+                self._updating = False
+            self._refresh()
+        if event is not None:
+            self._token += 1  # a running fit belongs to the previous run
+        # a table in the link: the page is being sent, and what a fit would draw before the browser has it is lost
+        # (its draws after load send only what changed); the app fits once the page is up (pn.state.onload)
+        if self.auto_fit and event is not None and self._page_loaded():
+            self._show_error()
+            self.fit()
+        else:
+            self._progress.visible = False
+            self._fit_button.disabled = False
+            self._show_status()
+
+    def _page_loaded(self) -> bool:
+        """False while the session's page is being built and sent to the browser (True outside a server)."""
+        return self._doc is None or pn.state.curdoc is not self._doc or pn.state.loaded
+
+    def _show_mode(self) -> None:
+        """The widgets of a mixed table or of a numeric data set."""
+        mixed = self._shown_mixed = self.mixed
+        self._show_model_controls()
+        self._numeric_data.visible = self._downloads_box.visible = not mixed
+        self._mixed_data_box.visible = mixed
+        self._intro.visible, self._mixed_intro.visible = not mixed, mixed
+        self._source.visible = self._feature2.visible = not mixed
+        self._custom_box.visible = self.source == "custom row" and not mixed
+        if not mixed:
+            self._pane_levels.visible = self._level_line.visible = False
+
     def _on_selection(self, *events) -> None:
-        self._custom_box.visible = self.source == "custom row"
+        self._custom_box.visible = self.source == "custom row" and not self.mixed
         if not self._updating:
             self._refresh()
 
@@ -480,10 +665,13 @@ class ConditionalView(Viewer):
 
     @property
     def frames(self) -> dict:
-        """The frames last drawn: ``slice1d``, ``weights`` and, once a 2-D slice was drawn, ``slice2d``."""
+        """The frames last drawn: ``slice1d``, ``weights`` and, once a 2-D slice was drawn, ``slice2d``; once a
+        categorical cell of a mixed table was drawn, ``levels``."""
         frames = {"slice1d": self._slice1d.frame, "weights": self._weights.frame}
         if self._slice2d is not None:
             frames["slice2d"] = self._slice2d.frame
+        if self._levels is not None:
+            frames["levels"] = self._levels.frame
         return frames
 
     def _draw(self) -> None:
@@ -496,7 +684,7 @@ class ConditionalView(Viewer):
                 self._show_message(str(exc), title="No fitted model: see the message", model=True)
             except BadInputError as exc:
                 self._show_message(str(exc), title="No slice: see the message above")
-        push(*(p.pane for p in (self._slice1d, self._slice2d, self._weights) if p is not None))
+        push(*(p.pane for p in (self._slice1d, self._slice2d, self._levels, self._weights) if p is not None))
 
     def _show_message(self, message: str, title: str, model: bool = False) -> None:
         """Placeholders in the plots (a short title), the full ``message`` as text.
@@ -504,13 +692,14 @@ class ConditionalView(Viewer):
         ``model=True``: the model could not be fitted. Its error is in the alert under the model
         controls (:meth:`_show_error`) and in the row read-out, whatever the source of the row.
         """
-        custom = self.source == "custom row" and not model
+        custom = self.source == "custom row" and not model and not self.mixed
         self._custom_error.object = md(message) if custom else ""
         self._custom_error.visible = custom
         self._row_info.object = "" if custom else f"*{md(message)}*"
         self._slice1d.update(placeholder_1d(title))
         self._weights.update(placeholder_weights())
         self._pane1d.visible, self._pane2d.visible = True, False
+        self._pane_levels.visible = self._level_line.visible = False
         self._table.object = None
         self._table_note.visible = False
 
@@ -521,7 +710,17 @@ class ConditionalView(Viewer):
             self._pane2d.objects = [self._slice2d.pane]
         self._slice2d.update(frame)
 
+    def _show_levels(self, frame: dict) -> None:
+        """Draw the bars of a categorical cell (their figure is made the first time one is shown)."""
+        if self._levels is None:
+            self._levels = LevelBars()
+            self._pane_levels.objects = [self._levels.pane]
+        self._levels.update(frame)
+
     def _draw_slice(self) -> None:
+        if self.mixed:
+            self._draw_mixed()
+            return
         em, data = self.model, self.em_model.data_model.data
         values, truth, label = self.current_row()
         self._custom_error.visible = False
@@ -565,6 +764,61 @@ class ConditionalView(Viewer):
         where = f" ({self.row_position + 1} of {len(self._rows)} incomplete rows)" if self.source == "data row" else ""
         self._row_info.object = (f"**{label}**{where}: {n_obs} observed, {len(mis)} missing · model at {it}"
                                  + (" · values in standardised units" if em.data_model.standardize else ""))
+
+    def _draw_mixed(self) -> None:
+        """The selected row of the mixed table: bars of a categorical cell, the density of a numeric one."""
+        model, table = self.mixed_model, self.mixed_model.data_model
+        data = table.data
+        if data is None:
+            raise BadInputError(table.error or "No table loaded.")
+        if not len(self._rows):
+            raise BadInputError("No cell of this table is missing: hide some at random (a positive rate).")
+        r = int(self._rows[min(self.row_position, len(self._rows) - 1)])
+        columns = [str(c) for c in data.columns]
+        is_missing = data.iloc[r].isna().to_numpy()
+        mis = [c for c, m in zip(columns, is_missing) if m]
+        categorical = table.categorical
+        self._custom_error.visible = False
+        self._updating = True
+        try:
+            self._feature.options = mis
+            if self.feature not in mis:  # a category first: what this view adds to the numeric page
+                self.feature = next((c for c in mis if c in categorical), mis[0])
+        finally:
+            self._updating = False
+        with model.lock:
+            fit = model.result
+        if fit is None:
+            raise _NoModel(model.error or "No fitted model yet: press Fit.")
+        label = f"row {r}"
+        j = columns.index(self.feature)
+        truth = table.complete.iloc[r, j] if table.hidden[r, j] else None
+        cm = model.numeric_conditional(r)
+        if self.feature in categorical:
+            levels, proba = model.level_probabilities(r, self.feature)
+            bars = level_bars(levels, proba, truth)
+            self._show_levels({"bars": bars, "xlabel": self.feature, "title": f"{label}: P({self.feature} | observed)"})
+            self._level_line.object = level_text(self.feature, bars)
+        else:
+            f = [str(c) for c in fit.imputer.numeric_columns_].index(self.feature)
+            s = slice_1d(cm, 0, f, rng=np.random.default_rng(self.seed), truth=None if truth is None else float(truth),
+                         n_draws=self.n_draws)
+            title = f"{label}: p({self.feature} | observed)"
+            self._slice1d.update({"slice": s, "xlabel": self.feature, "title": title})
+        categorical_cell = self.feature in categorical
+        self._pane1d.visible, self._pane2d.visible = not categorical_cell, False
+        self._pane_levels.visible = self._level_line.visible = categorical_cell
+        # the components' weights given every observed cell of the row (categories included)
+        posterior = cm.weights[0] if cm is not None else np.asarray(fit.imputer.weights_)
+        self._weights.update({"prior": np.asarray(fit.imputer.weights_), "posterior": posterior})
+        self._table.object = mixed_row_table(fit, cm, data.iloc[r], table.complete.iloc[r], table.hidden[r],
+                                             categorical, r)
+        self._table_note.visible = False
+        hidden = int(table.hidden[r].sum())
+        name = "" if isinstance(data.index, pd.RangeIndex) else f" ({md(data.index[r])})"
+        self._row_info.object = (f"**{label}**{name} ({self.row_position + 1} of {len(self._rows)} incomplete rows): "
+                                 f"{len(columns) - len(mis)} observed, {len(mis)} missing ({hidden} hidden at random, "
+                                 f"true value known) · location model, K = {fit.imputer.n_components_}")
 
     # ------------------------------------------------------------------ downloads
     def _model_label(self) -> tuple[str, str]:

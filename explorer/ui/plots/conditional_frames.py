@@ -1,7 +1,9 @@
 """Pure pieces of the conditional-density page (:mod:`explorer.ui.pages.conditional`).
 
 Parsing a typed row, the 1-D and 2-D slices of :math:`p(x^m \\mid x^o)` (grids, densities,
-highest-mass levels, samples, intervals), the placeholder frames shown without a model, and the
+highest-mass levels, samples, intervals), the level probabilities of a missing categorical cell of a mixed
+table and the table under its plots (:func:`level_bars`, :func:`level_text`, :func:`mixed_row_table`), the
+placeholder frames shown without a model, and the
 colours of the page's figures (:mod:`explorer.ui.plots.density_slices` draws the frames).
 No Panel import: everything here is a function of its arguments.
 """
@@ -9,8 +11,10 @@ No Panel import: everything here is a function of its arguments.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from explorer.core.validation import BadInputError
+from explorer.ui.text import md
 
 MISSING_TOKENS = ("", "?", "nan", "na", "n/a")
 NONE = "(none: 1-D slice)"
@@ -152,6 +156,86 @@ def slice_2d(cm, row: int, f1: int, f2: int, *, rng, truth=None, n_grid: int = 8
             "levels": mass_levels(density, (gx[1] - gx[0]) * (gy[1] - gy[0])),
             "samples": draws[:, [f1, f2]], "mean": mean[[f1, f2]],
             "truth": None if truth is None else np.asarray(truth, dtype=float)}
+
+
+# ----------------------------------------------------------------------------- a categorical cell
+def level_bars(levels, proba, truth=None) -> dict:
+    """What the bars of a missing categorical cell show: :math:`P(\\text{level} \\mid \\text{observed})`.
+
+    Parameters
+    ----------
+    levels : sequence
+        The column's levels (shown as text).
+    proba : array of shape (n_levels,)
+        Their probabilities given the observed part of the row (they sum to one).
+    truth : level, optional
+        The true level, when known (a cell hidden by the page).
+
+    Returns
+    -------
+    dict
+        ``levels`` (list of str), ``proba`` (V,), ``best`` (the index of the most probable level) and ``truth``
+        (the index of the true level, or None).
+    """
+    levels = [str(v) for v in levels]
+    proba = np.asarray(proba, dtype=float)
+    if proba.shape != (len(levels),):
+        raise ValueError(f"{len(levels)} levels but {proba.shape} probabilities")
+    truth = None if truth is None or str(truth) not in levels else levels.index(str(truth))
+    return {"levels": levels, "proba": proba, "best": int(np.argmax(proba)) if len(levels) else None,
+            "truth": truth}
+
+
+def level_text(column: str, frame: dict, max_levels: int = 8) -> str:
+    """One line of Markdown with the probabilities of :func:`level_bars`' ``frame``, most probable first (at most
+    ``max_levels``), the most probable in bold, and the true level; user strings (the column, the levels) escaped."""
+    order = np.argsort(-frame["proba"], kind="stable")
+    shown = [f"{md(frame['levels'][i])} {frame['proba'][i]:.3f}" for i in order[:max_levels]]
+    if shown:
+        shown[0] = f"**{shown[0]}**"
+    rest = len(order) - len(shown)
+    text = f"P({md(column)} | observed): " + " · ".join(shown) + (f" · … {rest} more" if rest > 0 else "")
+    truth = frame["truth"]
+    if truth is not None:
+        text += f" — true level: {md(frame['levels'][truth])} (P = {frame['proba'][truth]:.3f})"
+    return text
+
+
+def mixed_row_table(fit, cm, values, complete, hidden, categorical, row: int) -> pd.DataFrame:
+    """The table under the plots for row ``row`` of a mixed table: one line per column with the observed value, or
+    the imputation (conditional mean / most probable level), the sd and 95 % interval of a number, the
+    probabilities of a category's levels (most probable first) and the true value of a hidden cell.
+
+    ``fit`` is a :class:`~explorer.ui.state.em_model.LocationFit`, ``cm`` the row's numeric conditional (one row;
+    None without numeric columns), ``values`` / ``complete`` the row with its gaps / as loaded (pandas Series),
+    ``hidden`` which of its cells were hidden at random. User strings stay as they are: the DataFrame pane escapes
+    every cell.
+    """
+    numeric = [str(c) for c in fit.imputer.numeric_columns_]
+    if cm is not None:
+        mean, sd = cm.mean()[0], np.sqrt(cm.variance()[0])
+        lower, upper = cm.interval(0.95)
+    rows = []
+    for j, (c, v) in enumerate(values.items()):
+        c = str(c)
+        missing = pd.isna(v)
+        line = {"feature": c, "observed": "" if missing else (str(v) if c in categorical else f"{v:.4g}"),
+                "imputed": "", "sd": "", "95% interval": "", "P(level | observed)": "", "truth": ""}
+        if missing and c in categorical:
+            levels, proba = fit.levels[c], fit.proba[c][row]
+            order = np.argsort(-proba, kind="stable")
+            line["imputed"] = levels[order[0]]
+            line["P(level | observed)"] = ", ".join(f"{levels[i]} {proba[i]:.2f}" for i in order[:4]) + (
+                ", …" if len(order) > 4 else "")
+        elif missing and cm is not None:
+            f = numeric.index(c)
+            line.update({"imputed": f"{mean[f]:.4g}", "sd": f"{sd[f]:.3g}",
+                         "95% interval": f"[{lower[0, f]:.3g}, {upper[0, f]:.3g}]"})
+        if missing and hidden[j]:
+            t = complete.iloc[j]
+            line["truth"] = str(t) if c in categorical else f"{t:.4g}"
+        rows.append(line)
+    return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- placeholder frames

@@ -10,22 +10,34 @@ the dicts of :mod:`explorer.ui.plots.conditional_frames` (``{"slice": slice_1d(.
 * :class:`Slice2DPlot`: the joint density of two missing features (image), its 50/80/95 % regions
   (contours), samples, the mean and the truth;
 * :class:`WeightBars`: the prior weights :math:`\pi_k` and the row's :math:`h_k`, two bars per component
-  at numeric positions (a categorical axis whose factors shrink makes BokehJS fail with "Size mismatch").
+  at numeric positions (a categorical axis whose factors shrink makes BokehJS fail with "Size mismatch");
+* :class:`LevelBars`: a missing categorical cell of a mixed table: one bar per level,
+  :math:`P(\text{level} \mid \text{observed})`, the most probable level darker, the true level (when known)
+  starred, each bar's probability written above it; levels at numeric positions with tick labels, as above.
 """
 
 from __future__ import annotations
 
 import contourpy
 import numpy as np
-from bokeh.models import BoxAnnotation, ColumnDataSource, FixedTicker, Legend, LegendItem, LinearColorMapper, Range1d
-from bokeh.models import Span
+from bokeh.models import (
+    BoxAnnotation,
+    ColumnDataSource,
+    FixedTicker,
+    LabelSet,
+    Legend,
+    LegendItem,
+    LinearColorMapper,
+    Range1d,
+    Span,
+)
 from bokeh.palettes import Purples256
 from bokeh.plotting import figure
 
 from explorer.ui.plots.conditional_frames import BAND, COMPONENT, CURVE, MEAN, POSTERIOR, PRIOR, SAMPLE, TRUTH
 from explorer.ui.plots.figures import figure_pane
 
-__all__ = ["Slice1DPlot", "Slice2DPlot", "WeightBars", "contour_lines"]
+__all__ = ["LevelBars", "Slice1DPlot", "Slice2DPlot", "WeightBars", "contour_lines"]
 
 _TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
 #: light (low density) to dark (high), like HoloViews' "Purples"
@@ -232,6 +244,76 @@ class WeightBars:
         self.prior.data = {"left": x - 0.38, "right": x, "top": prior, "bottom": zero}
         self.posterior.data = {"left": x, "right": x + 0.38, "top": post, "bottom": zero}
         self.ticker.ticks = x.tolist() or [1.0]
-        self.figure.xaxis.major_label_overrides = {} if x.size else {1: ""}
+        # the labels written out: an emptied overrides dict (after the placeholder's {1: ""}) left tick 1 unlabelled
+        self.figure.xaxis.major_label_overrides = {int(k): str(int(k)) for k in x} if x.size else {1: ""}
         _set_range(self.x_range, 0.4, max(prior.size, 1) + 0.6)
         self.figure.title.text = frame.get("title", "Component weights for this row")
+
+
+class LevelBars:
+    """The probabilities of the levels of one missing categorical cell (see the module docstring).
+
+    Level ``i`` (0-based) is the bar on [i + 1 - 0.35, i + 1 + 0.35]; its name is the tick label at i + 1 (plain
+    text drawn by BokehJS on the canvas, never parsed as HTML).
+
+    Attributes
+    ----------
+    figure : bokeh.plotting.figure
+    bars, best : ColumnDataSource
+        ``left``, ``right``, ``top``, ``bottom`` of every level's bar and of the most probable one's (drawn over
+        it in the darker colour).
+    truth : ColumnDataSource
+        ``x``, ``y`` of the star over the true level (empty when it is not known).
+    labels : ColumnDataSource
+        ``x``, ``y``, ``text``: the probabilities written above the bars.
+    pane : panel.pane.Bokeh
+    frame : dict or None
+        The last frame drawn (``{"bars": level_bars(...), "xlabel", "title"}``).
+    """
+
+    def __init__(self, width: int = 560, height: int = 360):
+        self.x_range, self.y_range = Range1d(0.4, 1.6), Range1d(0.0, 1.18)
+        self.ticker = FixedTicker(ticks=[1.0])
+        fig = figure(x_range=self.x_range, y_range=self.y_range, width=width, height=height, tools="save",
+                     toolbar_location="above", y_axis_label="probability given the observed cells")
+        fig.xgrid.visible = False
+        fig.xaxis.ticker = self.ticker
+        fig.xaxis.major_label_text_font_size = "12px"
+        self.bars = ColumnDataSource(_empty("left", "right", "top", "bottom"))
+        self.best = ColumnDataSource(_empty("left", "right", "top", "bottom"))
+        self.truth = ColumnDataSource(_empty("x", "y"))
+        self.labels = ColumnDataSource({"x": np.zeros(0), "y": np.zeros(0), "text": []})
+        bars = fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.bars,
+                        fill_color=BAND, line_color=CURVE)
+        best = fig.quad(left="left", right="right", top="top", bottom="bottom", source=self.best,
+                        fill_color=MEAN, line_color=CURVE)
+        truth = fig.scatter("x", "y", source=self.truth, marker="star", size=18, fill_color=TRUTH, line_color=TRUTH)
+        fig.add_layout(LabelSet(x="x", y="y", text="text", source=self.labels, text_align="center",
+                                text_font_size="11px", text_color=CURVE, y_offset=2))
+        _legend(fig, [("P(level | observed)", bars), ("most probable", best), ("true level", truth)],
+                location="center", place="above", orientation="horizontal")
+        self.figure = fig
+        self.pane = figure_pane(fig, sizing_mode=None, margin=(0, 10))
+        self.frame: dict | None = None
+
+    def update(self, frame: dict) -> None:
+        """Draw ``frame`` = ``{"bars": level_bars(...), "xlabel", "title"}`` (no level: no bar)."""
+        self.frame = frame
+        b = frame["bars"]
+        proba = np.asarray(b["proba"], dtype=float)
+        x = np.arange(1, proba.size + 1, dtype=float)
+        zero = np.zeros_like(x)
+        self.bars.data = {"left": x - 0.35, "right": x + 0.35, "top": proba, "bottom": zero}
+        best = [] if b["best"] is None else [b["best"]]
+        self.best.data = {"left": x[best] - 0.35, "right": x[best] + 0.35, "top": proba[best], "bottom": zero[best]}
+        truth = [] if b["truth"] is None else [b["truth"]]
+        self.truth.data = {"x": x[truth], "y": proba[truth] + 0.1}
+        self.labels.data = {"x": x, "y": proba, "text": [f"{p:.2f}" for p in proba]}
+        self.ticker.ticks = x.tolist() or [1.0]
+        self.figure.xaxis.major_label_overrides = ({int(i): level for i, level in zip(x, b["levels"])}
+                                                   if x.size else {1: ""})
+        # many levels (a taxonomic order): slanted names that do not overlap
+        self.figure.xaxis.major_label_orientation = "horizontal" if proba.size <= 6 else 0.8
+        _set_range(self.x_range, 0.4, max(proba.size, 1) + 0.6)
+        self.figure.title.text = frame["title"]
+        self.figure.xaxis.axis_label = frame["xlabel"]

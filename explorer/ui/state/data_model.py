@@ -7,6 +7,11 @@ model writes. Views depend on ``revision``, which increases whenever ``data`` ch
 
 Failures never lose the current data: a bad upload or an infeasible mechanism setting leaves
 ``data`` as it was and puts a readable message in ``error``.
+
+:class:`MixedDataModel` is its counterpart for the mixed-type tables of :func:`explorer.datasets.load_mixed`
+(numbers and categories, pandas DataFrames with real gaps), which :class:`~explorer.core.data.IncompleteData`
+cannot hold: a table, plus a share of its observed cells hidden at random (MCAR) so that some missing cells
+have a known true value. It loads nothing until a table is chosen.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import pandas as pd
 import param
 
 from explorer import datasets as ds
@@ -24,7 +30,7 @@ from explorer.core.validation import BadInputError, InfeasibleRateError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.session_data import SessionData
 
-__all__ = ["DataModel", "NO_MECHANISM", "UPLOADED"]
+__all__ = ["DataModel", "MIXED_NONE", "MixedDataModel", "NO_MECHANISM", "UPLOADED"]
 
 NO_MECHANISM = "none"
 #: The built-in data sets and mechanisms of the pages that draw 2-D data (EM and variational playgrounds).
@@ -316,3 +322,101 @@ class DataModel(Settings):
             return
         self.session.put(data)  # reloads this model when ``uploaded`` is its data set already
         self.dataset = UPLOADED  # else: triggers _load
+
+
+# ----------------------------------------------------------------------------- mixed-type tables
+#: :attr:`MixedDataModel.dataset` when no table is chosen (nothing loaded).
+MIXED_NONE = "none"
+
+
+def _mixed_names() -> list[str]:
+    return [info.name for info in ds.list_mixed()]
+
+
+class MixedDataModel(Settings):
+    """A mixed-type table (numbers and categories) with a share of its observed cells hidden at random.
+
+    ``data`` is the table of :func:`explorer.datasets.load_mixed` (its own gaps kept) with, in addition, each
+    observed cell hidden with probability ``hide_rate`` (MCAR, seed ``mask_seed``); ``hidden`` marks those cells,
+    whose true values are in ``complete``. A column never loses all its observed cells. With ``dataset`` =
+    :data:`MIXED_NONE` nothing is loaded (``data`` is None).
+
+    Examples
+    --------
+    >>> m = MixedDataModel(dataset="penguins", hide_rate=0.1)
+    >>> m.data.shape, str(m.data["sex"].dtype), bool(m.hidden.any())
+    ((344, 8), 'category', True)
+    """
+
+    _SETTINGS = ("dataset", "hide_rate", "mask_seed")
+
+    dataset = param.Selector(default=MIXED_NONE, objects=[MIXED_NONE] + _mixed_names(),
+                             doc="Mixed-type table (none: no table)")
+    hide_rate = param.Number(default=0.1, bounds=(0.0, 0.5), doc="Share of the observed cells hidden at random (MCAR)")
+    mask_seed = param.Integer(default=1, bounds=(0, MAX_SEED), doc="Seed of the hidden cells")
+
+    complete = param.ClassSelector(class_=pd.DataFrame, constant=True, allow_None=True, precedence=-1,
+                                   doc="The table as loaded (its own gaps only): the truth of the hidden cells")
+    data = param.ClassSelector(class_=pd.DataFrame, constant=True, allow_None=True, precedence=-1,
+                               doc="The table with its own gaps and the hidden cells")
+    hidden = param.Array(default=None, constant=True, allow_None=True, precedence=-1,
+                         doc="(n_rows, n_columns) bool: the cells hidden here (true value known)")
+    error = param.String(default="", constant=True, precedence=-1, doc="Last error, readable")
+    revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases when data changes")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._load()
+
+    @property
+    def info(self):
+        """The chosen table's :class:`~explorer.datasets.MixedDatasetInfo` (None without a table)."""
+        return next((i for i in ds.list_mixed() if i.name == self.dataset), None)
+
+    @property
+    def categorical(self) -> list[str]:
+        """The categorical columns of ``data`` (category dtype), in column order."""
+        if self.data is None:
+            return []
+        return [str(c) for c in self.data.columns if isinstance(self.data[c].dtype, pd.CategoricalDtype)]
+
+    def incomplete_rows(self) -> np.ndarray:
+        """Positions of the rows of ``data`` with at least one missing cell."""
+        if self.data is None:
+            return np.zeros(0, dtype=int)
+        return np.flatnonzero(self.data.isna().to_numpy().any(axis=1))
+
+    def _publish(self, **outputs):
+        with param.edit_constant(self):
+            self.param.update(**outputs)
+
+    @param.depends("dataset", "hide_rate", "mask_seed", watch=True)
+    def _load(self):
+        if self.dataset == MIXED_NONE:
+            self._publish(complete=None, data=None, hidden=None, error="", revision=self.revision + 1)
+            return
+        try:
+            complete = ds.load_mixed(self.dataset)
+            data, hidden = hide_cells(complete, self.hide_rate, np.random.default_rng(self.mask_seed))
+        except BadInputError as exc:
+            self._publish(error=str(exc))
+            return
+        self._publish(complete=complete, data=data, hidden=hidden, error="", revision=self.revision + 1)
+
+
+def hide_cells(frame: pd.DataFrame, rate: float, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+    """``frame`` with each observed cell hidden with probability ``rate`` (MCAR), and the (n, d) mask of those.
+
+    Every column keeps at least one observed cell (one hidden cell is given back to a column that would lose
+    them all); the dtypes (categories and their levels) are kept.
+    """
+    observed = frame.notna().to_numpy()
+    hidden = observed & (rng.random(observed.shape) < rate)
+    for j in np.flatnonzero(observed.any(axis=0) & ~(observed & ~hidden).any(axis=0)):
+        hidden[rng.choice(np.flatnonzero(hidden[:, j])), j] = False
+    out = frame.copy()
+    for j, column in enumerate(frame.columns):
+        if hidden[:, j].any():
+            out[column] = frame[column].mask(hidden[:, j])
+    hidden.setflags(write=False)
+    return out, hidden

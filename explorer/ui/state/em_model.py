@@ -7,20 +7,32 @@ safe to drive from a worker thread (``step``/``reset`` take a lock; ``try_step``
 waiting, for periodic callbacks). It imports param, never Panel.
 
 A new run starts (``reset``) whenever the data or a model setting changes.
+
+:class:`LocationModel` is the mixed-data counterpart: the location model (a Gaussian block and one categorical
+distribution per categorical column in each component; :class:`explorer.MixedMixtureImputer`, MAP-EM) fitted
+in one call (:meth:`LocationModel.fit`, on any thread) to the table of a
+:class:`~explorer.ui.state.data_model.MixedDataModel`, with its read-outs for one row: the probabilities of a
+missing cell's levels and the conditional mixture of its missing numbers.
 """
 
 from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 import param
 
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.mixtures import em_gmm
+from explorer.core.validation import BadInputError
 from explorer.history import em_history
-from explorer.ui.state._settings import MAX_SEED
+from explorer.impute.mixed import MixedMixtureImputer
+from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import MAX_KEPT_STATES, SteppedModel
+from explorer.ui.state.data_model import MixedDataModel
 
-__all__ = ["MAX_KEPT_STATES", "EMModel"]
+__all__ = ["MAX_KEPT_STATES", "EMModel", "LocationFit", "LocationModel"]
 
 _SETTINGS = ("n_components", "covariance_type", "variant", "init", "reg_covar", "tol", "max_iter", "seed")
 
@@ -96,3 +108,106 @@ class EMModel(SteppedModel):
         return ConditionalMixture.from_gaussian_mixture(
             X, s.weights, s.means, s.covariances, covariance_type=self._config.covariance_type, missing=missing,
         )
+
+
+# ----------------------------------------------------------------------------- mixed data: the location model
+@dataclass(frozen=True)
+class LocationFit:
+    """A fitted location model and what the pages read from it (computed once per fit).
+
+    ``proba`` maps each categorical column to the (n_rows, n_levels) array of
+    ``imputer.predict_proba(data)[column]`` (:math:`P(\\text{level} \\mid` the rest of the row)), ``levels``
+    to its levels; ``log_likelihood`` sums the rows' observed-data log-likelihoods.
+    """
+
+    imputer: MixedMixtureImputer
+    proba: dict
+    levels: dict
+    log_likelihood: float
+    n_rows: int
+    n_iter: int
+    converged: bool
+
+
+class LocationModel(Settings):
+    """The location model (:class:`explorer.MixedMixtureImputer`) on the table of a :class:`MixedDataModel`.
+
+    :meth:`fit` runs the whole MAP-EM fit at once (on the caller's thread: a page's session worker) and keeps its
+    :class:`LocationFit` in ``result``, unless a new run started meanwhile. A new run (``run_id``) starts whenever
+    the table or a setting changes; it clears ``result`` and ``error``.
+
+    Examples
+    --------
+    >>> model = LocationModel(data_model=MixedDataModel(dataset="penguins"), n_components=2)
+    >>> model.fit() is not None, model.result.proba["sex"].shape
+    (True, (344, 2))
+    """
+
+    _SETTINGS = ("n_components", "covariance_type", "seed")
+
+    data_model = param.ClassSelector(class_=MixedDataModel)
+    n_components = param.Integer(default=3, bounds=(1, 10), doc="Number of components K")
+    covariance_type = param.Selector(default="full", objects=["full", "diag"], doc="Covariance of the numeric block")
+    seed = param.Integer(default=0, bounds=(0, MAX_SEED), doc="Seed of the initialisation")
+    max_iter = param.Integer(default=300, bounds=(1, 10000), precedence=-1, doc="Maximum number of iterations")
+
+    run_id = param.Integer(default=0, constant=True, precedence=-1, doc="Increases with every new run")
+    result = param.ClassSelector(class_=LocationFit, default=None, allow_None=True, constant=True, precedence=-1,
+                                 doc="The fit of the current run (None: not fitted)")
+    error = param.String(default="", constant=True, precedence=-1, doc="Why the last fit failed, readable")
+
+    def __init__(self, **params):
+        if params.get("data_model") is None:
+            params["data_model"] = MixedDataModel()
+        super().__init__(**params)
+        self.lock = threading.RLock()
+
+    @param.depends("data_model.revision", "n_components", "covariance_type", "seed", "max_iter", watch=True)
+    def reset(self) -> None:
+        """Start a new run: forget the fit of the previous one."""
+        with self.lock, param.edit_constant(self):
+            self.param.update(run_id=self.run_id + 1, result=None, error="")
+
+    def fit(self, run_id: int | None = None) -> LocationFit | None:
+        """Fit the model to the current table; returns the fit, or None (no table, a failure said in ``error``,
+        or a newer run: ``run_id`` given and no longer current, or the settings changed during the fit)."""
+        with self.lock:
+            current, data = self.run_id, self.data_model.data
+        if data is None or (run_id is not None and run_id != current):
+            return None
+        error, result = "", None
+        try:
+            imputer = MixedMixtureImputer(n_components=self.n_components, covariance_type=self.covariance_type,
+                                          max_iter=self.max_iter, random_state=self.seed).fit(data)
+            proba = {str(c): frame.to_numpy(dtype=float) for c, frame in imputer.predict_proba(data).items()}
+            result = LocationFit(imputer=imputer, proba=proba,
+                                 levels={str(c): [str(v) for v in lv] for c, lv in imputer.categories_.items()},
+                                 log_likelihood=float(imputer.score_samples(data).sum()), n_rows=len(data),
+                                 n_iter=int(imputer.n_iter_), converged=bool(imputer.converged_))
+        except (BadInputError, np.linalg.LinAlgError) as exc:
+            error = f"The location model could not be fitted: {exc}"
+        with self.lock:
+            if self.run_id != current:
+                return None
+            with param.edit_constant(self):
+                self.param.update(result=result, error=error)
+        return result
+
+    # ------------------------------------------------------------------ read-outs of one row
+    def level_probabilities(self, row: int, column: str) -> tuple[list[str], np.ndarray]:
+        """``(levels, P(level | the rest of row ``row``))`` of a categorical ``column`` under the fit."""
+        fit = self._fitted()
+        return fit.levels[column], fit.proba[column][row]
+
+    def numeric_conditional(self, row: int) -> ConditionalMixture | None:
+        """The conditional mixture of the numeric columns of row ``row`` given every observed cell of it
+        (one row; columns in ``imputer.numeric_columns_`` order), or None without numeric columns."""
+        fit = self._fitted()
+        if not fit.imputer.numeric_columns_:
+            return None
+        return fit.imputer.conditional(self.data_model.data.iloc[[row]])
+
+    def _fitted(self) -> LocationFit:
+        if self.result is None:
+            raise BadInputError(self.error or "No fitted model yet: press Fit.")
+        return self.result
