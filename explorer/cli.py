@@ -526,8 +526,7 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
 
     refused = [what for what, given in (("--model " + args.model, args.model != "gmm"),
                                         ("--transform", transforms is not None), ("--save-model", args.save_model),
-                                        ("--factors", args.factors is not None),
-                                        ("--components auto", args.components == "auto")) if given]
+                                        ("--factors", args.factors is not None)) if given]
     if refused:
         raise CommandError(
             f"{args.input} has text columns, which the default model (gmm) imputes as categories with "
@@ -556,7 +555,8 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     n, d = table.shape
     n_missing = int(missing.sum())
     print(f"{args.input}: {_table_size(table)}, {n_missing} missing "
-          f"value(s) ({n_missing / (n * d):.1%}) imputed with MixedMixtureImputer, K = {estimator.n_components_} "
+          f"value(s) ({n_missing / (n * d):.1%}) imputed with MixedMixtureImputer, K = {estimator.n_components_}"
+          f"{' chosen on the data (BIC)' if args.components == 'auto' else ''} "
           "(numeric and categorical columns together; a missing category gets its most probable level)"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
     print(f"wrote {args.out}")
@@ -658,7 +658,6 @@ def _evaluate_table(args, progress: _Stages, transforms) -> int:
     refused = [what for what, given in (("--model " + " ".join(others), others),
                                         ("--transform", transforms is not None),
                                         ("--factors", args.factors is not None),
-                                        ("--components auto", args.components == "auto"),
                                         (f"--mechanism {args.mechanism}", args.mechanism != "mcar")) if given]
     if refused:
         raise CommandError(

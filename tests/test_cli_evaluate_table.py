@@ -83,3 +83,18 @@ def test_evaluate_refuses_what_does_not_apply_to_a_table(tmp_path, capsys, extra
     assert main(["evaluate", str(src), "--repeats", "1", "-q", *extra]) == 2
     line = _error_line(capsys)
     assert match in line and "has text columns" in line and "--drop-non-numeric" in line
+
+
+def test_components_auto_on_a_csv_with_text_columns(tmp_path, capsys):
+    """``--components auto`` is MixedMixtureImputer(n_components="auto"), in impute and in evaluate."""
+    from explorer.impute.mixed import MixedMixtureImputer
+    from explorer.io import read_csv_table
+
+    src = tmp_path / "survey.csv"
+    _survey(src)
+    assert main(["impute", str(src), "--components", "auto", "--seed", "0", "-q", "-o", str(tmp_path / "o.csv")]) == 0
+    said = capsys.readouterr().out
+    lib = MixedMixtureImputer(n_components="auto", random_state=0).fit(read_csv_table(src))
+    assert f"MixedMixtureImputer, K = {lib.n_components_} chosen on the data (BIC)" in said
+    assert main(["evaluate", str(src), "--components", "auto", "--repeats", "1", "--no-baseline", "-q"]) == 0
+    assert "MixedMixtureImputer" in capsys.readouterr().out

@@ -59,8 +59,18 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_components : int, default 2
-        Number of mixture components K.
+    n_components : int or "auto", default 2
+        Number of mixture components K. ``"auto"`` chooses K on the data by BIC (the observed-data
+        log-likelihood of numbers and levels at the MAP-EM fit, :math:`-2\\ell + p\\log n`) over
+        K = 1 .. min(8, n_rows // (D + 1)), D the number of columns, each K fitted with at least 3 restarts, never
+        choosing a fit with a component of fewer than D expected rows
+        (:func:`explorer.core.mixtures.location_model.select_components`); the table is ``selection_``.
+        Measured with :func:`explorer.evaluation.evaluate` (MCAR 20 %, 5 seeds; K = 2 -> "auto", mean over the
+        seeds): penguins NRMSE 0.654 -> 0.599, NLL 3.08 -> 3.00, PFC 0.348 -> 0.289, log-loss 0.598 -> 0.437 (K = 3-4
+        chosen); auto_mpg NRMSE 0.465 -> 0.453, NLL 3.32 -> 3.26, PFC 0.384 -> 0.363, log-loss 0.647 -> 0.673 (K = 2-3);
+        msleep (83 rows) NRMSE 0.677 -> 0.689, NLL 2.95 -> 3.65, PFC 0.596 -> 0.582, log-loss 1.86 -> 1.94 (K = 1:
+        BIC's K = 2 has a component of 2 rows, which the guard refuses). On average NRMSE 0.599 -> 0.580, PFC
+        0.443 -> 0.411 and log-loss 1.035 -> 1.015 improve but NLL 3.12 -> 3.30 does not, so the default stays 2.
     covariance_type : {"full", "diag"}, default "full"
         Of the numeric block.
     reg_covar : float, default 1e-6
@@ -90,6 +100,13 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
     probs_ : dict
         Categorical column -> (n_components, V_j) level probabilities per component.
     n_iter_, converged_, objective_ : the fit's record.
+    n_components_ : int
+        The K fitted (the chosen one with ``n_components="auto"``).
+    selection_ : DataFrame
+        With ``n_components="auto"`` only: one row per K tried, with its ``bic``, ``log_likelihood``,
+        ``n_parameters``, ``min_rows`` (the smallest expected component size) and ``refused`` (the guard). A table
+        rather than the :class:`~explorer.model_selection.KSelection` of the Gaussian imputers:
+        :mod:`explorer.model_selection` imports :mod:`explorer.evaluation`, which imports this module.
 
     Examples
     --------
@@ -202,16 +219,25 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         """Fit by MAP-EM on the observed cells of ``X`` (a DataFrame; NaN / None / pd.NA = missing)."""
         if not (isinstance(self.max_levels, numbers.Integral) and self.max_levels >= 1):
             raise BadInputError(f"max_levels must be a positive integer, got {self.max_levels!r}.")
+        auto = isinstance(self.n_components, str) and self.n_components == "auto"
         config = lm.LocationConfig(
-            n_components=self.n_components, covariance_type=self.covariance_type, reg_covar=self.reg_covar,
-            prior=self.prior, alpha=self.alpha, phi=self.phi, tol=self.tol, max_iter=self.max_iter,
-            n_init=self.n_init, init=self.init)
+            n_components=1 if auto else self.n_components, covariance_type=self.covariance_type,
+            reg_covar=self.reg_covar, prior=self.prior, alpha=self.alpha, phi=self.phi, tol=self.tol,
+            max_iter=self.max_iter, n_init=self.n_init, init=self.init)
         df = self._frame(X)
         if df.shape[0] < 2:
             raise BadInputError(f"MixedMixtureImputer: X has {df.shape[0]} row(s); at least 2 are needed.")
         num, codes = self._split(df, fitting=True)
         data = self._prepare(num, codes)
-        result = lm.fit(data, config, check_random_state(self.random_state))
+        rng = check_random_state(self.random_state)
+        if auto:
+            result, rows = lm.select_components(data, config, rng)
+            self.selection_ = pd.DataFrame(list(rows))
+            self.selection_.attrs["criterion"] = "bic"
+        else:
+            if hasattr(self, "selection_"):
+                del self.selection_
+            result = lm.fit(data, config, rng)
         state = result.state
         self._state = state
         self.weights_ = np.array(state.weights)

@@ -121,7 +121,8 @@ per-row log-likelihood term.
 API (as :mod:`explorer.core.mixtures.em_gmm` and :mod:`explorer.core.discrete.categorical_mixture`):
 :class:`LocationConfig`, :func:`prepare` -> :class:`LocationData`, :func:`init` /
 :func:`init_from_parameters` -> :class:`LocationState`, :func:`step` (pure), :func:`fit` (a loop over
-:func:`step`, :mod:`explorer.core.loop`), :func:`log_likelihood_rows`, :func:`posterior`,
+:func:`step`, :mod:`explorer.core.loop`), :func:`select_components` (K by BIC, guarded),
+:func:`log_likelihood_rows`, :func:`posterior`,
 :func:`predict_proba`, :func:`conditional_numeric`, :func:`impute`, :func:`sample`. States are immutable.
 
 References: Z. Ghahramani and M. I. Jordan, *Learning from incomplete data*, MIT AI Memo 1509 (1994);
@@ -134,6 +135,7 @@ mixture estimation and model-based clustering*, Journal of Classification 24 (20
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -179,6 +181,10 @@ __all__ = [
     "init_from_parameters",
     "step",
     "fit",
+    "n_parameters",
+    "select_components",
+    "SELECT_MAX_K",
+    "SELECT_N_INIT",
     "log_likelihood_rows",
     "posterior",
     "predict_proba",
@@ -889,6 +895,83 @@ def fit(data: LocationData, config: LocationConfig, rng: np.random.Generator, *,
     return LocationResult(state=out.state, converged=out.stop_reason == "tol", stop_reason=out.stop_reason,
                           message=out.message, n_iter=out.state.iteration, trace=out.trace,
                           restart_objectives=out.restart_objectives, config=config)
+
+
+# ----------------------------------------------------------------------------- choosing K
+#: Largest K :func:`select_components` tries.
+SELECT_MAX_K = 8
+#: Restarts of every fit of :func:`select_components` with K >= 2 (at least; more when the config asks).
+SELECT_N_INIT = 3
+
+
+def n_parameters(state: LocationState) -> int:
+    """Free parameters of a location model: K - 1 weights and, per component, the numeric mean and covariance
+    (full: D(D+1)/2 entries, diagonal: D) and :math:`V_j - 1` level probabilities per categorical column."""
+    K = state.n_components
+    D = int(state.means.shape[1])
+    cov = D * (D + 1) // 2 if state.covariance_type == "full" else D
+    return (K - 1) + K * (D + cov + sum(int(p.shape[1]) - 1 for p in state.probs))
+
+
+def select_components(data: LocationData, config: LocationConfig, rng: np.random.Generator, *,
+                      max_components: int = SELECT_MAX_K, n_init: int = SELECT_N_INIT, patience: int | None = 2,
+                      callback=None) -> tuple[LocationResult, tuple]:
+    r"""Choose K by BIC among the fits that leave every component at least D expected rows.
+
+    There is no variational rule for the location model, so K minimises
+    :math:`\mathrm{BIC} = -2\,\ell(\hat\theta) + p \log n`: :math:`\ell` the observed-data log-likelihood of
+    numbers and levels (``LocationState.log_likelihood``; the prior left out) at the MAP-EM fit
+    :math:`\hat\theta`, :math:`p` = :func:`n_parameters`, :math:`n` the rows with an observed entry. K runs over
+    1 .. min(``max_components``, n // (D + 1)), D the number of columns (numeric and categorical); K = 1 is
+    fitted with ``config.n_init`` restarts, larger K with at least ``n_init``. The guard (as
+    :func:`explorer.model_selection.fit_auto` for the Gaussian mixture): a fit with a component of fewer than D
+    expected rows (:math:`N_k < D`, a component described more by its prior than by its rows) is never chosen.
+    The scan stops after ``patience`` successive K that do not lower the best allowed BIC (None: all of them).
+
+    Returns
+    -------
+    (LocationResult, tuple of dict)
+        The fit at the chosen K (its warnings re-emitted, the candidates' not) and one dict per K tried:
+        ``n_components``, ``bic``, ``log_likelihood``, ``n_parameters``, ``min_rows`` (the smallest
+        :math:`N_k`) and ``refused`` (the guard; also True for a K that could not be fitted, with ``error``).
+    """
+    _check_fit(data, replace(config, n_components=1))
+    n = data.n_fit
+    D = data.n_numeric + data.n_categorical
+    top = max(1, min(int(max_components), n // (D + 1)))
+    rows, fits, best, stale = [], {}, np.inf, 0
+    for K in range(1, top + 1):
+        cfg = replace(config, n_components=K, n_init=config.n_init if K == 1 else max(config.n_init, n_init))
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = fit(data, cfg, rng, callback=callback)
+        except (BadInputError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            if K == 1:
+                raise
+            rows.append({"n_components": K, "bic": float("nan"), "log_likelihood": float("nan"),
+                         "n_parameters": 0, "min_rows": float("nan"), "refused": True, "error": str(exc)})
+            break  # a larger K will not fit either
+        state = result.state
+        p = n_parameters(state)
+        bic = -2.0 * float(state.log_likelihood) + p * np.log(n)
+        min_rows = float(np.min(state.nk))
+        refused = bool(K > 1 and (min_rows < D or not np.isfinite(bic)))
+        rows.append({"n_components": K, "bic": float(bic), "log_likelihood": float(state.log_likelihood),
+                     "n_parameters": int(p), "min_rows": min_rows, "refused": refused})
+        fits[K] = (result, caught)
+        if not refused and bic < best:
+            best, stale = bic, 0
+        else:
+            stale += 1
+        if result.stop_reason == "interrupted" or (patience is not None and stale >= patience):
+            break  # (Ctrl-C means stop: the fits so far are compared)
+    allowed = [r for r in rows if not r["refused"]]
+    chosen = min(allowed, key=lambda r: r["bic"])["n_components"]
+    result, caught = fits[chosen]
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result, tuple(rows)
 
 
 # ----------------------------------------------------------------------------- predictions
