@@ -82,6 +82,9 @@ __all__ = [
 KINDS = ("log", "logit")
 POINTS = ("mean", "median")
 _PERCENT_HINTS = ("%", "percent", "pct", "perc")
+_FRACTION_HINTS = ("frac", "share", "proportion", "prob")
+#: An unnamed column in [0, 1] is suggested a logit only when its observed values reach within this of both bounds.
+_FILLS_UNIT = 0.05
 _N_NODES = 96  # Gauss-Hermite nodes per component for the logit moments
 _SKEW_LOG = 0.5  # right skew above which a positive column gets a log suggestion
 
@@ -205,30 +208,48 @@ def _widened(v: np.ndarray, lo: float, hi: float, margin: float) -> tuple[float,
     return lo, hi
 
 
+def _certain_upper(v: np.ndarray, name, hi: float) -> str | None:
+    """Why the upper bound ``hi`` (1 or 100) of a column is certain, or None: a percentage or fraction by its name,
+    or (for 1) observed values that fill [0, 1], within 0.05 of both ends. Values that merely stay below 1
+    (a weight in tonnes, msleep's brainwt) do not make 1 a bound: a hidden value may exceed it."""
+    if hi == 100.0:
+        return "a percentage (by its name)"
+    if isinstance(name, str) and any(h in name.lower() for h in _FRACTION_HINTS):
+        return "a fraction (by its name)"
+    if v.min() <= _FILLS_UNIT and v.max() >= 1.0 - _FILLS_UNIT:
+        return "a fraction (the values fill [0, 1])"
+    return None
+
+
 def _suggest_column(v: np.ndarray, name, label: str, margin: float) -> ColumnTransform:
     n = v.size
     if n < 3 or np.unique(v).size <= 2:
         return ColumnTransform(None, reason=f"{np.unique(v).size} distinct observed value(s): left as is")
     lo, hi = _natural_bounds(v, name)
     span = f"min {v.min():.4g}, max {v.max():.4g}"
+    note = ""
     if hi is not None:
-        wlo, whi = _widened(v, lo, hi, margin)
-        why = "a percentage (by its name)" if hi == 100.0 else "a fraction"
-        return ColumnTransform("logit", wlo, whi, f"all {n} observed values within [{lo:g}, {hi:g}] ({span}): {why}")
+        why = _certain_upper(v, name, hi)
+        if why is not None:
+            wlo, whi = _widened(v, lo, hi, margin)
+            return ColumnTransform("logit", wlo, whi,
+                                   f"all {n} observed values within [{lo:g}, {hi:g}] ({span}): {why}")
+        note = (f"; within [0, 1] ({span}) but neither named a fraction nor filling it, so 1 is not taken as a "
+                "bound (no logit)")
     if lo is not None and v.min() > 0:
         skew = _skewness(v)
         low = v.mean() - 2.0 * v.std()
         facts = f"all {n} observed values > 0, skewness {skew:.2f}, mean - 2 sd = {low:.4g}"
         if skew >= _SKEW_LOG or low <= 0:
-            return ColumnTransform("log", 0.0, None, facts)
+            return ColumnTransform("log", 0.0, None, facts + note)
         shape = "left-skewed (a log would skew it further)" if skew <= -_SKEW_LOG else "nearly symmetric"
-        return ColumnTransform(None, 0.0, None, f"{facts}: {shape} and far from 0, left as is")
+        return ColumnTransform(None, 0.0, None, f"{facts}: {shape} and far from 0, left as is{note}")
     if lo is not None:
         zeros = int(np.sum(v == 0))
         return ColumnTransform(
             None, 0.0, None,
             f"all {n} observed values >= 0 but {zeros} are 0, so log does not apply; for counts consider "
-            f"('log', -1), i.e. log(x + 1), or ('logit', lower, upper)",
+            f"('log', -1), i.e. log(x + 1), or ('logit', lower, upper){note}",
         )
     return ColumnTransform(None, reason=f"takes negative values ({span}): no bound detected")
 
@@ -238,9 +259,12 @@ def suggest_transforms(X, margin: float = 0.01) -> dict:
 
     Rules (columns with at most 2 distinct values, e.g. 0/1, are left as is):
 
-    * all observed values in [0, 1] -> ``"logit"`` on [0, 1]; in [0, 100] with a name containing
-      "%", "percent", "pct" or "perc" -> ``"logit"`` on [0, 100] (a bound some value reaches is
-      widened by ``margin`` times the width);
+    * all observed values in [0, 1] and the bound 1 certain: a name containing "frac", "share",
+      "proportion" or "prob", or values that fill the interval (min <= 0.05 and max >= 0.95) -> ``"logit"``
+      on [0, 1]; in [0, 100] with a name containing "%", "percent", "pct" or "perc" -> ``"logit"`` on
+      [0, 100] (a bound some value reaches is widened by ``margin`` times the width). Values that merely
+      stay below 1 do not make 1 a bound (a hidden brain weight may exceed 1 kg; a logit would give it
+      density 0): such a column goes to the rules below (a log when positive and skewed);
     * all > 0 and skewness >= 0.5, or mean - 2 sd <= 0 (a Gaussian would put visible mass below
       0) -> ``"log"``;
     * otherwise nothing, with the reason (non-negative columns with zeros are named, with the
@@ -263,7 +287,7 @@ def suggest_transforms(X, margin: float = 0.01) -> dict:
     >>> import numpy as np
     >>> from explorer.impute.transformed import suggest_transforms
     >>> rng = np.random.default_rng(0)
-    >>> X = np.column_stack([np.exp(rng.normal(3, 0.8, 100)), rng.uniform(0.1, 0.9, 100), rng.normal(0, 1, 100)])
+    >>> X = np.column_stack([np.exp(rng.normal(3, 0.8, 100)), rng.uniform(0, 1, 100), rng.normal(0, 1, 100)])
     >>> {j: t.kind for j, t in suggest_transforms(X).items()}
     {0: 'log', 1: 'logit', 2: None}
     """
