@@ -114,7 +114,7 @@ def _draw_labels(log_weighted: np.ndarray, rng: np.random.Generator) -> np.ndarr
 
 
 def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.Generator):
-    """The I-step for full covariances on the covariance side (one o x o factor per pattern and component), used
+    r"""The I-step for full covariances on the covariance side (one o x o factor per pattern and component), used
     when the rows are mostly missing (sum of o^3 below sum of m^3; else the conditional mixture's m x m factors of
     the precision are the cheaper ones).
 
