@@ -47,7 +47,7 @@ from explorer.core.validation import (
     check_no_empty_rows,
     column_label,
 )
-from explorer.utils.inputs import input_kind, unwrap, wrap, wrap_draws
+from explorer.utils.inputs import check_feature_names, feature_names_out, input_kind, unwrap, wrap, wrap_draws
 from explorer.utils.progress import FitInterruptedWarning, FitProgress, check_progress_params
 from explorer.utils.random_state import check_random_state
 
@@ -382,29 +382,16 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         return None if names is None else [str(c) for c in names]
 
     def _set_features(self, names, n_features: int) -> None:
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.n_features_in_ = n_features
+        check_feature_names(self, names, n_features, reset=True)
 
     def _validate(self, X) -> np.ndarray:
         """Float copy of ``X`` (NaN = missing) checked against the fitted model."""
         check_is_fitted(self, "means_")
         matrix, names, labels = unwrap(X)
-        fitted = getattr(self, "feature_names_in_", None)
-        if names is not None and fitted is not None and not np.array_equal(names, fitted):
-            raise BadInputError(
-                f"X has columns {list(names)} but the imputer was fitted on {list(fitted)}. "
-                "Pass the same columns in the same order."
-            )
+        check_feature_names(self, names)
         labels = self._columns if labels is None else labels
         arr = as_float_matrix(matrix, name="X", columns=labels)
-        if arr.shape[1] != self.n_features_in_:
-            raise BadInputError(
-                f"X has {arr.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                "features as input. Pass data with the same columns, in the same order, as in fit."
-            )
+        check_feature_names(self, None, arr.shape[1])
         check_magnitude(arr, columns=labels)
         self._check_empty_rows(np.isnan(arr))
         return arr
@@ -518,13 +505,4 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names (the input ones: imputation keeps the columns)."""
-        check_is_fitted(self, "n_features_in_")
-        fitted = getattr(self, "feature_names_in_", None)
-        if input_features is not None:
-            names = np.asarray(input_features, dtype=object)
-            if names.size != self.n_features_in_ or (fitted is not None and not np.array_equal(names, fitted)):
-                raise BadInputError("input_features do not match the features seen in fit.")
-            return names
-        if fitted is not None:
-            return fitted.copy()
-        return np.asarray([f"x{j}" for j in range(self.n_features_in_)], dtype=object)
+        return feature_names_out(self, input_features)
