@@ -158,3 +158,39 @@ def test_bad_input():
     with pytest.raises(BadInputError, match="n_draws"):
         da.run(state, Xn, em_gmm.resolved_prior(data, em_gmm.EMConfig(prior="auto")), da.DAConfig(), 0,
                np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("layout", ["repeated", "one_per_row", "mixed"])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_per_row_products_match_a_loop_over_rows(layout, transpose):
+    """The I-step's per-row products with the patterns' factors, on the three layouts it treats apart (patterns
+    shared by many rows, one row per pattern, a few rows per pattern), against the product row by row."""
+    from explorer.core.gaussians.patterns import group_patterns
+
+    rng = np.random.default_rng(3)
+    n, D = 60, 8
+    if layout == "repeated":
+        miss = np.zeros((n, D), dtype=bool)
+        miss[:, :5] = True
+        miss[::2, 5] = True
+    elif layout == "one_per_row":
+        miss = np.zeros((n, D), dtype=bool)
+        for i in range(n):
+            miss[i, rng.choice(D, size=5, replace=False)] = True
+        miss = miss[np.unique(miss, axis=0, return_index=True)[1]]
+        rng.shuffle(miss)
+    else:
+        base = np.zeros((20, D), dtype=bool)
+        for i in range(20):
+            base[i, rng.choice(D, size=5, replace=False)] = True
+        miss = base[rng.integers(0, 20, size=n)]
+    checked = 0
+    for g in group_patterns(miss).groups:
+        o = D - g.unique_mis.shape[1]
+        mats = rng.normal(size=(g.n_unique, o, o))
+        vecs = rng.normal(size=(g.rows.size, o))
+        got = da._per_row(mats, g, vecs, transpose=transpose)
+        want = np.array([(mats[u].T if transpose else mats[u]) @ v for u, v in zip(g.inverse, vecs)])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        checked += 1
+    assert checked >= 1

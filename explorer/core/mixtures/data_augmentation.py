@@ -43,9 +43,9 @@ from scipy.special import logsumexp
 from scipy.stats import invwishart
 
 from explorer.core.gaussians.conditional import ConditionalMixture
-from explorer.core.gaussians.gaussian import LOG_2PI, cholesky
+from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, tril_inverse
 from explorer.core.gaussians.patterns import group_patterns
-from explorer.core.mixtures.covariance_side import _inverse_blocks, observed_index
+from explorer.core.mixtures.covariance_side import observed_index
 from explorer.core.mixtures.prior import ResolvedPrior
 from explorer.core.validation import BadInputError, check_int
 
@@ -113,38 +113,61 @@ def _draw_labels(log_weighted: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.minimum((u[:, None] > np.cumsum(resp, axis=1)).sum(axis=1), resp.shape[1] - 1)
 
 
-def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.Generator):
+def _per_row(mats: np.ndarray, g, vecs: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """``mats[g.inverse[i]] @ vecs[i]`` (or ``.T @``) for every row i of a pattern group, without gathering an
+    (n_rows, o, o) copy when patterns repeat (a product per pattern) or when every row has its own pattern."""
+    if g.rows.size >= 4 * g.n_unique:
+        out = np.empty_like(vecs)
+        for u, pos in enumerate(g.members):
+            out[pos] = vecs[pos] @ (mats[u] if transpose else mats[u].T)
+        return out
+    spec = "nji,nj->ni" if transpose else "nij,nj->ni"
+    if g.n_unique == g.rows.size:  # one row per pattern: the patterns in row order are a permutation
+        out = np.empty_like(vecs)
+        out[g.order] = np.einsum(spec, mats, vecs[g.order])
+        return out
+    return np.einsum(spec, mats[g.inverse], vecs)
+
+
+def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.Generator, patterns=None):
     r"""The I-step for full covariances on the covariance side (one o x o factor per pattern and component), used
     when the rows are mostly missing (sum of o^3 below sum of m^3; else the conditional mixture's m x m factors of
     the precision are the cheaper ones).
 
-    Per row, the observed log-density under every component gives the label; then, with :math:`y \sim
-    N(\mu_k, \Sigma_k)` drawn whole, :math:`x = y + \Sigma_k E_o \Sigma_{k,oo}^{-1}(x_o - y_o)` has the
-    conditional law :math:`N(\mu^{m|o}_k, \Sigma^{m|o}_k)` on the missing coordinates (Matheron's rule: the
-    conditional of a Gaussian draw corrected by the regression on its observed part), and the observed ones are
-    kept as given. No m x m conditional covariance is formed or factored.
+    Per row, the observed log-density under every component gives the label (not needed with one component);
+    then, with :math:`y \sim N(\mu_k, \Sigma_k)` drawn whole, :math:`x = y + \Sigma_k E_o \Sigma_{k,oo}^{-1}(x_o -
+    y_o)` has the conditional law :math:`N(\mu^{m|o}_k, \Sigma^{m|o}_k)` on the missing coordinates (Matheron's
+    rule: the conditional of a Gaussian draw corrected by the regression on its observed part), and the observed
+    ones are kept as given. No m x m conditional covariance is formed or factored: per pattern and component one
+    Cholesky factor :math:`L` of :math:`\Sigma_{k,oo}` and its triangular inverse (LAPACK ``dtrtri``), and
+    :math:`\Sigma_{k,oo}^{-1} r = L^{-\top}(L^{-1} r)`. ``patterns``: the grouping of ``np.isnan(X_nan)``
+    (:func:`~explorer.core.gaussians.patterns.group_patterns`), computed once per chain by :func:`run`.
     """
     n, D = X_nan.shape
     K = means.shape[0]
     miss = np.isnan(X_nan)
     Xf = np.where(miss, 0.0, X_nan)
-    patterns = group_patterns(miss)
+    if patterns is None:
+        patterns = group_patterns(miss)
     log_weighted = np.zeros((n, K))
-    inverses = []  # per group: (group, observed index, per component (n_u, o, o) inverses of the observed blocks)
+    factors_o = []  # per group: (group, observed index per row, per component (n_u, o, o) inverse factors)
     for g in patterns.groups:
         obs = observed_index(g.unique_mis, D)
         o = obs.shape[1]
         flat = obs[:, :, None] * D + obs[:, None, :]
         cols = obs[g.inverse]
         x_o = Xf[g.rows[:, None], cols]
-        invs = []
+        inv_factors = []
         for k in range(K):
-            inv, logdet = _inverse_blocks(np.ascontiguousarray(covariances[k]), flat)
-            d = x_o - means[k][cols]
-            quad = np.einsum("ni,nij,nj->n", d, inv[g.inverse], d)
-            log_weighted[g.rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + quad)
-            invs.append(inv)
-        inverses.append((g, cols, invs))
+            L = cholesky(np.take(np.ascontiguousarray(covariances[k]).ravel(), flat),
+                         what="observed-block covariance")
+            L_inv = tril_inverse(L)
+            if K > 1:  # one component: every label is 0, no density needed
+                logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
+                w = _per_row(L_inv, g, x_o - means[k][cols])
+                log_weighted[g.rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + np.einsum("ni,ni->n", w, w))
+            inv_factors.append(L_inv)
+        factors_o.append((g, cols, inv_factors))
     with np.errstate(divide="ignore"):  # a weight of exactly 0 is log-weight -inf
         log_weighted += np.log(weights)
     labels = _draw_labels(log_weighted, rng)
@@ -152,30 +175,35 @@ def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.
     if not miss.any():
         return labels, X
     factors = cholesky(covariances)
-    draw = means[labels] + np.einsum("nij,nj->ni", factors[labels], rng.standard_normal((n, D)))
+    z = rng.standard_normal((n, D))
+    draw = np.empty((n, D))
+    for k in range(K):  # y ~ N(mu_k, Sigma_k) for the rows labelled k (one product per component, no gather)
+        sel = labels == k
+        draw[sel] = means[k] + z[sel] @ factors[k].T
     out = draw.copy()  # rows with nothing observed: the whole draw
-    for g, cols, invs in inverses:
-        y_o = draw[g.rows[:, None], cols]
-        resid = Xf[g.rows[:, None], cols] - y_o
+    for g, cols, inv_factors in factors_o:
+        resid = Xf[g.rows[:, None], cols] - draw[g.rows[:, None], cols]
         for k in range(K):
             sel = labels[g.rows] == k
             if not sel.any():
                 continue
+            u = _per_row(inv_factors[k], g, _per_row(inv_factors[k], g, resid), transpose=True)
             rows = g.rows[sel]
             v = np.zeros((rows.size, D))
-            v[np.arange(rows.size)[:, None], cols[sel]] = np.einsum("nij,nj->ni", invs[k][g.inverse[sel]], resid[sel])
+            v[np.arange(rows.size)[:, None], cols[sel]] = u[sel]
             out[rows] = draw[rows] + v @ covariances[k]  # Sigma_k symmetric: (Sigma_k v)^T = v^T Sigma_k
     return labels, np.where(miss, out, X)
 
 
-def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str, rng: np.random.Generator):
-    """The I-step: ``(labels, X)`` drawn at the parameters."""
+def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str, rng: np.random.Generator,
+            patterns=None):
+    """The I-step: ``(labels, X)`` drawn at the parameters (``patterns``: the grouping of the gaps, if known)."""
     X_nan = np.asarray(X_nan, dtype=float)
     if covariance_type == "full":
         m = np.isnan(X_nan).sum(axis=1)
         o = X_nan.shape[1] - m
         if np.sum(o.astype(float) ** 3) < np.sum(m.astype(float) ** 3):  # mostly-missing rows: factor o x o blocks
-            return _impute_full(X_nan, weights, means, covariances, rng)
+            return _impute_full(X_nan, weights, means, covariances, rng, patterns)
     cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type)
     resp = np.asarray(cm.weights)
     u = rng.random(resp.shape[0])
@@ -248,25 +276,28 @@ def init(X_nan, weights, means, covariances, config: DAConfig, rng: np.random.Ge
 
 
 def step(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, rng: np.random.Generator,
-         fit_rows=None) -> DAState:
+         fit_rows=None, *, patterns=None) -> DAState:
     """One sweep: a P-step on the completed rows (``fit_rows``: the rows with an observed entry; default all),
-    then an I-step at the drawn parameters."""
+    then an I-step at the drawn parameters (``patterns``: :func:`~explorer.core.gaussians.patterns.group_patterns`
+    of the gaps, to skip grouping them again)."""
     rows = slice(None) if fit_rows is None else fit_rows
     K = state.weights.shape[0]
     weights, means, covs = _draw_parameters(state.X[rows], state.labels[rows], K, prior, config, rng)
-    labels, X = _impute(np.asarray(X_nan, dtype=float), weights, means, covs, config.covariance_type, rng)
+    labels, X = _impute(np.asarray(X_nan, dtype=float), weights, means, covs, config.covariance_type, rng, patterns)
     return DAState(state.iteration + 1, *_readonly(weights, means, covs, labels, X))
 
 
 def run(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, n_draws: int, rng: np.random.Generator,
         fit_rows=None) -> list[DAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
-    ``config.n_thin`` steps (a loop over :func:`step`)."""
+    ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped by pattern once)."""
     check_int("n_draws", n_draws, 1)
     _check_prior(prior)
+    X_nan = np.asarray(X_nan, dtype=float)
+    patterns = group_patterns(np.isnan(X_nan))
     kept = []
     for i in range(config.n_burn + config.n_thin * n_draws):
-        state = step(state, X_nan, prior, config, rng, fit_rows)
+        state = step(state, X_nan, prior, config, rng, fit_rows, patterns=patterns)
         if i >= config.n_burn and (i - config.n_burn + 1) % config.n_thin == 0:
             kept.append(state)
     return kept
