@@ -431,3 +431,24 @@ def test_regression_does_not_depend_on_the_memory_order_of_the_inputs():
         f_order = regression(weights, means, covs, np.asfortranarray(Xq), inputs=[0, 1], targets=[2]).mean()
         assert np.isfinite(c_order).all()
         np.testing.assert_allclose(f_order, c_order, rtol=1e-12, atol=1e-12)
+
+
+def test_patterns_grouped_once_give_the_same_conditional_and_a_wrong_grouping_is_refused():
+    """A caller conditioning many mixtures on the same gaps (the data-augmentation chain) passes the grouping in."""
+    from explorer.core.gaussians.patterns import group_patterns
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 4))
+    X[rng.random(X.shape) < 0.3] = np.nan
+    X[3] = np.nan
+    weights, means = np.array([0.4, 0.6]), np.array([[0.0, 0.0, 0.0, 0.0], [1.0, -1.0, 0.5, 2.0]])
+    covs = np.stack([np.eye(4), 0.5 * np.eye(4) + 0.2])
+    ref = ConditionalMixture.from_gaussian_mixture(X, weights, means, covs)
+    got = ConditionalMixture.from_gaussian_mixture(X, weights, means, covs, patterns=group_patterns(np.isnan(X)))
+    np.testing.assert_array_equal(got.mean(), ref.mean())
+    np.testing.assert_array_equal(np.asarray(got.weights), np.asarray(ref.weights))
+    np.testing.assert_array_equal(got.interval(0.9)[0], ref.interval(0.9)[0])
+    other = np.isnan(X)
+    other[0, 0] = ~other[0, 0]
+    with pytest.raises(BadInputError, match="another mask"):
+        ConditionalMixture.from_gaussian_mixture(X, weights, means, covs, patterns=group_patterns(other))

@@ -63,7 +63,7 @@ from explorer.core.gaussians.gaussian import (
     observed_gaussian,
     precision_and_logdet,
 )
-from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.gaussians.patterns import MissingPatterns, group_patterns
 from explorer.core.validation import (
     BadInputError,
     as_float_matrix,
@@ -300,6 +300,7 @@ class ConditionalMixture:
         covariance_type: str = "full",
         missing=None,
         columns: Sequence[str] | None = None,
+        patterns: MissingPatterns | None = None,
     ) -> ConditionalMixture:
         """Condition a Gaussian mixture on the observed entries of every row of ``X``.
 
@@ -317,6 +318,9 @@ class ConditionalMixture:
             True = missing.
         columns : sequence of str, optional
             Column names, for messages and for addressing features by name.
+        patterns : MissingPatterns, optional
+            :func:`~explorer.core.gaussians.patterns.group_patterns` of the missing entries, when the caller
+            conditions many mixtures on the same gaps (a data-augmentation chain) and has grouped them once.
 
         Returns
         -------
@@ -338,7 +342,7 @@ class ConditionalMixture:
             miss = check_missing_matches_nan(values, missing, columns=cols)
         values[miss] = np.nan
         w, mu, cov = _check_parameters(weights, means, covariances, covariance_type, values.shape[1])
-        return _condition(values, miss, w, mu, cov, covariance_type, cols)
+        return _condition(values, miss, w, mu, cov, covariance_type, cols, patterns)
 
     # ---------------------------------------------------------------- sizes
     @property
@@ -654,12 +658,16 @@ class ConditionalMixture:
         )
 
 
-def _condition(values, missing, weights, means, covariances, covariance_type, columns) -> ConditionalMixture:
+def _condition(values, missing, weights, means, covariances, covariance_type, columns,
+               patterns=None) -> ConditionalMixture:
     """Build a ConditionalMixture from validated arrays (see the module docstring)."""
     n, D = values.shape
     K = weights.size
     Xf = np.where(missing, 0.0, values)
-    patterns = group_patterns(missing)
+    if patterns is None:
+        patterns = group_patterns(missing)
+    elif patterns.missing.shape != missing.shape or not np.array_equal(patterns.missing, missing):
+        raise BadInputError("patterns were grouped from another mask than the missing entries of X.")
     ll = np.empty((n, K))
     completions = np.empty((K, n, D))
     if covariance_type == "full":

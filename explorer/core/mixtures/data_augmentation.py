@@ -204,7 +204,8 @@ def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str
         o = X_nan.shape[1] - m
         if np.sum(o.astype(float) ** 3) < np.sum(m.astype(float) ** 3):  # mostly-missing rows: factor o x o blocks
             return _impute_full(X_nan, weights, means, covariances, rng, patterns)
-    cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type)
+    cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type,
+                                                  patterns=patterns)
     resp = np.asarray(cm.weights)
     u = rng.random(resp.shape[0])
     labels = np.minimum((u[:, None] > np.cumsum(resp, axis=1)).sum(axis=1), resp.shape[1] - 1)
