@@ -109,6 +109,18 @@ def subsample(X, numeric, n_rows: int, rate: float, rng):
     return X[rows][:, keep], numeric[keep], hidden[rows][:, keep]
 
 
+def cell_data(name: str, seed: int, rate: float, n_rows):
+    """``(X, Xh, score)`` of one cell: the data set (or its random ``n_rows``-row subsample), it with ``rate`` of its
+    observed entries hidden, and the hidden entries of its non-binary columns (the ones scored)."""
+    X, numeric = load(name)
+    rng = np.random.default_rng([seed, 2024] if n_rows is None else [seed, 2024, n_rows])
+    if n_rows is None:
+        hidden = hide(X, rate, rng)
+    else:
+        X, numeric, hidden = subsample(X, numeric, n_rows, rate, rng)
+    return X, np.where(hidden, np.nan, X), hidden & numeric[None, :]
+
+
 def run_cell(args):
     name, seed, K, prior, rate, n_rows = args
     from threadpoolctl import threadpool_limits
@@ -116,14 +128,7 @@ def run_cell(args):
     from explorer.core.metrics import nrmse
     from explorer.impute.gaussian_mixture import ComponentCollapseWarning, GaussianMixtureImputer
 
-    X, numeric = load(name)
-    rng = np.random.default_rng([seed, 2024] if n_rows is None else [seed, 2024, n_rows])
-    if n_rows is None:
-        hidden = hide(X, rate, rng)
-    else:
-        X, numeric, hidden = subsample(X, numeric, n_rows, rate, rng)
-    Xh = np.where(hidden, np.nan, X)
-    score = hidden & numeric[None, :]
+    X, Xh, score = cell_data(name, seed, rate, n_rows)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught, \
             previous_prior(prior == "previous"):

@@ -4,12 +4,12 @@ Two imputers, on data sets on their ORIGINAL scale (not standardised: a standard
 so no transform would ever apply):
 
 * plain: ``GaussianMixtureImputer(random_state=seed)`` (its defaults: ``n_components="auto"``, the MAP
-  prior and the Student-t posterior predictive);
+  prior and the predictive over 20 parameter draws of data augmentation);
 * auto: ``TransformedImputer(GaussianMixtureImputer(random_state=seed), transforms="suggest")``, which
   applies ``suggest_transforms``' log (positive, right-skewed or near-0 columns) and logit (fractions,
-  percentages) inside ``fit`` and answers on the original scale. NB: it switches the inner predictive from
-  "auto" (Student-t) to "gaussian" (a log column's Student-t predictive has no finite mean on the original
-  scale), so a set where no column is transformed still differs from plain by the predictive.
+  percentages) inside ``fit`` and answers on the original scale; its inner imputer keeps the default
+  predictive (the mixture over the parameter draws), so a set where no column is transformed gives plain's
+  answers. (Before issue 21's draws, TransformedImputer replaced the inner Student-t predictive by Gaussians.)
 
 Data sets: (a) the six of ``benchmarks/coverage_prior.py`` (iris, wine, boston, ionosphere, hepatitis with its
 own gaps, scikit-learn's bundled breast cancer) with the values as loaded, unstandardised; (b) scikit-learn's
@@ -29,8 +29,8 @@ the hidden entries of the non-binary columns (more than 2 distinct observed valu
   so that the numbers are those of standardised units and comparable across columns); +inf when a hidden
   true value lies outside a transform's bounds (density 0), so the count of such entries and the mean over
   the others are recorded too;
-* the same for a third fit, "gaussian": plain with ``predictive="gaussian"`` (the inner predictive of auto),
-  to separate the effect of the transforms from that of the predictive (not part of the decision);
+* the same for a third fit, "gaussian": plain with ``predictive="gaussian"`` (plug-in Gaussians at the fit),
+  for reference (not part of the decision);
 * crossing 0: among hidden entries of positive columns (every observed value > 0), the share whose 95 %
   interval has its lower end below 0. Also recorded: whether the plain fit or its answers raised any warning.
 
@@ -284,9 +284,9 @@ def render(args, meta, summary, dec) -> str:
         "where auto's density is 0, e.g. a logit whose bounds come from the values left after hiding; the mean "
         "over the other entries follows); crossing 0: share of the 95 % intervals of hidden entries of positive "
         "columns (all observed values > 0) whose lower end is below 0 (count / hidden entries of positive columns, "
-        "over the seeds); K: components chosen over the seeds. gaussian: plain with predictive='gaussian', "
-        "to separate the transforms from the predictive (not in the decision). Auto's inner mixture uses Gaussian conditionals "
-        "(TransformedImputer replaces predictive='auto' by 'gaussian'), plain the default Student-t predictive. "
+        "over the seeds); K: components chosen over the seeds. gaussian: plain with predictive='gaussian' (plug-in "
+        "Gaussians at the fit), for reference (not in the decision). Plain and auto's inner mixture both use the "
+        "default predictive (the mixture over 20 parameter draws of data augmentation). "
         f"Wall time {meta['wall_seconds']:.0f} s ({args.jobs} processes, one BLAS thread each; numpy "
         f"{meta['numpy']}, Python {meta['python']})."),
         "",
@@ -308,7 +308,7 @@ def render(args, meta, summary, dec) -> str:
             set_row(s, "gaussian"),
             "",
             (f"Relative NRMSE (auto - plain) / plain: {_f(None if s['rel_nrmse'] is None else 100 * s['rel_nrmse'], '+.1f')} %"
-            f" (auto against gaussian, the same predictive without transforms: "
+            f" (auto against gaussian, plug-in Gaussians without transforms: "
             f"{_f(None if s['rel_nrmse_vs_gaussian'] is None else 100 * s['rel_nrmse_vs_gaussian'], '+.1f')} %)."),
             "Transforms applied (times over the seeds): "
             + (", ".join(f"{k} x{v}" for k, v in s["auto"]["applied"].items()) or "none") + ".",

@@ -171,7 +171,8 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     grid = default_grid(n, D) if grid is None else tuple(grid)
     if not grid or any(not isinstance(k, (int, np.integer)) or k < 1 for k in grid) or list(grid) != sorted(set(grid)):
         raise BadInputError(f"grid must be increasing positive integers, got {grid!r}.")
-    quiet = {"callback": None, "progress": False}
+    # candidates report nothing, and skip what only the final fit needs (the factor imputers' bootstrap refits)
+    quiet = {"callback": None, "progress": False, **getattr(estimator, "_selection_params", {})}
     base = clone(estimator).set_params(**{k: v for k, v in quiet.items() if k in estimator.get_params()})
     masks = []
     if criterion == "heldout":

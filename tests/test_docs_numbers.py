@@ -793,3 +793,28 @@ def test_readme_performance_table_is_the_benchmark_results():
     wide = _results("bench_em_wide.json")["rows"]["imputer default fit"]
     cells = _cells(_row(readme, "| 250 x 200, 70 % MCAR: `GaussianMixtureImputer(n_components=1)` fit |"))
     assert cells[1] == f"{wide['seconds']:.1f} s" and cells[3] == "<= 3 s"
+
+
+def test_factor_models_bootstrap_paragraph_is_results_factor_bootstrap():
+    """user_guide/factor_models.md, "Draws and intervals": the numbers of results/factor_bootstrap.json."""
+    page = _page("user_guide/factor_models.md")
+    assert "results/factor_bootstrap.md" in page
+    res = _results("factor_bootstrap.json")
+    rubin, totals = res["rubin"], res["totals"]
+    checked = _check(page, "the 95 % confidence interval held the true mean in {} of the data sets with the bootstrap "
+                     "against {} with plug-in draws", rubin["bootstrap"]["coverage"], rubin["plugin"]["coverage"])
+    checked += _check(page, "{} data sets), the 95 %", res["meta"]["rubin_reps"])
+    checked += _check(page, "mean coverage was {} against {} (FA) and {} against {} (MFA)",
+                      totals["fa/bootstrap"]["coverage"], totals["fa/plugin"]["coverage"],
+                      totals["mfa/bootstrap"]["coverage"], totals["mfa/plugin"]["coverage"])
+    checked += _check(page, "({} against {} s per FA fit on these sets)", totals["fa/bootstrap"]["seconds"],
+                      totals["fa/plugin"]["seconds"])
+    assert checked == 9
+    # the claims in words: the bootstrap lowers coverage on small subsamples of the wide sets, not from 100 rows up
+    cells = {(s["dataset"], s["subsample"], s["model"], s["predictive"]): s["coverage"] for s in res["summary"]}
+    small = [cells[d, n, m, "bootstrap"] - cells[d, n, m, "plugin"] for d in ("ionosphere", "breast_cancer")
+             for n in (25, 50) for m in ("fa", "mfa")]
+    assert statistics.mean(small) < 0
+    large = [cells[d, n, m, "bootstrap"] - cells[d, n, m, "plugin"] for (d, n, m, p) in cells if p == "plugin"
+             and (n is None or n >= 100)]
+    assert statistics.mean(large) > 0

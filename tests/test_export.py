@@ -209,6 +209,8 @@ def _fitted(cls_name, X, **extra):
         "dpgmm": lambda: DPGMMImputer(n_components=5, random_state=0, **extra),
         "fa": lambda: FactorAnalysisImputer(n_factors=1, random_state=0, **extra),
         "mfa": lambda: MFAImputer(n_components=2, n_factors=1, random_state=0, **extra),
+        "mfa_bootstrap": lambda: MFAImputer(n_components=2, n_factors=1, predictive="bootstrap", n_posterior_draws=3,
+                                            random_state=0, **extra),
         "mfa_neumann": lambda: MFAImputer(n_components=2, n_factors=1, solver="neumann", n_terms=20,
                                           random_state=0, **extra),
     }
@@ -217,7 +219,7 @@ def _fitted(cls_name, X, **extra):
         return makers[cls_name]().fit(X)
 
 
-MODELS = ("gmm", "gmm_diag", "dpgmm", "fa", "mfa", "mfa_neumann")
+MODELS = ("gmm", "gmm_diag", "dpgmm", "fa", "mfa", "mfa_bootstrap", "mfa_neumann")
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -82,7 +82,7 @@ def test_neumann_solver_converges_to_the_exact_conditional_mean(data, make):
 
 def test_fa_imputer_matches_the_core_model(data):
     _, Xm, _ = data
-    imp = fitted(IMPUTERS[0], Xm, tol=1e-8, max_iter=2000)
+    imp = fitted(IMPUTERS[0], Xm, tol=1e-8, max_iter=2000, predictive="plugin")
     P = fa.FAParams.from_arrays(imp.mean_, imp.loadings_, imp.noise_variance_)
     cond = imp.conditional(Xm)
     assert isinstance(cond, FAConditional)
@@ -98,7 +98,7 @@ def test_fa_imputer_matches_the_core_model(data):
 
 def test_mfa_imputer_scores_responsibilities_and_clusters(data):
     X, Xm, labels = data
-    imp = fitted(IMPUTERS[1], Xm)
+    imp = fitted(IMPUTERS[1], Xm, predictive="plugin")
     assert imp.converged_ and imp.weights_.sum() == pytest.approx(1.0)
     pred = imp.predict(Xm)
     assert max((pred == labels).mean(), (pred != labels).mean()) > 0.97
@@ -230,3 +230,78 @@ def test_mfa_encode_gives_per_component_reconstructions_and_the_oracle(data, sol
     assert np.all(err(oracle) <= err(enc.component_imputations()[0]) + 1e-12)
     assert np.all(err(oracle) <= err(enc.component_imputations()[1]) + 1e-12)
     assert set(np.unique(chosen)) <= {0, 1}
+
+
+# ---------------------------------------------------------------- proper multiple imputation (issue 21, point 3)
+def test_bootstrap_oracle_spread_of_the_refitted_means_is_the_standard_error():
+    """On complete data the ML mean of a factor analyser is the sample mean, so the bootstrap refits' means spread
+    by the standard error sd / sqrt(n) (a refit that stayed at the fit would not spread at all)."""
+    rng = np.random.default_rng(3)
+    n = 120
+    X = rng.normal(size=(n, 1)) @ np.array([[1.0, 0.7, 0.5, 0.9]]) + 0.5 * rng.normal(size=(n, 4))
+    imp = FactorAnalysisImputer(n_factors=1, predictive="bootstrap", n_posterior_draws=150, random_state=0).fit(X)
+    assert imp.predictive_ == "bootstrap" and imp.posterior_means_.shape == (150, 1, 4)
+    spread = imp.posterior_means_[:, 0, :].std(axis=0, ddof=1)
+    np.testing.assert_allclose(spread, X.std(axis=0) / np.sqrt(n), rtol=0.2)
+    np.testing.assert_allclose(imp.posterior_means_[:, 0, :].mean(axis=0), imp.mean_, atol=4 * spread.max() / 12)
+
+
+@pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
+def test_bootstrap_draws_properties(data, make):
+    """Bootstrap refits kept, the conditional is the mixture over them, imputations keep observed entries,
+    transform is the fit's conditional mean (that of the default, plug-in, fit)."""
+    _, Xm, _ = data
+    imp = fitted(make, Xm, predictive="bootstrap", n_posterior_draws=4)
+    K, D, q = imp.weights_.size, Xm.shape[1], 2
+    assert imp.predictive_ == "bootstrap"
+    assert imp.posterior_weights_.shape == (4, K) and imp.posterior_loadings_.shape == (4, K, D, q)
+    np.testing.assert_allclose(imp.posterior_weights_.sum(axis=1), 1.0)
+    assert np.all(imp.posterior_noise_variance_ > 0)
+    assert not np.allclose(imp.posterior_means_[0], imp.posterior_means_[1])  # resampled rows move the refits
+    cond = imp.conditional(Xm)
+    assert isinstance(cond, MFAConditional) and cond.resp.shape == (Xm.shape[0], 4 * K)
+    np.testing.assert_allclose(cond.resp.sum(axis=1), 1.0)
+    plugin = fitted(make, Xm)
+    assert plugin.predictive_ == "plugin" and not hasattr(plugin, "posterior_means_")
+    np.testing.assert_array_equal(imp.transform(Xm), plugin.transform(Xm))  # same fit, same point imputation
+    draws = imp.sample(Xm, n_imputations=6, random_state=1)
+    obs = ~np.isnan(Xm)
+    assert np.isfinite(draws).all() and all(np.array_equal(d[obs], Xm[obs]) for d in draws)
+    again = imp.sample(Xm, n_imputations=6, random_state=1)
+    np.testing.assert_array_equal(draws, again)
+
+
+def test_bootstrap_widens_intervals_on_small_data():
+    """On 25 rows the pooled intervals are wider than the plug-in ones: they add the spread of the parameters."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(25, 1)) @ np.array([[1.0, 0.8, 0.6, 0.9, 0.7]]) + 0.5 * rng.normal(size=(25, 5))
+    Xm = np.where(rng.random(X.shape) < 0.2, np.nan, X)
+    Xm[np.isnan(Xm).all(axis=1), 0] = X[np.isnan(Xm).all(axis=1), 0]
+    miss = np.isnan(Xm)
+    widths = {}
+    for p in ("plugin", "bootstrap"):
+        lo, hi = fitted(lambda **kw: FactorAnalysisImputer(n_factors=1, random_state=0, **kw), Xm,
+                        predictive=p).conditional(Xm).interval(0.95)
+        widths[p] = (hi - lo)[miss]
+    assert np.all(np.isfinite(widths["bootstrap"]))
+    assert np.mean(widths["bootstrap"]) > 1.02 * np.mean(widths["plugin"])
+
+
+def test_bootstrap_bad_settings_and_auto_k_candidates_without_refits(data, monkeypatch):
+    _, Xm, _ = data
+    with pytest.raises(BadInputError, match="predictive must be one of"):
+        FactorAnalysisImputer(predictive="nope").fit(Xm)
+    with pytest.raises(BadInputError, match="n_posterior_draws"):
+        MFAImputer(n_components=2, n_posterior_draws=0).fit(Xm)
+    calls = []
+    original = MFAImputer._fit_posterior
+
+    def counted(self, data, rng):
+        calls.append(self.predictive)
+        return original(self, data, rng)
+
+    monkeypatch.setattr(MFAImputer, "_fit_posterior", counted)
+    imp = fitted(lambda **kw: MFAImputer(n_factors=1, random_state=0, predictive="bootstrap", n_posterior_draws=2,
+                                         **kw), Xm[:150])
+    assert imp.predictive_ == "bootstrap" and imp.posterior_means_.shape[0] == 2
+    assert calls.count("bootstrap") == 1 and set(calls) <= {"bootstrap", "plugin"}  # the candidates ran no refits

@@ -135,7 +135,9 @@ def test_interval_and_draws_are_exp_of_the_inner_ones():
 
 def test_single_gaussian_matches_the_lognormal_closed_forms():
     X = _lognormal(seed=2)
-    imp = TransformedImputer(GaussianMixtureImputer(n_components=1, random_state=0), transforms={0: "log", 1: "log"}).fit(X)
+    # one fitted Gaussian (the plug-in predictive): the log-normal closed forms hold exactly
+    imp = TransformedImputer(GaussianMixtureImputer(n_components=1, predictive="gaussian", random_state=0),
+                             transforms={0: "log", 1: "log"}).fit(X)
     mean, cov = imp.imputer_.means_[0], imp.imputer_.covariances_[0]
     Y = np.column_stack([np.log(X[:, :2]), X[:, 2]])
     cond = imp.conditional(X)
@@ -402,7 +404,7 @@ def test_sklearn_compatible(estimator, check):
 def test_factor_analysis_inner_imputer():
     """A factor model's conditional is read through its to_mixture(): answers match a dense log-normal check."""
     X = _lognormal(n=150)
-    imp = _quiet(TransformedImputer(FactorAnalysisImputer(n_factors=1, random_state=0),
+    imp = _quiet(TransformedImputer(FactorAnalysisImputer(n_factors=1, predictive="plugin", random_state=0),
                                     transforms={0: "log", 1: "log"}, point="median"), X)
     out = imp.transform(X)
     obs = ~np.isnan(X)
@@ -420,3 +422,21 @@ def test_overflow_on_the_original_scale_is_an_error_not_inf():
         cond.mean()
     with pytest.raises(BadInputError, match="overflow on the original scale"):
         cond.median()
+
+
+def test_inner_default_predictive_is_kept_and_back_transformed():
+    """The inner imputer's default predictive (parameter draws) is kept: the wrapped conditional is the
+    back-transform of the inner mixture over the draws (a DPGMM's Student-t "auto" alone is replaced)."""
+    X = _lognormal(n=120)
+    for inner, attr, value in ((GaussianMixtureImputer(n_components=1, random_state=0), "predictive_", "draws"),
+                               (FactorAnalysisImputer(n_factors=1, predictive="bootstrap", n_posterior_draws=5,
+                                                      random_state=0),
+                                "predictive_", "bootstrap")):
+        imp = _quiet(TransformedImputer(inner, transforms={0: "log", 1: "log"}), X)
+        assert getattr(imp.imputer_, attr) == value
+        Y = np.column_stack([np.log(X[:, :2]), X[:, 2]])
+        lo_y, hi_y = imp.imputer_.conditional(Y).interval(0.9)
+        lo, hi = imp.conditional(X).interval(0.9)
+        m = np.isnan(X[:, 0])
+        np.testing.assert_allclose(lo[m, 0], np.exp(lo_y[m, 0]), rtol=1e-10)
+        np.testing.assert_allclose(hi[m, 0], np.exp(hi_y[m, 0]), rtol=1e-10)

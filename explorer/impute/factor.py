@@ -14,12 +14,27 @@ reports that early stopping can lower the reconstruction error on image data). F
 the exact EM, and :meth:`conditional` (samples, intervals, densities) is always the exact
 conditional Gaussian / mixture.
 
+Multiple imputation (``sample``) and the intervals of :meth:`conditional` are drawn at the fitted parameters
+(``predictive="plugin"``, the default). ``predictive="bootstrap"`` makes them carry the uncertainty of the
+parameters: after the maximum-likelihood fit, ``n_posterior_draws`` refits on bootstrap resamples of the rows (the
+"approximate Bayesian bootstrap" of Rubin & Schenker 1986), each started at the fit and stopped when the per-row
+log-likelihood changes by less than :data:`BOOTSTRAP_TOL`; imputation i is drawn at refit i % M and the conditional
+is the mixture over the M refits. Data augmentation, as
+:class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` does it, would need a conjugate prior; these models
+are fitted by maximum likelihood with none. Why the bootstrap is not the default (``results/factor_bootstrap.md``):
+from 100 rows up it widens the intervals a little and lowers the NLL, and Rubin's pooled confidence intervals cover
+more often, but on 25-50 rows of 19-33 columns each resample (about 63 % distinct rows) overfits more than the fit,
+so coverage falls; and it costs about ten times the fit. ``transform`` is the fit's conditional mean either way.
+
 The conventions are those of :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`: parameters stored
 untouched, fitted attributes ending in ``_``, NaN = missing, observed entries returned bit for bit,
 ``clone`` / ``Pipeline`` / ``GridSearchCV`` work.
 """
 
 from __future__ import annotations
+
+import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,13 +44,22 @@ from explorer.core.factor.fa_conditional import FAParams
 from explorer.core.factor.mfa import MFAParams
 from explorer.core.factor.mfa_neumann import MixtureEncoding
 from explorer.core.factor.neumann import NeumannConfig
-from explorer.core.validation import BadInputError
+from explorer.core.validation import BadInputError, check_draws, check_int
 from explorer.impute.base import _MixtureImputerBase
 from explorer.model_selection import fit_auto
 
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 
 SOLVERS = ("exact", "neumann")
+PREDICTIVES = ("plugin", "bootstrap")
+#: The bootstrap refits stop when the per-row log-likelihood changes by less than this (or the fit's ``tol`` if
+#: larger). Measured on Boston and wine (20 % MCAR, 20 refits): the spread of the refits' conditional means is
+#: within 2 % of that of refits run to 1e-6, at a third to a quarter of their iterations (MFA, K = 2, q = 2: 3.4
+#: against 12.1 s on Boston).
+BOOTSTRAP_TOL = 1e-5
+#: Resamples that leave a column with no observed value cannot be refitted; after this many tries the draw is
+#: the fit itself.
+_BOOTSTRAP_TRIES = 10
 
 
 def _history(trace, stop_reason: str, n_components: int):
@@ -54,6 +78,13 @@ def _history(trace, stop_reason: str, n_components: int):
     else:
         ds["mean_psi"] = ("iteration", np.array([t["mean_psi"] for t in trace]))
     return ds
+
+
+def _as_mixture(params) -> MFAParams:
+    """A fitted factor analyser as a one-component mixture (an MFA as it is)."""
+    if isinstance(params, FAParams):
+        return MFAParams.from_arrays(np.ones(1), params.mean[None], params.loadings[None], params.psi[None])
+    return params
 
 
 class _FactorImputerBase(_MixtureImputerBase):
@@ -78,9 +109,15 @@ class _FactorImputerBase(_MixtureImputerBase):
             return model.covariance()[None]
         return model.covariances()
 
+    # n_components="auto" scores candidate fits by their plug-in predictive (no bootstrap refits per candidate)
+    _selection_params = {"predictive": "plugin"}
+
     def _config(self):
         config = self._em_config()
         self._check_solver()
+        if self.predictive not in PREDICTIVES:
+            raise BadInputError(f"predictive must be one of {PREDICTIVES}, got {self.predictive!r}.")
+        check_int("n_posterior_draws", self.n_posterior_draws, 1)
         return config
 
     def _fit_setup(self, Xn, missing, columns, config):
@@ -97,12 +134,56 @@ class _FactorImputerBase(_MixtureImputerBase):
         self._store(result.state.params)
         self.log_likelihood_ = float(result.state.log_likelihood)
         self.history_ = _history(result.trace, result.stop_reason, self.weights_.size)
+        self.predictive_ = self.predictive
+
+    def _fit_posterior(self, data, rng) -> None:
+        """``predictive_ == "bootstrap"``: ``n_posterior_draws`` refits on resampled rows, from the fit."""
+        for name in ("posterior_weights_", "posterior_means_", "posterior_loadings_", "posterior_noise_variance_"):
+            self.__dict__.pop(name, None)
+        if self.predictive_ != "bootstrap":
+            return
+        config = replace(self._config(), tol=max(float(self.tol), BOOTSTRAP_TOL))
+        start = self._model()
+        X = np.asarray(data.X)[data.fit_rows]
+        draws = []
+        for _ in range(self.n_posterior_draws):
+            params = start
+            for _ in range(_BOOTSTRAP_TRIES):
+                rows = X[rng.integers(0, X.shape[0], X.shape[0])]
+                if np.isnan(rows).all(axis=0).any():
+                    continue  # a column with no observed value in the resample
+                boot = self._core.prepare(rows)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # convergence / collapse warnings of the refits
+                    params = self._core.fit(boot, config, rng, init_state=self._core.init_from_parameters(
+                        boot, start)).state.params
+                break
+            draws.append(_as_mixture(params))
+        self.posterior_weights_ = np.stack([d.weights for d in draws])
+        self.posterior_means_ = np.stack([d.means for d in draws])
+        self.posterior_loadings_ = np.stack([d.loadings for d in draws])
+        self.posterior_noise_variance_ = np.stack([d.psi for d in draws])
+
+    def _posterior_draw(self, m: int) -> MFAParams:
+        return MFAParams.from_arrays(self.posterior_weights_[m], self.posterior_means_[m],
+                                     self.posterior_loadings_[m], self.posterior_noise_variance_[m])
+
+    def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
+        if getattr(self, "predictive_", "plugin") != "bootstrap":
+            return super()._draw_imputations(arr, n_imputations, rng)
+        check_draws(n_imputations, rng)
+        M = self.posterior_weights_.shape[0]
+        out = np.empty((n_imputations,) + arr.shape)
+        for m in range(min(M, n_imputations)):  # imputation i at refit i % M: the rows of one imputation share it
+            which = np.arange(m, n_imputations, M)
+            out[which] = mfa.conditional(self._posterior_draw(m), arr).sample(which.size, rng)
+        return out
 
     def _impute(self, arr: np.ndarray) -> np.ndarray:
-        """The exact conditional mean, or its Neumann approximation with ``solver="neumann"``."""
+        """The exact conditional mean at the fit, or its Neumann approximation with ``solver="neumann"``."""
         config = self._check_solver()
         if self.solver == "exact":
-            return self.conditional(arr).mean()
+            return self._core.conditional(self._model(), arr).mean()
         model = self._model()
         if isinstance(model, FAParams):
             return neumann.reconstruct(model, arr, method="neumann", n_terms=config.n_terms, eps=self.eps)
@@ -115,13 +196,24 @@ class _FactorImputerBase(_MixtureImputerBase):
     def conditional(self, X):
         """The exact conditional :math:`p(x^m \\mid x^o)` of every row of ``X``.
 
+        With ``predictive_ == "plugin"`` (the default) the conditional at the fitted parameters; with
+        ``"bootstrap"`` the mixture over the ``n_posterior_draws`` bootstrap refits (M x K factor-analyser
+        components, each refit's weights divided by M), whose intervals carry the uncertainty of the parameters.
+
         Returns
         -------
         FAConditional or MFAConditional
             With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``
             and ``to_mixture()`` (a dense :class:`~explorer.core.gaussians.conditional.ConditionalMixture`).
+            An MFAConditional under the bootstrap, for :class:`FactorAnalysisImputer` too.
         """
         arr = self._validate(X)  # NotFittedError before the model is read
+        if getattr(self, "predictive_", "plugin") == "bootstrap":
+            M = self.posterior_weights_.shape[0]
+            pooled = MFAParams.from_arrays(
+                self.posterior_weights_.ravel() / M, np.concatenate(self.posterior_means_),
+                np.concatenate(self.posterior_loadings_), np.concatenate(self.posterior_noise_variance_))
+            return mfa.conditional(pooled, arr)
         return self._core.conditional(self._model(), arr)
 
 
@@ -151,6 +243,16 @@ class FactorAnalysisImputer(_FactorImputerBase):
     update : {"px", "em"}, default "px"
         M-step: parameter-expanded EM (faster, same fixed points) or marlin2008's plain EM
         (:data:`explorer.core.factor.factor_analysis.UPDATES`).
+    predictive : {"plugin", "bootstrap"}, default "plugin"
+        What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
+        ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
+        ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
+        multiple imputation for Rubin's rules; a bootstrap because these models have no prior to draw from). It
+        costs about ten times the fit and helps from about 100 rows up; on fewer rows than a few times the
+        columns its resamples overfit and the intervals narrow (``results/factor_bootstrap.md``). ``transform``
+        is the fit's conditional mean either way.
+    n_posterior_draws : int, default 20
+        The bootstrap refits kept (``predictive="bootstrap"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -176,6 +278,10 @@ class FactorAnalysisImputer(_FactorImputerBase):
     noise_variance_ : ndarray of shape (n_features,)
     weights_, means_ : ndarray of shape (1,), (1, n_features)
         The same model seen as a one-component mixture (shared plumbing).
+    predictive_ : {"bootstrap", "plugin"}
+    posterior_weights_, posterior_means_, posterior_loadings_, posterior_noise_variance_ : ndarray
+        With ``predictive_ == "bootstrap"``: the refits, shapes (M, K), (M, K, D), (M, K, D, q), (M, K, D)
+        (K = 1 for :class:`FactorAnalysisImputer`).
     converged_, n_iter_, stop_reason_, log_likelihood_, history_, n_features_in_, feature_names_in_
 
     Examples
@@ -193,8 +299,8 @@ class FactorAnalysisImputer(_FactorImputerBase):
     _core = fa
 
     def __init__(self, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6, max_iter=500,
-                 min_psi=1e-6, init="pca", update="px", empty_rows="raise", random_state=None,
-                 callback=None, progress=False):
+                 min_psi=1e-6, init="pca", update="px", predictive="plugin", n_posterior_draws=20, empty_rows="raise",
+                 random_state=None, callback=None, progress=False):
         self.n_factors = n_factors
         self.kind = kind
         self.solver = solver
@@ -205,6 +311,8 @@ class FactorAnalysisImputer(_FactorImputerBase):
         self.min_psi = min_psi
         self.init = init
         self.update = update
+        self.predictive = predictive
+        self.n_posterior_draws = n_posterior_draws
         self.empty_rows = empty_rows
         self.random_state = random_state
         self.callback = callback
@@ -255,6 +363,16 @@ class MFAImputer(_FactorImputerBase):
     reg : float, default 1e-6
         Ridge on each component's :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]` (keeps a component
         that loses its rows solvable; 0 = exact maximum likelihood).
+    predictive : {"plugin", "bootstrap"}, default "plugin"
+        What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
+        ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
+        ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
+        multiple imputation for Rubin's rules; a bootstrap because these models have no prior to draw from). It
+        costs about ten times the fit and helps from about 100 rows up; on fewer rows than a few times the
+        columns its resamples overfit and the intervals narrow (``results/factor_bootstrap.md``). ``transform``
+        is the fit's conditional mean either way.
+    n_posterior_draws : int, default 20
+        The bootstrap refits kept (``predictive="bootstrap"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -279,6 +397,10 @@ class MFAImputer(_FactorImputerBase):
     means_ : ndarray of shape (n_components, n_features)
     loadings_ : ndarray of shape (n_components, n_features, n_factors)
     noise_variance_ : ndarray of shape (n_components, n_features)
+    predictive_ : {"bootstrap", "plugin"}
+    posterior_weights_, posterior_means_, posterior_loadings_, posterior_noise_variance_ : ndarray
+        With ``predictive_ == "bootstrap"``: the refits, shapes (M, K), (M, K, D), (M, K, D, q), (M, K, D)
+        (K = 1 for :class:`FactorAnalysisImputer`).
     converged_, n_iter_, stop_reason_, log_likelihood_, history_, n_features_in_, feature_names_in_
     """
 
@@ -290,8 +412,8 @@ class MFAImputer(_FactorImputerBase):
         return fit_auto(self, X, values)
 
     def __init__(self, n_components="auto", n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
-                 max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, empty_rows="raise",
-                 random_state=None, callback=None, progress=False):
+                 max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, predictive="plugin",
+                 n_posterior_draws=20, empty_rows="raise", random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.n_factors = n_factors
         self.kind = kind
@@ -304,6 +426,8 @@ class MFAImputer(_FactorImputerBase):
         self.init = init
         self.update = update
         self.reg = reg
+        self.predictive = predictive
+        self.n_posterior_draws = n_posterior_draws
         self.empty_rows = empty_rows
         self.random_state = random_state
         self.callback = callback

@@ -400,7 +400,7 @@ def _as_mixture(cond) -> ConditionalMixture:
     raise BadInputError(
         f"The imputer's conditional is a {type(cond).__name__}, which is not a Gaussian mixture and has no "
         "to_mixture(); TransformedImputer needs one of explorer's density imputers with Gaussian conditionals "
-        "(for GaussianMixtureImputer: predictive='gaussian' or 'auto')."
+        "(for GaussianMixtureImputer: predictive='auto', 'draws' or 'gaussian')."
     )
 
 
@@ -588,9 +588,11 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
     ----------
     imputer : estimator, default None
         One of explorer's density imputers (anything with ``conditional(X)``); None means
-        ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``); a clone whose
-        ``predictive`` (or DPGMMImputer's ``conditional_density``) is ``"auto"`` gets ``"gaussian"``, because the Student-t
-        posterior predictive of a log-transformed column has no finite mean on the original scale.
+        ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``); a DPGMMImputer clone whose
+        ``conditional_density`` is ``"auto"`` gets ``"gaussian"``, because the Student-t posterior predictive of a
+        log-transformed column has no finite mean on the original scale (GaussianMixtureImputer's default predictive,
+        a Gaussian mixture over parameter draws, is kept, as are the factor imputers' plug-in and bootstrap ones;
+        an explicit ``predictive="student_t"`` is refused by the back-transform's check).
     transforms : "suggest", dict or None, default "suggest"
         ``"suggest"``: the transforms of :func:`suggest_transforms`, announced by a
         :class:`TransformWarning` in ``fit`` (never silent). A dict: column name (or index) ->
@@ -687,10 +689,10 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
                 f"imputer must be one of explorer's density imputers (with fit and conditional), got {inner!r}."
             )
         inner = clone(inner)
-        for key in ("predictive", "conditional_density"):  # GaussianMixtureImputer's, DPGMMImputer's
-            if inner.get_params().get(key) == "auto":
-                # the Student-t predictive of a log column has no finite mean on the original scale: Gaussians here
-                inner.set_params(**{key: "gaussian"})
+        if inner.get_params().get("conditional_density") == "auto":  # DPGMMImputer's
+            # the Student-t predictive of a log column has no finite mean on the original scale: Gaussians here
+            # (GaussianMixtureImputer's "auto" is a Gaussian mixture over parameter draws: kept)
+            inner.set_params(conditional_density="gaussian")
         self.imputer_ = inner.fit(self._forward(arr, names, labels))
         self.n_features_in_ = D
         if names is not None:
