@@ -29,7 +29,11 @@ Metrics (over the set H of hidden entries, x the true value, x̂ the imputation)
 ``nll``
     ``mean_{(i,j) in H} -log p(x_ij | observed entries of row i)``: the per-entry marginal
     predictive density (the other missing entries of the row, real or hidden, integrated out),
-    in the data's units; a mixture's marginal is a 1-D mixture, not a Gaussian.
+    in the data's units on arrays and tables alike (the numeric cells of a table score exactly as the same
+    numbers would in an array); a mixture's marginal is a 1-D mixture, not a Gaussian. The NLL of the
+    standardised value ``x_ij / s_j`` is ``-log p(x_ij | ...) + log s_j``, so the NLL in standardised units is
+    this one plus ``mean_{(i,j) in H} log s_j``; to compare NLLs across data sets, standardise the columns on
+    their observed entries first (as explorer's benchmarks do).
 
 ``pfc`` and ``logloss`` (tables with categorical columns)
     The proportion of falsely classified hidden categorical cells (the imputed level is not the true one), and
@@ -41,12 +45,14 @@ Metrics (over the set H of hidden entries, x the true value, x̂ the imputation)
 ``coverage`` and ``nll`` need a predictive distribution: they are computed for estimators with a
 ``conditional(X)`` method (explorer's imputers: :class:`~explorer.core.gaussians.conditional.ConditionalMixture`,
 its Student-t variant, the factor-analysis conditionals). An estimator with no ``conditional`` but a
-``sample(X, n_imputations=..., random_state=...)`` method (:class:`~explorer.baselines.PMMImputer`) gets
-``coverage`` from draws: the interval of a hidden entry is the equal-tailed empirical quantile range
-(``numpy.quantile``, linear interpolation) of ``n_draws`` (default :data:`N_DRAWS` = 20) draws of it; with so
-few draws the empirical interval is itself noisy and tends to cover a little less than ``level``. Its ``nll``
-stays **NaN** (draws of observed values give no density). Any other imputer (scikit-learn's SimpleImputer,
-IterativeImputer, KNNImputer, ...) gets the point metrics only: both are **NaN**.
+``sample(X, n_imputations=..., random_state=...)`` method (:class:`~explorer.baselines.PMMImputer`, or on a
+table a wrapper that runs it there) gets ``coverage`` from draws: the interval of a hidden entry is the
+equal-tailed empirical quantile range (``numpy.quantile``, linear interpolation) of ``n_draws`` (default
+:data:`N_DRAWS` = 20) draws of it, seeded by the repeat's ``seed``; with so few draws the empirical interval is
+itself noisy and tends to cover a little less than ``level``. Its ``nll`` stays **NaN** (draws of observed values
+give no density). Any other imputer (scikit-learn's SimpleImputer, IterativeImputer, KNNImputer, ...) gets the
+point metrics only: both are **NaN**. On a table the output's ``coverage_from`` column says, on the coverage rows,
+which interval was scored: ``"conditional"`` (the conditional's analytic interval) or ``"draws"``.
 
 Does better imputation help downstream? :func:`evaluate_downstream` (or ``evaluate(..., downstream=estimator,
 y=y)``) scores imputers by what a regressor trained on their imputations predicts: rows split train / test, input
@@ -254,8 +260,11 @@ def _was_interrupted(est) -> bool:
 
 def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what="", *, n_draws=N_DRAWS,
                      draw_seed=0, draws=True) -> dict:
+    fit_seconds = math.nan
     if fit:
+        t0 = time.perf_counter()
         est.fit(X_hidden)
+        fit_seconds = time.perf_counter() - t0
     if _was_interrupted(est):
         # the fit kept its state so far after Ctrl-C: stop the whole loop of fits here, not just this fit
         raise KeyboardInterrupt(f"the fit of {what or type(est).__name__} was interrupted (Ctrl-C)")
@@ -273,7 +282,9 @@ def _score_estimator(est, truth, X_hidden, hidden, scale, level, fit=True, what=
                 f"n_samples, n_features) = {(n_draws, *X_hidden.shape)}."
             )
         interval = draws_interval(samples, level)
-    return imputation_scores(truth, imputed, hidden, scale=scale, interval=interval, logpdf=logpdf)
+    scores = imputation_scores(truth, imputed, hidden, scale=scale, interval=interval, logpdf=logpdf)
+    scores["fit_seconds"] = fit_seconds  # the fit alone, not the imputation or the scoring
+    return scores
 
 
 def _named(imputers) -> dict:
@@ -309,11 +320,14 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         IterativeImputer, KNNImputer, a Pipeline...). Names default to the class names.
     X : array-like, DataFrame or IncompleteData (n_samples, n_features)
         The data, NaN at its real gaps. A DataFrame with categorical, text or boolean columns
-        (:func:`explorer.impute.mixed.categorical_columns`) is scored as a table: cells hidden completely at
-        random among the observed ones (``mechanism="mcar"`` only), the imputers fitted on the DataFrame
+        (:func:`explorer.impute.mixed.categorical_columns`) is scored as a table: every observed cell hidden
+        with probability ``rate`` (``mechanism="mcar"`` only; as on arrays, a row left with no observed cell
+        keeps all its cells, and a column left with none is refused), the imputers fitted on the DataFrame
         (:class:`~explorer.impute.mixed.MixedMixtureImputer`, :class:`~explorer.baselines.MeanModeImputer`, or a
         pipeline that takes one), the numeric metrics on the numeric columns (coverage and NLL from
-        ``conditional``) and ``pfc`` / ``logloss`` (:data:`CATEGORICAL_METRICS`) on the categorical cells.
+        ``conditional``, or coverage from ``n_draws`` draws of an imputer that only has ``sample``, NLL in the
+        data's units as on arrays) and ``pfc`` / ``logloss`` (:data:`CATEGORICAL_METRICS`) on the categorical
+        cells.
     mechanism : str, default "mcar"
         A key of :data:`explorer.core.missingness.mechanisms.MECHANISMS`.
     rate : float, default 0.2
@@ -325,7 +339,8 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         Level of the predictive intervals scored by ``coverage``.
     n_draws : int, default 20
         Draws per hidden entry for the empirical intervals of imputers that sample but have no
-        ``conditional`` (:class:`~explorer.baselines.PMMImputer`), drawn with the repeat's ``seed``.
+        ``conditional`` (:class:`~explorer.baselines.PMMImputer`), on arrays and tables, drawn with the
+        repeat's ``seed``.
     downstream : regressor, optional
         With ``y``: score the imputers by the test error of this regressor trained on their imputations instead
         of on the hidden entries; ``evaluate`` then returns :func:`evaluate_downstream`'s table
@@ -339,10 +354,13 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
     -------
     pandas.DataFrame
         Tidy, one row per imputer x repeat x metric, columns ``imputer, repeat, seed, mechanism,
-        rate, realised_rate, n_hidden, fit_seconds, metric, value``. ``seed`` reproduces the mask:
-        ``hide_observed(X, mechanism, rate, random_state=seed)``. ``value`` is NaN for
-        ``coverage`` / ``nll`` of imputers without ``conditional`` (except ``coverage`` of those with
-        ``sample``, see the module docstring).
+        rate, realised_rate, n_hidden, fit_seconds, metric, value``, and on a table ``coverage_from``
+        (``"conditional"`` or ``"draws"`` on the coverage rows, empty elsewhere). ``seed`` reproduces the mask:
+        ``hide_observed(X, mechanism, rate, random_state=seed)`` (on a table: the observed cells where
+        ``numpy.random.default_rng(seed).random(X.shape) < rate``, less those of the rows this would empty).
+        ``fit_seconds`` is the time of ``fit`` alone (not the imputation, the draws or the scoring). ``value``
+        is NaN for ``coverage`` / ``nll`` of imputers without ``conditional`` (except ``coverage`` of those
+        with ``sample``, see the module docstring).
 
     Raises
     ------
@@ -370,7 +388,7 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
         raise BadInputError("evaluate needs at least one imputer.")
     seeds = check_random_state(random_state).integers(0, 2**31 - 1, size=n_repeats)
     if _has_categories(X):
-        return _evaluate_table(named, X, mechanism, rate, seeds, level, params)
+        return _evaluate_table(named, X, mechanism, rate, seeds, level, params, n_draws)
     truth = _as_matrix(X)
     scale = observed_scale(truth)
     rows = []
@@ -381,14 +399,12 @@ def evaluate(imputers, X, *, mechanism="mcar", rate=0.2, n_repeats=5, random_sta
                 f"{mechanism!r} at rate={rate!r} hid no observed entry (seed {int(seed)}); raise the rate."
             )
         for name, est in named.items():
-            t0 = time.perf_counter()
             scores = _score_estimator(clone(est), truth, X_hidden, hidden, scale, level,
                                       what=f"{name!r} (repeat {r})", n_draws=n_draws, draw_seed=int(seed))
-            seconds = time.perf_counter() - t0
             for metric in METRICS:
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism,
                              "rate": rate, "realised_rate": info.realised_rate, "n_hidden": int(hidden.sum()),
-                             "fit_seconds": seconds, "metric": metric, "value": scores[metric]})
+                             "fit_seconds": scores["fit_seconds"], "metric": metric, "value": scores[metric]})
     return pd.DataFrame(rows)
 
 
@@ -675,10 +691,41 @@ def _level_probabilities(est, frame, column, n_rows):
     return None
 
 
-def _table_scores(est, truth, hidden_frame, hidden, numeric, categorical, scale, level) -> dict:
+def _numeric_draws(samples, frame, numeric, n_draws, what) -> np.ndarray:
+    """(n_draws, n_rows, len(numeric)) floats of the numeric columns of a table imputer's ``sample``: a list of
+    DataFrames (:class:`~explorer.impute.mixed.MixedMixtureImputer`), a stacked DataFrame of ``n_draws`` x rows
+    (a DataFrame's ``sample`` in explorer), or an array (n_draws, n_rows, n_columns) in the table's column order."""
+    import pandas as pd
+
+    n = frame.shape[0]
+    if isinstance(samples, (list, tuple)) and all(isinstance(d, pd.DataFrame) for d in samples) and \
+            len(samples) == n_draws and all(d.shape[0] == n for d in samples):
+        return np.stack([d[numeric].to_numpy(dtype=np.float64) for d in samples])
+    if isinstance(samples, pd.DataFrame) and samples.shape[0] == n_draws * n:
+        return samples[numeric].to_numpy(dtype=np.float64).reshape(n_draws, n, len(numeric))
+    arr = np.asarray(samples) if isinstance(samples, np.ndarray) else None
+    if arr is not None and arr.shape == (n_draws, *frame.shape):
+        return arr[:, :, [frame.columns.get_loc(c) for c in numeric]].astype(np.float64)
+    shape = getattr(samples, "shape", None) or (len(samples) if isinstance(samples, (list, tuple)) else "?")
+    raise BadInputError(
+        f"{what}.sample returned {type(samples).__name__} of shape {shape}; on a table evaluate expects "
+        f"{n_draws} DataFrames of the table's columns, one DataFrame of {n_draws} x {n} rows, or an array "
+        f"(n_imputations, n_samples, n_columns) = {(n_draws, *frame.shape)}."
+    )
+
+
+def _table_scores(est, truth, hidden_frame, hidden, numeric, categorical, scale, level, *, n_draws=None,
+                  draw_seed=0, what="") -> dict:
     """The metrics of one fitted imputer on a table: numeric ones on its numeric columns, PFC and log-loss on its
-    categorical ones (NaN where the imputer gives no distribution)."""
+    categorical ones (NaN where the imputer gives no distribution).
+
+    Coverage and NLL come from ``conditional`` when the imputer has one (in the order of its numeric columns);
+    with ``n_draws`` (:func:`evaluate` passes it), an imputer with no ``conditional`` but a ``sample(X,
+    n_imputations, random_state)`` gets the coverage of the empirical intervals of ``n_draws`` draws seeded by
+    ``draw_seed``, as on arrays. ``out["coverage_from"]`` says which: ``"conditional"``, ``"draws"`` or None.
+    """
     out = dict.fromkeys(METRICS + CATEGORICAL_METRICS, float("nan"))
+    out["coverage_from"] = None
     filled = est.transform(hidden_frame)
     if numeric:
         idx = [truth.columns.get_loc(c) for c in numeric]
@@ -692,6 +739,12 @@ def _table_scores(est, truth, hidden_frame, hidden, numeric, categorical, scale,
             c = cond(hidden_frame)
             interval = c.interval(level)
             logpdf = entry_logpdf(c, t, h)
+            out["coverage_from"] = "conditional"
+        elif n_draws and h.any() and _samples_only(est):  # coverage from draws; no density, so nll stays NaN
+            samples = est.sample(hidden_frame, n_imputations=n_draws, random_state=draw_seed)
+            interval = draws_interval(_numeric_draws(samples, hidden_frame, numeric, n_draws,
+                                                     what or type(est).__name__), level)
+            out["coverage_from"] = "draws"
         if h.any():
             out.update(imputation_scores(t, imputed, h, scale=scale, interval=interval, logpdf=logpdf))
     cat_hidden = [(c, hidden[:, truth.columns.get_loc(c)]) for c in categorical]
@@ -716,9 +769,24 @@ def _table_scores(est, truth, hidden_frame, hidden, numeric, categorical, scale,
     return out
 
 
-def _evaluate_table(named, X, mechanism, rate, seeds, level, params):
+def _table_mask(X, observed, rate, seed) -> np.ndarray:
+    """The hidden cells of a table for one repeat: every observed cell with probability ``rate``; a row left with
+    no observed cell keeps them all (as :func:`hide_observed` on arrays); a column left with none is refused."""
+    hidden = observed & (np.random.default_rng(int(seed)).random(X.shape) < rate)
+    rows, cols = emptied(observed, hidden)
+    hidden[rows] = False
+    _, cols = emptied(observed, hidden)
+    if cols.size:
+        names = ", ".join(repr(str(X.columns[j])) for j in cols[:5])
+        raise BadInputError(f"rate={rate!r} would hide every observed cell of column(s) {names} (seed {int(seed)}); "
+                            "lower the rate, or drop columns with so few observed cells.")
+    return hidden
+
+
+def _evaluate_table(named, X, mechanism, rate, seeds, level, params, n_draws=N_DRAWS):
     """:func:`evaluate` on a DataFrame with categorical columns: cells hidden completely at random among the
-    observed ones; the numeric metrics on the numeric columns and PFC / log-loss on the categorical ones."""
+    observed ones (:func:`_table_mask`); the numeric metrics on the numeric columns and PFC / log-loss on the
+    categorical ones; ``fit_seconds`` times the fit alone."""
     import pandas as pd
     from sklearn.base import clone
 
@@ -735,21 +803,26 @@ def _evaluate_table(named, X, mechanism, rate, seeds, level, params):
     scale = observed_scale(X[numeric].apply(pd.to_numeric, errors="coerce")) if numeric else None
     rows = []
     for r, seed in enumerate(seeds):
-        hidden = observed & (np.random.default_rng(int(seed)).random(X.shape) < rate)
+        hidden = _table_mask(X, observed, rate, seed)
         if not hidden.any():
             raise BadInputError(f"rate={rate!r} hid no observed cell (seed {int(seed)}); raise the rate.")
         hidden_frame = X.mask(hidden)
         for name, est in named.items():
-            t0 = time.perf_counter()
+            what = f"{name!r} (repeat {r})"
             fitted = clone(est)
+            t0 = time.perf_counter()
             fitted.fit(hidden_frame)
-            scores = _table_scores(fitted, X, hidden_frame, hidden, numeric, categorical, scale, level)
             seconds = time.perf_counter() - t0
+            if _was_interrupted(fitted):
+                raise KeyboardInterrupt(f"the fit of {what} was interrupted (Ctrl-C)")
+            scores = _table_scores(fitted, X, hidden_frame, hidden, numeric, categorical, scale, level,
+                                   n_draws=n_draws, draw_seed=int(seed), what=name)
             for metric in METRICS + CATEGORICAL_METRICS:
+                source = scores["coverage_from"] if metric == "coverage" and np.isfinite(scores[metric]) else None
                 rows.append({"imputer": name, "repeat": r, "seed": int(seed), "mechanism": mechanism, "rate": rate,
                              "realised_rate": float(hidden.sum() / max(observed.sum(), 1)),
                              "n_hidden": int(hidden.sum()), "fit_seconds": seconds, "metric": metric,
-                             "value": scores[metric]})
+                             "value": scores[metric], "coverage_from": source})
     return pd.DataFrame(rows)
 
 
