@@ -703,9 +703,8 @@ def _numeric_draws(samples, frame, numeric, n_draws, what) -> np.ndarray:
         return np.stack([d[numeric].to_numpy(dtype=np.float64) for d in samples])
     if isinstance(samples, pd.DataFrame) and samples.shape[0] == n_draws * n:
         return samples[numeric].to_numpy(dtype=np.float64).reshape(n_draws, n, len(numeric))
-    arr = np.asarray(samples) if isinstance(samples, np.ndarray) else None
-    if arr is not None and arr.shape == (n_draws, *frame.shape):
-        return arr[:, :, [frame.columns.get_loc(c) for c in numeric]].astype(np.float64)
+    if isinstance(samples, np.ndarray) and samples.shape == (n_draws, *frame.shape):
+        return samples[:, :, [frame.columns.get_loc(c) for c in numeric]].astype(np.float64)
     shape = getattr(samples, "shape", None) or (len(samples) if isinstance(samples, (list, tuple)) else "?")
     raise BadInputError(
         f"{what}.sample returned {type(samples).__name__} of shape {shape}; on a table evaluate expects "
