@@ -7,9 +7,11 @@ so no transform would ever apply):
   prior and the predictive over 20 parameter draws of data augmentation);
 * auto: ``TransformedImputer(GaussianMixtureImputer(random_state=seed), transforms="suggest")``, which
   applies ``suggest_transforms``' log (positive, right-skewed or near-0 columns) and logit (fractions,
-  percentages) inside ``fit`` and answers on the original scale; its inner imputer keeps the default
-  predictive (the mixture over the parameter draws), so a set where no column is transformed gives plain's
-  answers. (Before issue 21's draws, TransformedImputer replaced the inner Student-t predictive by Gaussians.)
+  percentages) inside ``fit`` and answers on the original scale: intervals and densities from the inner
+  imputer's default predictive (the mixture over the parameter draws, as plain's), the imputation from its
+  fitted Gaussians (plain's: the Student-t predictive's mean at the fit; the back-transformed mean of either the
+  draws or a Student-t has too heavy a tail), so a set where no column is transformed differs from plain only
+  in the point imputation.
 
 Data sets: (a) the six of ``benchmarks/coverage_prior.py`` (iris, wine, boston, ionosphere, hepatitis with its
 own gaps, scikit-learn's bundled breast cancer) with the values as loaded, unstandardised; (b) scikit-learn's
@@ -285,8 +287,9 @@ def render(args, meta, summary, dec) -> str:
         "over the other entries follows); crossing 0: share of the 95 % intervals of hidden entries of positive "
         "columns (all observed values > 0) whose lower end is below 0 (count / hidden entries of positive columns, "
         "over the seeds); K: components chosen over the seeds. gaussian: plain with predictive='gaussian' (plug-in "
-        "Gaussians at the fit), for reference (not in the decision). Plain and auto's inner mixture both use the "
-        "default predictive (the mixture over 20 parameter draws of data augmentation). "
+        "Gaussians at the fit), for reference (not in the decision). Plain's and auto's intervals and NLL come from the "
+        "default predictive (the mixture over 20 parameter draws of data augmentation); auto's imputation is the "
+        "back-transformed mean of its inner fitted Gaussians, plain's the Student-t predictive's mean at the fit. "
         f"Wall time {meta['wall_seconds']:.0f} s ({args.jobs} processes, one BLAS thread each; numpy "
         f"{meta['numpy']}, Python {meta['python']})."),
         "",

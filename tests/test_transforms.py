@@ -440,3 +440,10 @@ def test_inner_default_predictive_is_kept_and_back_transformed():
         m = np.isnan(X[:, 0])
         np.testing.assert_allclose(lo[m, 0], np.exp(lo_y[m, 0]), rtol=1e-10)
         np.testing.assert_allclose(hi[m, 0], np.exp(hi_y[m, 0]), rtol=1e-10)
+    # transform is the back-transformed mean of the fitted Gaussians, not of the mixture over the draws (whose mean
+    # on the original scale has the widest draw's tails): the same as with a plug-in inner predictive
+    inner = GaussianMixtureImputer(n_components=2, random_state=0)
+    draws = _quiet(TransformedImputer(inner, transforms={0: "log", 1: "log"}), X)
+    plugin = _quiet(TransformedImputer(clone(inner).set_params(predictive="gaussian"), transforms={0: "log", 1: "log"}), X)
+    np.testing.assert_array_equal(draws.transform(X), plugin.transform(X))
+    assert not np.array_equal(draws.interval(X, 0.9)[0], plugin.interval(X, 0.9)[0])

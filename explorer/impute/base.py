@@ -435,6 +435,12 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         positive = getattr(self, "positive_columns_", None)
         return conditional if positive is None else replace(conditional, positive=np.asarray(positive, dtype=bool))
 
+    def _plugin_conditional(self, arr: np.ndarray):
+        """The Gaussian conditional at the fitted parameters alone (no parameter draws, no Student-t), for answers
+        that need finite moments after a non-linear map (:class:`~explorer.impute.transformed.TransformedImputer`'s
+        back-transformed mean); by default :meth:`conditional`."""
+        return self.conditional(arr)
+
     def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
         """``(n_imputations, n, D)`` draws of the missing entries (observed ones copied)."""
         return self.conditional(arr).sample(n_imputations, rng)

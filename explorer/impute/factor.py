@@ -179,6 +179,9 @@ class _FactorImputerBase(_MixtureImputerBase):
             out[which] = mfa.conditional(self._posterior_draw(m), arr).sample(which.size, rng)
         return out
 
+    def _plugin_conditional(self, arr: np.ndarray):
+        return self._core.conditional(self._model(), self._validate(arr))
+
     def _impute(self, arr: np.ndarray) -> np.ndarray:
         """The exact conditional mean at the fit, or its Neumann approximation with ``solver="neumann"``."""
         config = self._check_solver()

@@ -293,6 +293,9 @@ class GaussianMixtureImputer(_MixtureImputerBase):
                 covariance_type=self.covariance_type, columns=self._columns))
         return self._with_positive(self._fitted_conditional(arr, kind))
 
+    def _plugin_conditional(self, arr):
+        return self._fitted_conditional(self._validate(arr), "gaussian")
+
     def _fitted_conditional(self, arr, kind):
         """The conditional at the fitted parameters: the Student-t predictive (``kind == "student_t"``) or Gaussians."""
         if kind == "student_t":

@@ -591,8 +591,10 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         ``GaussianMixtureImputer()``. It is cloned in ``fit`` (``imputer_``); a DPGMMImputer clone whose
         ``conditional_density`` is ``"auto"`` gets ``"gaussian"``, because the Student-t posterior predictive of a
         log-transformed column has no finite mean on the original scale (GaussianMixtureImputer's default predictive,
-        a Gaussian mixture over parameter draws, is kept, as are the factor imputers' plug-in and bootstrap ones;
-        an explicit ``predictive="student_t"`` is refused by the back-transform's check).
+        a Gaussian mixture over parameter draws, is kept for ``conditional``, ``interval`` and ``sample``, as are
+        the factor imputers' plug-in and bootstrap ones; an explicit ``predictive="student_t"`` is refused by the
+        back-transform's check). ``transform`` is the back-transformed mean (or median) of the inner model's
+        Gaussians at its fitted parameters: the mean over parameter draws has tails as heavy as the widest draw's.
     transforms : "suggest", dict or None, default "suggest"
         ``"suggest"``: the transforms of :func:`suggest_transforms`, announced by a
         :class:`TransformWarning` in ``fit`` (never silent). A dict: column name (or index) ->
@@ -756,7 +758,11 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         ``transform`` does. No NaN.
         """
         arr, Y, cols = self._prepare(X)
-        cond = TransformedConditional(self.imputer_.conditional(Y), arr, self._transforms)
+        # the point is that of the inner model's fitted Gaussians: the back-transformed mean of a mixture over
+        # parameter draws has tails as heavy as the widest draw's (measured: iris NRMSE 0.47 -> 2e4), and that of
+        # a Student-t predictive is infinite
+        plugin = getattr(self.imputer_, "_plugin_conditional", self.imputer_.conditional)
+        cond = TransformedConditional(plugin(Y), arr, self._transforms)
         out = cond.mean() if self.point == "mean" else cond.median()
         self._warn_crossing(out, out, cond.missing, cols, "imputation(s)")
         return wrap(X, out)
