@@ -23,7 +23,7 @@ Protocol, for ``--seeds`` seeds: 20 % of the OBSERVED entries hidden MCAR (``cov
 among observed entries, a row left empty gets one entry back); both imputers fitted on what is left; scored on
 the hidden entries of the non-binary columns (more than 2 distinct observed values):
 
-* NRMSE: ``sqrt(mean(((truth - E[x | x_obs]) / sd_j)^2))`` pooled over hidden entries, ``sd_j`` the sd of
+* NRMSE: ``sqrt(mean(((truth - transform(X)) / sd_j)^2))`` pooled over hidden entries, ``sd_j`` the sd of
   column j's observed values (full data, original scale), i.e. in units of each column's observed sd;
 * coverage: share of hidden true values inside the equal-tailed 95 % interval of ``conditional(X)``;
 * NLL: mean of ``-log p(x_true | x_obs) - log sd_j`` per hidden entry (``explorer.evaluation.entry_logpdf``;
@@ -144,8 +144,9 @@ def _fit_answer(method: str, seed: int, Xh: np.ndarray):
             applied = {int(j): t.kind for j, t in imp.transforms_.items() if t.kind is not None}
         cond = imp.conditional(Xh)
         lo, hi = cond.interval(0.95)
-        mean = cond.mean()
-        imp.transform(Xh)  # what a user calls: TransformedImputer warns here (BoundCrossingWarning) ...
+        # the point imputation is what a user gets from transform (the fitted model's conditional mean; the
+        # conditional's own mean is over the parameter draws); TransformedImputer warns here (BoundCrossingWarning) ...
+        mean = imp.transform(Xh)
         if hasattr(imp, "interval"):
             imp.interval(Xh, 0.95)  # ... and here, for untransformed columns with a bound
     kinds = sorted({w.category.__name__ for w in caught})

@@ -98,6 +98,9 @@ def test_user_guide_paragraph_quotes_the_results(results):
                         ("msleep", "msleep")):
         pct = 100 * rel[name]
         assert f"{label} {'+' if pct > 0 else '-'}{abs(pct):.1f} %" in text, name
+    better = sum(r < 0 for r in rel.values())
+    assert f"was better on {better} of the {n_sets} sets" in text
+    assert d["decision"] == "no" and f"failed on {d['worst_set']}" in text
     cross = {s["dataset"]: s["plain"]["cross0"] for s in results["summary"]}
     lo, hi = sorted((cross["hepatitis"], cross["msleep"]))
     assert f"({100 * lo:.0f}-{100 * hi:.0f} % of them on hepatitis and msleep" in text
