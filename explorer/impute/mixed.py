@@ -9,9 +9,14 @@ anywhere; Ghahramani & Jordan 1994 treat real and discrete features in one mixtu
 * ``transform``: numeric gaps get :math:`E[x^m \mid \text{observed}]` and a missing category its most probable
   level; observed cells come back unchanged and every column keeps its dtype (categories keep their levels).
 * ``predict_proba``: per categorical column, a DataFrame of level probabilities for every row (for a missing
-  cell the predictive given the rest of the row; for an observed one what the model would say had it been hidden).
-* ``sample``: joint draws of every missing cell, numeric and categorical, as a list of DataFrames.
-* ``conditional``: the numeric block's per-row conditional mixture (means, 95 % intervals, densities).
+  cell the predictive given the rest of the row; for an observed one what the model would say had it been hidden),
+  averaged over the posterior draws of the parameters.
+* ``sample``: proper multiple imputation: joint draws of every missing cell, numeric and categorical, as a list of
+  DataFrames; imputation i is drawn at the i-th of ``n_posterior_draws`` draws of the parameters from their
+  posterior (Bayesian data augmentation, :mod:`explorer.core.mixtures.location_augmentation`), so the imputations
+  carry the uncertainty of the parameters, as Rubin's rules need.
+* ``conditional``: the numeric block's per-row conditional mixture (means, 95 % intervals, densities), pooled over
+  the posterior draws.
 
 A level met only in new rows cannot be predicted and is refused by name; a column of more than ``max_levels``
 distinct values is refused as an identifier or free text.
@@ -20,16 +25,25 @@ distinct values is refused as an identifier or free text.
 from __future__ import annotations
 
 import numbers
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from explorer.core.gaussians.conditional import ConditionalMixture
+from explorer.core.mixtures import location_augmentation as la
 from explorer.core.mixtures import location_model as lm
-from explorer.core.validation import BadInputError
+from explorer.core.validation import BadInputError, check_int
 from explorer.utils.random_state import check_random_state
 
 __all__ = ["MixedMixtureImputer", "categorical_columns"]
+
+_PREDICTIVE = ("auto", "draws", "plugin")
+#: The data-augmentation chain behind predictive="draws", as GaussianMixtureImputer's (DA_BURN, DA_THIN there: this
+#: module cannot import it, explorer.model_selection imports explorer.evaluation, which imports this module): it
+#: starts at the MAP fit, so a short burn-in; one state kept every few sweeps.
+DA_BURN, DA_THIN = 10, 3
 
 
 def categorical_columns(df: pd.DataFrame) -> list[str]:
@@ -87,6 +101,26 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
     init : {"kmeans", "random"}, default "kmeans"
     max_levels : int, default 100
         A categorical column with more distinct values is refused (an identifier or free text).
+    predictive : {"auto", "draws", "plugin"}, default "auto"
+        What ``sample``, :meth:`conditional` and :meth:`predict_proba` draw from. ``"draws"``: proper multiple
+        imputation. After the MAP fit, Bayesian data augmentation (Tanner & Wong 1987) alternates draws of the
+        labels and the gaps (numbers and levels) at the parameters and draws of the parameters from their conjugate
+        posterior (weights and level tables from Dirichlets, the numeric block from its Normal-inverse-Wishart;
+        :mod:`explorer.core.mixtures.location_augmentation`: start at the MAP fit, 10 sweeps of burn-in, one state
+        kept every 3 sweeps) and keeps ``n_posterior_draws`` parameter draws. ``sample``'s imputation i is drawn at
+        draw ``i % n_posterior_draws`` (labels, levels and numbers; every row of one imputation shares its
+        parameters, as Rubin's rules assume); :meth:`conditional` is the mixture over the draws' components, each
+        draw's per-row responsibilities (which include the observed categories) divided by their number, so its
+        intervals are the pooled posterior predictive ones; :meth:`predict_proba` is the average of the draws'
+        level probabilities (the posterior predictive). Chosen over a bootstrap because the conjugate priors make
+        every step an exact draw, with no refit per draw. It needs a prior on the numeric block (not
+        ``prior=None``) when there are numeric columns. ``"plugin"``: everything at the MAP fit's parameters (the
+        draws then carry no parameter uncertainty and the intervals are narrower, most on small tables).
+        ``"auto"``: ``"draws"`` when the numeric block has a prior or there is no numeric column, else
+        ``"plugin"``. ``transform`` and ``score_samples`` do not depend on it: they use the MAP fit.
+    n_posterior_draws : int, default 20
+        The parameter draws kept by ``predictive="draws"`` (the chain runs 10 + 3 x n_posterior_draws sweeps in
+        ``fit``).
     random_state : int, Generator or None, default None
 
     Attributes
@@ -99,6 +133,16 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         The mixture's weights and its numeric block.
     probs_ : dict
         Categorical column -> (n_components, V_j) level probabilities per component.
+    predictive_ : {"draws", "plugin"}
+        The predictive used (``predictive`` with ``"auto"`` resolved).
+    posterior_weights_, posterior_means_, posterior_covariances_ : ndarray
+        With ``predictive_ == "draws"`` only: the parameter draws, (M, K), (M, K, D) and (M, K, D, D) or (M, K, D),
+        M = ``n_posterior_draws``.
+    posterior_probs_ : dict
+        With ``predictive_ == "draws"`` only: categorical column -> (M, K, V_j) drawn level probabilities.
+    positive_columns_ : ndarray of bool
+        Per numeric column, whether its observed training values are all positive: :meth:`conditional`'s
+        ``interval`` warns (``NegativeIntervalWarning``) when such a column's interval reaches below zero.
     n_iter_, converged_, objective_ : the fit's record.
     n_components_ : int
         The K fitted (the chosen one with ``n_components="auto"``).
@@ -122,7 +166,8 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=2, covariance_type="full", reg_covar=1e-6, prior="auto", alpha=1.0, phi=None,
-                 tol=1e-5, max_iter=300, n_init=1, init="kmeans", max_levels=100, random_state=None):
+                 tol=1e-5, max_iter=300, n_init=1, init="kmeans", max_levels=100, predictive="auto",
+                 n_posterior_draws=20, random_state=None):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -134,6 +179,8 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         self.n_init = n_init
         self.init = init
         self.max_levels = max_levels
+        self.predictive = predictive
+        self.n_posterior_draws = n_posterior_draws
         self.random_state = random_state
 
     # ------------------------------------------------------------------ data
@@ -216,9 +263,13 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
-        """Fit by MAP-EM on the observed cells of ``X`` (a DataFrame; NaN / None / pd.NA = missing)."""
+        """Fit by MAP-EM on the observed cells of ``X`` (a DataFrame; NaN / None / pd.NA = missing), then (with
+        ``predictive_ == "draws"``) draw the parameters from their posterior."""
         if not (isinstance(self.max_levels, numbers.Integral) and self.max_levels >= 1):
             raise BadInputError(f"max_levels must be a positive integer, got {self.max_levels!r}.")
+        if self.predictive not in _PREDICTIVE:
+            raise BadInputError(f"predictive must be one of {_PREDICTIVE}, got {self.predictive!r}.")
+        check_int("n_posterior_draws", self.n_posterior_draws, 1)
         auto = isinstance(self.n_components, str) and self.n_components == "auto"
         config = lm.LocationConfig(
             n_components=1 if auto else self.n_components, covariance_type=self.covariance_type,
@@ -228,6 +279,9 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         if df.shape[0] < 2:
             raise BadInputError(f"MixedMixtureImputer: X has {df.shape[0]} row(s); at least 2 are needed.")
         num, codes = self._split(df, fitting=True)
+        if self.predictive == "draws" and self.prior is None and num.shape[1]:
+            raise BadInputError("predictive='draws' draws the parameters from their posterior: with numeric columns it "
+                                "needs a prior on them (not prior=None).")
         data = self._prepare(num, codes)
         rng = check_random_state(self.random_state)
         if auto:
@@ -248,7 +302,36 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         self.converged_ = bool(result.converged)
         self.objective_ = float(state.objective)
         self.n_components_ = int(self.weights_.shape[0])
+        with np.errstate(invalid="ignore"):  # numeric columns whose observed values are all positive (NaN: False)
+            self.positive_columns_ = ~np.any(num <= 0, axis=0)
+        self._fit_posterior(data, rng)
         return self
+
+    def _fit_posterior(self, data, rng) -> None:
+        """``predictive_``; with ``"draws"`` the data-augmentation chain from the fit, its draws ``posterior_*_``."""
+        for name in ("posterior_weights_", "posterior_means_", "posterior_covariances_", "posterior_probs_",
+                     "_draw_states"):
+            self.__dict__.pop(name, None)
+        if self.predictive == "auto":
+            self.predictive_ = "draws" if self.prior is not None or not self.numeric_columns_ else "plugin"
+        else:
+            self.predictive_ = self.predictive
+        if self.predictive_ != "draws":
+            return
+        state = self._state
+        config = la.LocationDAConfig(n_burn=DA_BURN, n_thin=DA_THIN, alpha=self.alpha, phi=self.phi,
+                                     covariance_type=self.covariance_type)
+        start = la.init(data, state.weights, state.means, state.covariances, state.probs, config, rng)
+        kept = la.run(start, data, state.prior, config, int(self.n_posterior_draws), rng)
+        self.posterior_weights_ = np.stack([s.weights for s in kept])
+        self.posterior_means_ = np.stack([s.means for s in kept])
+        self.posterior_covariances_ = np.stack([s.covariances for s in kept])
+        self.posterior_probs_ = {c: np.stack([s.probs[j] for s in kept])
+                                 for j, c in enumerate(self.categorical_columns_)}
+        # the draws as location-model states for the predictions, which read only the parameters (the other fields,
+        # the E-step's record, stay the MAP fit's)
+        self._draw_states = [replace(state, weights=s.weights, means=s.means, covariances=s.covariances,
+                                     probs=s.probs) for s in kept]
 
     def _check_fitted(self):
         if not hasattr(self, "_state"):
@@ -294,29 +377,67 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         num, codes = lm.impute(self._state, data)
         return self._frame_from(df, num, codes)
 
+    def _drawn(self) -> bool:
+        return getattr(self, "predictive_", "plugin") == "draws"
+
     def predict_proba(self, X) -> dict:
         """Per categorical column, a DataFrame (rows of ``X`` x levels) of :math:`P(\\text{level} \\mid
-        \\text{the rest of the row})`; rows sum to one."""
+        \\text{the rest of the row})`; rows sum to one. With ``predictive_ == "draws"`` the posterior predictive:
+        the average over the parameter draws of each draw's level probabilities (so its most probable level may
+        differ from ``transform``'s, the MAP fit's, where two levels are close)."""
         df, data = self._data(X)
-        probs = lm.predict_proba(self._state, data)
+        if self._drawn():
+            per_draw = [lm.predict_proba(s, data) for s in self._draw_states]
+            probs = [np.mean([d[j] for d in per_draw], axis=0) for j in range(len(self.categorical_columns_))]
+        else:
+            probs = lm.predict_proba(self._state, data)
         return {c: pd.DataFrame(p, index=df.index, columns=self.categories_[c])
                 for c, p in zip(self.categorical_columns_, probs)}
 
     def sample(self, X, n_imputations=5, random_state=None) -> list[pd.DataFrame]:
         """``n_imputations`` joint draws of every missing cell (numeric and categorical), as DataFrames like
-        :meth:`transform`'s."""
+        :meth:`transform`'s. With ``predictive_ == "draws"`` imputation i is drawn at the parameter draw
+        ``i % n_posterior_draws`` (proper multiple imputation), else at the MAP fit."""
         if not (isinstance(n_imputations, numbers.Integral) and n_imputations >= 1):
             raise BadInputError(f"n_imputations must be a positive integer, got {n_imputations!r}.")
         df, data = self._data(X)
-        num, codes = lm.sample(self._state, data, int(n_imputations), check_random_state(random_state))
-        return [self._frame_from(df, num[s], codes[s]) for s in range(int(n_imputations))]
+        n, rng = int(n_imputations), check_random_state(random_state)
+        if self._drawn():
+            num = np.empty((n,) + data.X.shape)
+            codes = np.empty((n,) + data.codes.shape, dtype=np.int64)
+            M = len(self._draw_states)
+            for m in range(min(M, n)):  # imputation i at parameter draw i % M: the rows share the draw
+                which = np.arange(m, n, M)
+                num[which], codes[which] = lm.sample(self._draw_states[m], data, which.size, rng)
+        else:
+            num, codes = lm.sample(self._state, data, n, rng)
+        return [self._frame_from(df, num[s], codes[s]) for s in range(n)]
 
-    def conditional(self, X):
+    def conditional(self, X) -> ConditionalMixture:
         """The numeric columns' per-row conditional mixture given every observed cell of the row
         (:class:`~explorer.core.gaussians.conditional.ConditionalMixture`: ``mean()``, ``interval(level)``,
-        ``sample``), in the order of ``numeric_columns_``."""
+        ``sample``), in the order of ``numeric_columns_``.
+
+        With ``predictive_ == "draws"`` the mixture over the M x K components of the M parameter draws (component
+        ``m * K + k``), each draw's per-row responsibilities (which include the observed categories) divided by M:
+        the pooled posterior predictive. Else the mixture at the MAP fit. Its ``interval`` warns
+        (``NegativeIntervalWarning``) when an interval of a column whose observed training values were all positive
+        reaches below zero.
+        """
         _, data = self._data(X)
-        return lm.conditional_numeric(self._state, data)
+        if not self._drawn() or data.n_numeric == 0:  # (no numeric column: the core's error)
+            cm = lm.conditional_numeric(self._state, data)
+        else:
+            M, K = self.posterior_weights_.shape
+            cm = ConditionalMixture.from_gaussian_mixture(
+                data.X, self.posterior_weights_.ravel() / M, self.posterior_means_.reshape(M * K, -1),
+                self.posterior_covariances_.reshape((M * K,) + self.posterior_covariances_.shape[2:]),
+                covariance_type=self.covariance_type, columns=data.numeric_columns)
+            weights = np.concatenate([lm.posterior(s, data) for s in self._draw_states], axis=1) / M
+            weights.setflags(write=False)
+            cm = replace(cm, weights=weights)
+        positive = getattr(self, "positive_columns_", None)
+        return cm if positive is None else replace(cm, positive=np.asarray(positive, dtype=bool))
 
     def score_samples(self, X) -> np.ndarray:
         """Per-row log-likelihood of the observed cells (densities of the numbers times probabilities of the

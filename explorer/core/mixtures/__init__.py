@@ -13,6 +13,8 @@ Modules (imported explicitly, nothing here is imported eagerly):
   self-masking, fitted jointly with the mixture.
 * :mod:`~explorer.core.mixtures.kmeans`: k-means(++) on incomplete data, used to initialise the mixture
   models.
+* :mod:`~explorer.core.mixtures.location_augmentation`: Bayesian data augmentation for the location model:
+  posterior draws of its parameters and of the gaps.
 * :mod:`~explorer.core.mixtures.location_model`: The location model for mixed data: a mixture whose components hold
   a Gaussian for the numeric columns and a categorical distribution per categorical column.
 * :mod:`~explorer.core.mixtures.pattern_tree`: Delalleau, Courville & Bengio's tree-ordered E-step for full-
@@ -25,4 +27,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   (the POIGMM).
 """
 
-__all__ = ["covariance_side", "data_augmentation", "em_gmm", "gaussian_selection", "kmeans", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]
+__all__ = ["covariance_side", "data_augmentation", "em_gmm", "gaussian_selection", "kmeans", "location_augmentation", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]
