@@ -114,7 +114,8 @@ def test_the_bars_are_the_imputers_level_probabilities(penguins):
     view = penguins
     r = _go_to(view, "sex")
     table = view.mixed_model.data_model
-    imputer = MixedMixtureImputer(n_components=3, covariance_type="full", max_iter=300, random_state=0).fit(table.data)
+    imputer = MixedMixtureImputer(n_components=3, covariance_type="full", max_iter=300, predictive="plugin",
+                                  random_state=0).fit(table.data)
     expected = imputer.predict_proba(table.data)["sex"].iloc[r].to_numpy()
     bars = view.frames["levels"]["bars"]
     np.testing.assert_allclose(bars["proba"], expected, rtol=1e-12)

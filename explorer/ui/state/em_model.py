@@ -177,8 +177,10 @@ class LocationModel(Settings):
             return None
         error, result = "", None
         try:
+            # the plug-in predictive: the page shows the fitted model's K components and their weights (the
+            # default's posterior draws would make every row's conditional a mixture of n_posterior_draws x K)
             imputer = MixedMixtureImputer(n_components=self.n_components, covariance_type=self.covariance_type,
-                                          max_iter=self.max_iter, random_state=self.seed).fit(data)
+                                          max_iter=self.max_iter, predictive="plugin", random_state=self.seed).fit(data)
             proba = {str(c): frame.to_numpy(dtype=float) for c, frame in imputer.predict_proba(data).items()}
             result = LocationFit(imputer=imputer, proba=proba,
                                  levels={str(c): [str(v) for v in lv] for c, lv in imputer.categories_.items()},
