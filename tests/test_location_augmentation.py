@@ -298,6 +298,8 @@ def test_bad_input_of_the_core():
         la.step(start, data, None, config, np.random.default_rng(0))
     with pytest.raises(BadInputError, match="shapes"):
         la.init(data, state.weights, state.means[:, :1], state.covariances, (), config, np.random.default_rng(0))
+    with pytest.raises(BadInputError, match="shapes"):
+        la.init(data, 1.0, state.means, state.covariances, (), config, np.random.default_rng(0))
     with pytest.raises(BadInputError, match="phi"):
         la.LocationDAConfig(phi=0.5)
     with pytest.raises(BadInputError, match="n_draws"):

@@ -169,9 +169,9 @@ def _check(data, weights, means, covariances, probs, config: LocationDAConfig):
     if not isinstance(data, lm.LocationData):
         raise BadInputError(f"data must be a LocationData (build it with location_model.prepare); got "
                             f"{type(data).__name__}.")
-    K, D = weights.shape[0], data.n_numeric
+    K, D = (weights.shape[0] if weights.ndim == 1 else -1), data.n_numeric
     expected = (K, D, D) if config.covariance_type == "full" else (K, D)
-    if weights.ndim != 1 or means.shape != (K, D) or covariances.shape != expected:
+    if K < 1 or means.shape != (K, D) or covariances.shape != expected:
         raise BadInputError(f"Parameters have shapes weights {weights.shape}, means {means.shape}, covariances "
                             f"{covariances.shape}; these data and config need {(K,)}, {(K, D)}, {expected}.")
     if tuple(p.shape for p in probs) != tuple((K, V) for V in data.n_levels):
