@@ -125,8 +125,11 @@ def _impute(data: lm.LocationData, weights, means, covariances, probs, covarianc
     K = weights.shape[0]
     evidence = lm._to_original(lm._categorical_loglik(data, probs, K), data.perm)
     cm = None
+    diag = data.n_numeric and covariance_type == "diag"
     with np.errstate(divide="ignore"):  # a weight of exactly 0 is log-weight -inf
-        if data.n_numeric:
+        if diag:  # the Gaussian chain's diagonal I-step: no per-pattern conditional to build
+            log_resp = da._diag_log_weighted(data.X, weights, means, covariances) + evidence
+        elif data.n_numeric:
             cm = ConditionalMixture.from_gaussian_mixture(data.X, weights, means, covariances,
                                                           covariance_type=covariance_type, patterns=patterns)
             log_resp = np.log(cm.weights) + evidence  # the numbers' responsibilities times the levels' evidence
@@ -134,7 +137,9 @@ def _impute(data: lm.LocationData, weights, means, covariances, probs, covarianc
             log_resp = np.log(weights) + evidence
     labels = da._draw_labels(log_resp, rng)
     X = np.array(data.X, dtype=float)
-    if cm is not None and data.missing.any():  # one-hot weights: the draw comes from the chosen component
+    if diag:
+        X = da._diag_draw(data.X, labels, means, covariances, rng)
+    elif cm is not None and data.missing.any():  # one-hot weights: the draw comes from the chosen component
         X = replace(cm, weights=np.eye(K)[labels]).sample(1, rng)[0]
     codes = np.array(data.codes)
     for j, p in enumerate(probs):
