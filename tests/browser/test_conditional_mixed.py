@@ -50,7 +50,8 @@ def test_a_missing_category_of_a_mixed_table_is_drawn_as_bars(serve_app, new_pag
 
     # the bars are the imputer's P(island | the rest of row 1)
     table = MixedDataModel(dataset="penguins")
-    imputer = MixedMixtureImputer(n_components=3, covariance_type="full", max_iter=300, random_state=0)
+    imputer = MixedMixtureImputer(n_components=3, covariance_type="full", max_iter=300, predictive="plugin",
+                                  random_state=0)  # the page shows the fit (its LocationModel is plug-in)
     expected = imputer.fit(table.data).predict_proba(table.data)["island"].iloc[1].to_numpy()
     bars = page.evaluate(BARS_JS, "P(island | observed)")
     assert bars["title"] == "row 1: P(island | observed)"
