@@ -42,6 +42,7 @@ from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.validation import (
     BadInputError,
     as_float_matrix,
+    check_draws,
     check_incomplete,
     check_magnitude,
     check_no_empty_rows,
@@ -441,9 +442,26 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         back-transformed mean); by default :meth:`conditional`."""
         return self.conditional(arr)
 
+    def _n_parameter_draws(self) -> int:
+        """How many parameter draws the fit kept for proper multiple imputation (0: draws at the fit)."""
+        return 0
+
+    def _conditional_at_draw(self, arr: np.ndarray, m: int):
+        """The conditional of ``arr`` at parameter draw ``m`` (estimators that keep draws define it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no parameter draws")
+
     def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
-        """``(n_imputations, n, D)`` draws of the missing entries (observed ones copied)."""
-        return self.conditional(arr).sample(n_imputations, rng)
+        """``(n_imputations, n, D)`` draws of the missing entries (observed ones copied). With parameter draws,
+        imputation i is drawn at draw i % M, so every row of one imputation shares its parameters (Rubin)."""
+        M = self._n_parameter_draws()
+        if not M:
+            return self.conditional(arr).sample(n_imputations, rng)
+        check_draws(n_imputations, rng)
+        out = np.empty((n_imputations,) + arr.shape)
+        for m in range(min(M, n_imputations)):
+            which = np.arange(m, n_imputations, M)
+            out[which] = self._conditional_at_draw(arr, m).sample(which.size, rng)
+        return out
 
     def score(self, X, y=None) -> float:
         """Mean observed-data log-likelihood per row (see :meth:`score_samples`)."""

@@ -44,7 +44,7 @@ from explorer.core.factor.fa_conditional import FAParams
 from explorer.core.factor.mfa import MFAParams
 from explorer.core.factor.mfa_neumann import MixtureEncoding
 from explorer.core.factor.neumann import NeumannConfig
-from explorer.core.validation import BadInputError, check_draws, check_int
+from explorer.core.validation import BadInputError, check_int
 from explorer.impute.base import _MixtureImputerBase
 from explorer.model_selection import fit_auto
 
@@ -164,20 +164,13 @@ class _FactorImputerBase(_MixtureImputerBase):
         self.posterior_loadings_ = np.stack([d.loadings for d in draws])
         self.posterior_noise_variance_ = np.stack([d.psi for d in draws])
 
-    def _posterior_draw(self, m: int) -> MFAParams:
-        return MFAParams.from_arrays(self.posterior_weights_[m], self.posterior_means_[m],
-                                     self.posterior_loadings_[m], self.posterior_noise_variance_[m])
+    def _n_parameter_draws(self) -> int:
+        return self.posterior_weights_.shape[0] if getattr(self, "predictive_", "plugin") == "bootstrap" else 0
 
-    def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
-        if getattr(self, "predictive_", "plugin") != "bootstrap":
-            return super()._draw_imputations(arr, n_imputations, rng)
-        check_draws(n_imputations, rng)
-        M = self.posterior_weights_.shape[0]
-        out = np.empty((n_imputations,) + arr.shape)
-        for m in range(min(M, n_imputations)):  # imputation i at refit i % M: the rows of one imputation share it
-            which = np.arange(m, n_imputations, M)
-            out[which] = mfa.conditional(self._posterior_draw(m), arr).sample(which.size, rng)
-        return out
+    def _conditional_at_draw(self, arr: np.ndarray, m: int):
+        return mfa.conditional(MFAParams.from_arrays(self.posterior_weights_[m], self.posterior_means_[m],
+                                                     self.posterior_loadings_[m], self.posterior_noise_variance_[m]),
+                               arr)
 
     def _plugin_conditional(self, arr: np.ndarray):
         return self._core.conditional(self._model(), self._validate(arr))

@@ -25,7 +25,7 @@ from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.conditional_t import StudentTConditionalMixture
 from explorer.core.mixtures import data_augmentation, em_gmm
 from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
-from explorer.core.validation import BadInputError, check_draws, check_int
+from explorer.core.validation import BadInputError, check_int
 from explorer.impute.base import _EMPTY_ROWS, _MixtureImputerBase
 from explorer.model_selection import fit_auto
 from explorer.utils.progress import FitInterruptedWarning, IterationInfo
@@ -323,16 +323,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         # the conditional mean at the fit, whatever the predictive: deterministic point imputations
         return self._fitted_conditional(arr, self._point_predictive).mean()
 
-    def _draw_imputations(self, arr: np.ndarray, n_imputations: int, rng) -> np.ndarray:
-        if getattr(self, "predictive_", "gaussian") != "draws":
-            return super()._draw_imputations(arr, n_imputations, rng)
-        check_draws(n_imputations, rng)
-        M = self.posterior_weights_.shape[0]
-        out = np.empty((n_imputations,) + arr.shape)
-        for m in range(min(M, n_imputations)):  # imputation i at parameter draw i % M: rows share the draw
-            which = np.arange(m, n_imputations, M)
-            cm = ConditionalMixture.from_gaussian_mixture(
-                arr, self.posterior_weights_[m], self.posterior_means_[m], self.posterior_covariances_[m],
-                covariance_type=self.covariance_type, columns=self._columns)
-            out[which] = cm.sample(which.size, rng)
-        return out
+    def _n_parameter_draws(self) -> int:
+        return self.posterior_weights_.shape[0] if getattr(self, "predictive_", "gaussian") == "draws" else 0
+
+    def _conditional_at_draw(self, arr: np.ndarray, m: int) -> ConditionalMixture:
+        return ConditionalMixture.from_gaussian_mixture(
+            arr, self.posterior_weights_[m], self.posterior_means_[m], self.posterior_covariances_[m],
+            covariance_type=self.covariance_type, columns=self._columns)
