@@ -271,7 +271,8 @@ def test_bootstrap_draws_properties(data, make):
     np.testing.assert_array_equal(draws, again)
 
 
-def test_bootstrap_widens_intervals_on_small_data():
+@pytest.mark.parametrize("predictive", ["bootstrap", "draws"])
+def test_parameter_draws_widen_intervals_on_small_data(predictive):
     """On 25 rows the pooled intervals are wider than the plug-in ones: they add the spread of the parameters."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(25, 1)) @ np.array([[1.0, 0.8, 0.6, 0.9, 0.7]]) + 0.5 * rng.normal(size=(25, 5))
@@ -279,12 +280,12 @@ def test_bootstrap_widens_intervals_on_small_data():
     Xm[np.isnan(Xm).all(axis=1), 0] = X[np.isnan(Xm).all(axis=1), 0]
     miss = np.isnan(Xm)
     widths = {}
-    for p in ("plugin", "bootstrap"):
+    for p in ("plugin", predictive):
         lo, hi = fitted(lambda **kw: FactorAnalysisImputer(n_factors=1, random_state=0, **kw), Xm,
                         predictive=p).conditional(Xm).interval(0.95)
         widths[p] = (hi - lo)[miss]
-    assert np.all(np.isfinite(widths["bootstrap"]))
-    assert np.mean(widths["bootstrap"]) > 1.02 * np.mean(widths["plugin"])
+    assert np.all(np.isfinite(widths[predictive]))
+    assert np.mean(widths[predictive]) > 1.02 * np.mean(widths["plugin"])
 
 
 def test_bootstrap_bad_settings_and_auto_k_candidates_without_refits(data, monkeypatch):
@@ -305,3 +306,66 @@ def test_bootstrap_bad_settings_and_auto_k_candidates_without_refits(data, monke
                                          **kw), Xm[:150])
     assert imp.predictive_ == "bootstrap" and imp.posterior_means_.shape[0] == 2
     assert calls.count("bootstrap") == 1 and set(calls) <= {"bootstrap", "plugin"}  # the candidates ran no refits
+
+
+# --------------------------------------------------------------------------- predictive="draws" (data augmentation)
+def test_draws_oracle_spread_of_the_posterior_means_is_the_standard_error():
+    """On complete data with a weak prior the posterior of a factor analyser's mean is centred near the sample mean
+    and spreads by about the standard error sd / sqrt(n) (draws that stayed at the fit would not spread at all)."""
+    rng = np.random.default_rng(3)
+    n = 120
+    X = rng.normal(size=(n, 1)) @ np.array([[1.0, 0.7, 0.5, 0.9]]) + 0.5 * rng.normal(size=(n, 4))
+    imp = FactorAnalysisImputer(n_factors=1, predictive="draws", n_posterior_draws=150, random_state=0).fit(X)
+    assert imp.predictive_ == "draws" and imp.posterior_means_.shape == (150, 1, 4)
+    means = imp.posterior_means_[:, 0, :]
+    se = X.std(axis=0) / np.sqrt(n)
+    np.testing.assert_allclose(means.std(axis=0, ddof=1), se, rtol=0.3)
+    np.testing.assert_allclose(means.mean(axis=0), X.mean(axis=0), atol=1.5 * se.max())
+
+
+@pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
+def test_draws_properties(data, make, tmp_path):
+    """Chain states kept, the conditional is the mixture over them, imputations keep observed entries and are
+    reproducible, transform is the fit's conditional mean, the model saves and loads."""
+    from explorer.persistence import load_model, save_model
+
+    _, Xm, _ = data
+    Xs = Xm[:150]
+    imp = fitted(make, Xs, predictive="draws", n_posterior_draws=5)
+    K, D, q = imp.weights_.size, Xs.shape[1], 2
+    assert imp.predictive_ == "draws"
+    assert imp.posterior_weights_.shape == (5, K) and imp.posterior_loadings_.shape == (5, K, D, q)
+    assert imp.posterior_noise_variance_.shape == (5, K, D) and np.all(imp.posterior_noise_variance_ > 0)
+    np.testing.assert_allclose(imp.posterior_weights_.sum(axis=1), 1.0)
+    assert all(np.isfinite(a).all() for a in (imp.posterior_means_, imp.posterior_loadings_))
+    assert not np.allclose(imp.posterior_means_[0], imp.posterior_means_[1])
+    cond = imp.conditional(Xs)
+    assert isinstance(cond, MFAConditional) and cond.resp.shape == (Xs.shape[0], 5 * K)
+    np.testing.assert_allclose(cond.resp.sum(axis=1), 1.0)
+    plugin = fitted(make, Xs)
+    np.testing.assert_array_equal(imp.transform(Xs), plugin.transform(Xs))  # same fit, same point imputation
+    draws = imp.sample(Xs, n_imputations=7, random_state=1)
+    obs = ~np.isnan(Xs)
+    assert np.isfinite(draws).all() and all(np.array_equal(d[obs], Xs[obs]) for d in draws)
+    np.testing.assert_array_equal(draws, imp.sample(Xs, n_imputations=7, random_state=1))
+    again = fitted(make, Xs, predictive="draws", n_posterior_draws=5)
+    np.testing.assert_array_equal(again.posterior_loadings_, imp.posterior_loadings_)
+    loaded = load_model(save_model(imp, tmp_path / "m.json"))
+    assert loaded.predictive_ == "draws"
+    np.testing.assert_array_equal(loaded.sample(Xs, 3, random_state=2), imp.sample(Xs, 3, random_state=2))
+
+
+def test_draws_ppca_keeps_one_noise_variance_per_component(data):
+    _, Xm, _ = data
+    ppca = fitted(lambda **kw: FactorAnalysisImputer(n_factors=1, kind="ppca", random_state=0, **kw), Xm[:60],
+                  predictive="draws", n_posterior_draws=3)
+    psi = ppca.posterior_noise_variance_
+    assert psi.shape == (3, 1, Xm.shape[1]) and np.all(psi == psi[..., :1]) and np.all(psi > 0)
+
+
+def test_draws_bad_settings(data):
+    _, Xm, _ = data
+    with pytest.raises(BadInputError, match=r"predictive must be one of \('plugin', 'bootstrap', 'draws'\)"):
+        MFAImputer(n_components=2, predictive="gibbs").fit(Xm)
+    with pytest.raises(BadInputError, match="n_posterior_draws"):
+        FactorAnalysisImputer(predictive="draws", n_posterior_draws=0).fit(Xm)

@@ -19,12 +19,15 @@ Multiple imputation (``sample``) and the intervals of :meth:`conditional` are dr
 parameters: after the maximum-likelihood fit, ``n_posterior_draws`` refits on bootstrap resamples of the rows (the
 "approximate Bayesian bootstrap" of Rubin & Schenker 1986), each started at the fit and stopped when the per-row
 log-likelihood changes by less than :data:`BOOTSTRAP_TOL`; imputation i is drawn at refit i % M and the conditional
-is the mixture over the M refits. Data augmentation, as
-:class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` does it, would need a conjugate prior; these models
-are fitted by maximum likelihood with none. Why the bootstrap is not the default (``results/factor_bootstrap.md``):
+is the mixture over the M refits. Why the bootstrap is not the default (``results/factor_bootstrap.md``):
 from 100 rows up it widens the intervals a little and lowers the NLL, and Rubin's pooled confidence intervals cover
 more often, but on 25-50 rows of 19-33 columns each resample (about 63 % distinct rows) overfits more than the fit,
-so coverage falls; and it costs about ten times the fit. ``transform`` is the fit's conditional mean either way.
+so coverage falls; and it costs about ten times the fit. ``predictive="draws"`` is proper multiple imputation by
+Bayesian data augmentation, as :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` does it: a Gibbs
+sampler of the factor model under a weak conjugate prior (:mod:`explorer.core.factor.factor_augmentation`), started
+at the maximum-likelihood fit, 10 sweeps of burn-in, then one state kept every 3 sweeps, ``n_posterior_draws``
+states kept; imputation i is drawn at state i % M and the conditional is the mixture over the M states.
+``transform`` is the fit's conditional mean whatever the predictive.
 
 The conventions are those of :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`: parameters stored
 untouched, fitted attributes ending in ``_``, NaN = missing, observed entries returned bit for bit,
@@ -39,7 +42,7 @@ from dataclasses import replace
 import numpy as np
 
 from explorer.core.factor import factor_analysis as fa
-from explorer.core.factor import mfa, mfa_neumann, neumann
+from explorer.core.factor import factor_augmentation, mfa, mfa_neumann, neumann
 from explorer.core.factor.fa_conditional import FAParams
 from explorer.core.factor.mfa import MFAParams
 from explorer.core.factor.mfa_neumann import MixtureEncoding
@@ -51,7 +54,10 @@ from explorer.model_selection import fit_auto
 __all__ = ["FactorAnalysisImputer", "MFAImputer"]
 
 SOLVERS = ("exact", "neumann")
-PREDICTIVES = ("plugin", "bootstrap")
+PREDICTIVES = ("plugin", "bootstrap", "draws")
+#: The data-augmentation chain behind predictive="draws" (as GaussianMixtureImputer's): it starts at the fit, so a
+#: short burn-in; one state kept every few sweeps.
+DA_BURN, DA_THIN = 10, 3
 #: The bootstrap refits stop when the per-row log-likelihood changes by less than this (or the fit's ``tol`` if
 #: larger). Measured on Boston and wine (20 % MCAR, 20 refits): the spread of the refits' conditional means is
 #: within 2 % of that of refits run to 1e-6, at a third to a quarter of their iterations (MFA, K = 2, q = 2: 3.4
@@ -60,6 +66,8 @@ BOOTSTRAP_TOL = 1e-5
 #: Resamples that leave a column with no observed value cannot be refitted; after this many tries the draw is
 #: the fit itself.
 _BOOTSTRAP_TRIES = 10
+#: The predictives whose ``sample`` / ``conditional`` use the ``posterior_*_`` parameter draws.
+_DRAWN = ("bootstrap", "draws")
 
 
 def _history(trace, stop_reason: str, n_components: int):
@@ -137,11 +145,22 @@ class _FactorImputerBase(_MixtureImputerBase):
         self.predictive_ = self.predictive
 
     def _fit_posterior(self, data, rng) -> None:
-        """``predictive_ == "bootstrap"``: ``n_posterior_draws`` refits on resampled rows, from the fit."""
+        """``predictive_ == "bootstrap"``: ``n_posterior_draws`` refits on resampled rows, from the fit;
+        ``"draws"``: the data-augmentation chain from the fit (:mod:`explorer.core.factor.factor_augmentation`)."""
         for name in ("posterior_weights_", "posterior_means_", "posterior_loadings_", "posterior_noise_variance_"):
             self.__dict__.pop(name, None)
-        if self.predictive_ != "bootstrap":
+        if self.predictive_ == "bootstrap":
+            draws = self._bootstrap_draws(data, rng)
+        elif self.predictive_ == "draws":
+            draws = self._augmentation_draws(data, rng)
+        else:
             return
+        self.posterior_weights_ = np.stack([d.weights for d in draws])
+        self.posterior_means_ = np.stack([d.means for d in draws])
+        self.posterior_loadings_ = np.stack([d.loadings for d in draws])
+        self.posterior_noise_variance_ = np.stack([d.psi for d in draws])
+
+    def _bootstrap_draws(self, data, rng) -> list:
         config = replace(self._config(), tol=max(float(self.tol), BOOTSTRAP_TOL))
         start = self._model()
         X = np.asarray(data.X)[data.fit_rows]
@@ -159,13 +178,19 @@ class _FactorImputerBase(_MixtureImputerBase):
                         boot, start)).state.params
                 break
             draws.append(_as_mixture(params))
-        self.posterior_weights_ = np.stack([d.weights for d in draws])
-        self.posterior_means_ = np.stack([d.means for d in draws])
-        self.posterior_loadings_ = np.stack([d.loadings for d in draws])
-        self.posterior_noise_variance_ = np.stack([d.psi for d in draws])
+        return draws
+
+    def _augmentation_draws(self, data, rng) -> list:
+        config = factor_augmentation.FADAConfig(n_burn=DA_BURN, n_thin=DA_THIN, kind=self.kind,
+                                                min_psi=float(self.min_psi))
+        X = np.asarray(data.X, dtype=float)
+        prior = factor_augmentation.default_prior(X[data.fit_rows])
+        start = _as_mixture(self._model())
+        state = factor_augmentation.init(X, start.weights, start.means, start.loadings, start.psi, rng)
+        return factor_augmentation.run(state, X, prior, config, self.n_posterior_draws, rng, fit_rows=data.fit_rows)
 
     def _n_parameter_draws(self) -> int:
-        return self.posterior_weights_.shape[0] if getattr(self, "predictive_", "plugin") == "bootstrap" else 0
+        return self.posterior_weights_.shape[0] if getattr(self, "predictive_", "plugin") in _DRAWN else 0
 
     def _conditional_at_draw(self, arr: np.ndarray, m: int):
         return mfa.conditional(MFAParams.from_arrays(self.posterior_weights_[m], self.posterior_means_[m],
@@ -193,18 +218,19 @@ class _FactorImputerBase(_MixtureImputerBase):
         """The exact conditional :math:`p(x^m \\mid x^o)` of every row of ``X``.
 
         With ``predictive_ == "plugin"`` (the default) the conditional at the fitted parameters; with
-        ``"bootstrap"`` the mixture over the ``n_posterior_draws`` bootstrap refits (M x K factor-analyser
-        components, each refit's weights divided by M), whose intervals carry the uncertainty of the parameters.
+        ``"bootstrap"`` or ``"draws"`` the mixture over the ``n_posterior_draws`` parameter draws (M x K
+        factor-analyser components, each draw's weights divided by M), whose intervals carry the uncertainty of the
+        parameters.
 
         Returns
         -------
         FAConditional or MFAConditional
             With ``mean()``, ``variance()``, ``interval(level)``, ``sample(n, rng)``, ``logpdf(values)``
             and ``to_mixture()`` (a dense :class:`~explorer.core.gaussians.conditional.ConditionalMixture`).
-            An MFAConditional under the bootstrap, for :class:`FactorAnalysisImputer` too.
+            An MFAConditional under parameter draws, for :class:`FactorAnalysisImputer` too.
         """
         arr = self._validate(X)  # NotFittedError before the model is read
-        if getattr(self, "predictive_", "plugin") == "bootstrap":
+        if getattr(self, "predictive_", "plugin") in _DRAWN:
             M = self.posterior_weights_.shape[0]
             pooled = MFAParams.from_arrays(
                 self.posterior_weights_.ravel() / M, np.concatenate(self.posterior_means_),
@@ -239,16 +265,20 @@ class FactorAnalysisImputer(_FactorImputerBase):
     update : {"px", "em"}, default "px"
         M-step: parameter-expanded EM (faster, same fixed points) or marlin2008's plain EM
         (:data:`explorer.core.factor.factor_analysis.UPDATES`).
-    predictive : {"plugin", "bootstrap"}, default "plugin"
+    predictive : {"plugin", "bootstrap", "draws"}, default "plugin"
         What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
         ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
         ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
-        multiple imputation for Rubin's rules; a bootstrap because these models have no prior to draw from). It
-        costs about ten times the fit and helps from about 100 rows up; on fewer rows than a few times the
-        columns its resamples overfit and the intervals narrow (``results/factor_bootstrap.md``). ``transform``
-        is the fit's conditional mean either way.
+        multiple imputation for Rubin's rules, approximately). It costs about ten times the fit and helps from
+        about 100 rows up; on fewer rows than a few times the columns its resamples overfit and the intervals
+        narrow (``results/factor_bootstrap.md``). ``"draws"``: ``n_posterior_draws`` states of a Gibbs sampler
+        (Bayesian data augmentation) of the model under a weak conjugate prior, started at the fit (10 sweeps of
+        burn-in, one state in 3; :mod:`explorer.core.factor.factor_augmentation`): per component and feature,
+        noise variance :math:`\\psi_{kd} \\sim \\mathrm{IG}(1, 0.1\\,s_d^2)` (:math:`s_d^2` the column's observed
+        variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], 100\\,\\psi_{kd} I)`,
+        weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's conditional mean whatever the predictive.
     n_posterior_draws : int, default 20
-        The bootstrap refits kept (``predictive="bootstrap"``).
+        The parameter draws kept (bootstrap refits or chain states; not used by ``"plugin"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -274,9 +304,10 @@ class FactorAnalysisImputer(_FactorImputerBase):
     noise_variance_ : ndarray of shape (n_features,)
     weights_, means_ : ndarray of shape (1,), (1, n_features)
         The same model seen as a one-component mixture (shared plumbing).
-    predictive_ : {"bootstrap", "plugin"}
+    predictive_ : {"plugin", "bootstrap", "draws"}
     posterior_weights_, posterior_means_, posterior_loadings_, posterior_noise_variance_ : ndarray
-        With ``predictive_ == "bootstrap"``: the refits, shapes (M, K), (M, K, D), (M, K, D, q), (M, K, D)
+        With ``predictive_`` ``"bootstrap"`` or ``"draws"``: the refits or the chain's states, shapes (M, K),
+        (M, K, D), (M, K, D, q), (M, K, D)
         (K = 1 for :class:`FactorAnalysisImputer`).
     converged_, n_iter_, stop_reason_, log_likelihood_, history_, n_features_in_, feature_names_in_
 
@@ -359,16 +390,20 @@ class MFAImputer(_FactorImputerBase):
     reg : float, default 1e-6
         Ridge on each component's :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]` (keeps a component
         that loses its rows solvable; 0 = exact maximum likelihood).
-    predictive : {"plugin", "bootstrap"}, default "plugin"
+    predictive : {"plugin", "bootstrap", "draws"}, default "plugin"
         What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
         ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
         ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
-        multiple imputation for Rubin's rules; a bootstrap because these models have no prior to draw from). It
-        costs about ten times the fit and helps from about 100 rows up; on fewer rows than a few times the
-        columns its resamples overfit and the intervals narrow (``results/factor_bootstrap.md``). ``transform``
-        is the fit's conditional mean either way.
+        multiple imputation for Rubin's rules, approximately). It costs about ten times the fit and helps from
+        about 100 rows up; on fewer rows than a few times the columns its resamples overfit and the intervals
+        narrow (``results/factor_bootstrap.md``). ``"draws"``: ``n_posterior_draws`` states of a Gibbs sampler
+        (Bayesian data augmentation) of the model under a weak conjugate prior, started at the fit (10 sweeps of
+        burn-in, one state in 3; :mod:`explorer.core.factor.factor_augmentation`): per component and feature,
+        noise variance :math:`\\psi_{kd} \\sim \\mathrm{IG}(1, 0.1\\,s_d^2)` (:math:`s_d^2` the column's observed
+        variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], 100\\,\\psi_{kd} I)`,
+        weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's conditional mean whatever the predictive.
     n_posterior_draws : int, default 20
-        The bootstrap refits kept (``predictive="bootstrap"``).
+        The parameter draws kept (bootstrap refits or chain states; not used by ``"plugin"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -393,9 +428,10 @@ class MFAImputer(_FactorImputerBase):
     means_ : ndarray of shape (n_components, n_features)
     loadings_ : ndarray of shape (n_components, n_features, n_factors)
     noise_variance_ : ndarray of shape (n_components, n_features)
-    predictive_ : {"bootstrap", "plugin"}
+    predictive_ : {"plugin", "bootstrap", "draws"}
     posterior_weights_, posterior_means_, posterior_loadings_, posterior_noise_variance_ : ndarray
-        With ``predictive_ == "bootstrap"``: the refits, shapes (M, K), (M, K, D), (M, K, D, q), (M, K, D)
+        With ``predictive_`` ``"bootstrap"`` or ``"draws"``: the refits or the chain's states, shapes (M, K),
+        (M, K, D), (M, K, D, q), (M, K, D)
         (K = 1 for :class:`FactorAnalysisImputer`).
     converged_, n_iter_, stop_reason_, log_likelihood_, history_, n_features_in_, feature_names_in_
     """

@@ -5,6 +5,8 @@ Modules (imported explicitly, nothing here is imported eagerly):
 
 * :mod:`~explorer.core.factor.fa_conditional`: A factor model conditioned on the observed entries of every
   row.
+* :mod:`~explorer.core.factor.factor_augmentation`: Bayesian data augmentation (Gibbs sampling) of factor
+  analysers / mixtures of factor analysers on incomplete data under a weak conjugate prior.
 * :mod:`~explorer.core.factor.factor_analysis`: Factor analysis and PPCA on complete data and with missing
   values (exact EM).
 * :mod:`~explorer.core.factor.mfa`: Mixtures of factor analysers / of PPCA (MFA / MPPCA), fitted by EM on
@@ -15,4 +17,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   scaled Neumann series (NSA).
 """
 
-__all__ = ["fa_conditional", "factor_analysis", "mfa", "mfa_neumann", "neumann"]
+__all__ = ["fa_conditional", "factor_analysis", "factor_augmentation", "mfa", "mfa_neumann", "neumann"]
