@@ -1,13 +1,15 @@
-"""Proper multiple imputation for the factor imputers (issue 21, point 3): bootstrap refits against plug-in draws.
+"""Proper multiple imputation for the factor imputers (issue 21, point 3): bootstrap refits and data-augmentation
+draws against plug-in draws.
 
-``FactorAnalysisImputer`` and ``MFAImputer`` are fitted by maximum likelihood (no prior), so their parameter draws
-can be refits on bootstrap resamples of the rows (``predictive="bootstrap"``) instead of the plug-in draws at the
-fit (``predictive="plugin"``, the default). Two measurements:
+``FactorAnalysisImputer`` and ``MFAImputer`` are fitted by maximum likelihood; their parameter draws can be refits
+on bootstrap resamples of the rows (``predictive="bootstrap"``) or the states of a Gibbs sampler under a weak
+conjugate prior started at the fit (``predictive="draws"``, :mod:`explorer.core.factor.factor_augmentation`), instead
+of the plug-in draws at the fit (``predictive="plugin"``, the default). Two measurements:
 
 * **Per-entry intervals** on the benchmark sets of ``coverage_prior.py`` (standardised on observed entries, 0/1
   columns not scored), whole and in random subsamples of ``--subsamples`` rows, 20 % of the observed entries hidden:
   coverage of the 95 % equal-tailed interval of each hidden entry, NRMSE of ``transform`` (the same for both: the
-  fit's conditional mean), NLL per hidden entry, and the fit's seconds. Models: ``FactorAnalysisImputer(n_factors=2)``
+  fit's conditional mean), NLL per hidden entry, and the fit's seconds (with its refits or chain). Models: ``FactorAnalysisImputer(n_factors=2)``
   and ``MFAImputer(n_components=2, n_factors=2)``.
 * **Rubin's rules** (what proper imputation is for): 40 rows of a one-factor model in 4 columns with 40 % of columns
   1-3 missing (MCAR); the mean of column 3 estimated from ``M = 20`` imputations and pooled by Rubin's rules
@@ -41,7 +43,7 @@ import numpy as np  # noqa: E402
 from coverage_prior import DATASETS, cell_data  # noqa: E402
 
 MODELS = ("fa", "mfa")
-PREDICTIVES = ("plugin", "bootstrap")
+PREDICTIVES = ("plugin", "bootstrap", "draws")
 
 
 def _imputer(model: str, predictive: str, seed: int):
@@ -120,12 +122,14 @@ def main(argv=None):
     ap.add_argument("--rate", type=float, default=0.2)
     ap.add_argument("--rubin-reps", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--predictives", nargs="+", default=list(PREDICTIVES), choices=PREDICTIVES)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     args = ap.parse_args(argv)
+    predictives = tuple(args.predictives)
     sizes = [None] + list(args.subsamples)
-    cells = [(d, s, m, p, args.rate, n) for d in args.datasets for n in sizes for m in MODELS for p in PREDICTIVES
+    cells = [(d, s, m, p, args.rate, n) for d in args.datasets for n in sizes for m in MODELS for p in predictives
              for s in range(args.seeds)]
-    rubin = [(r, p, 20) for r in range(args.rubin_reps) for p in PREDICTIVES]
+    rubin = [(r, p, 20) for r in range(args.rubin_reps) for p in predictives]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(run_cell, cells))
@@ -135,7 +139,7 @@ def main(argv=None):
     for d in args.datasets:
         for n in sizes:
             for m in MODELS:
-                for p in PREDICTIVES:
+                for p in predictives:
                     r = [x for x in rows if (x["dataset"], x["subsample"], x["model"], x["predictive"]) == (d, n, m, p)]
                     summary.append(_summary(r, dataset=d, subsample=n, model=m, predictive=p))
                     s = summary[-1]
@@ -143,31 +147,37 @@ def main(argv=None):
                           f"NLL {s['nll']:.3f} {s['seconds']:.2f} s", flush=True)
     rubin_summary = {p: {"coverage": float(np.mean([r["covers"] for r in rubin_rows if r["predictive"] == p])),
                          "half_width": float(np.mean([r["half_width"] for r in rubin_rows if r["predictive"] == p]))}
-                     for p in PREDICTIVES}
+                     for p in predictives}
     overall = {(m, p): [s for s in summary if s["model"] == m and s["predictive"] == p] for m in MODELS
-               for p in PREDICTIVES}
+               for p in predictives}
     totals = {f"{m}/{p}": {"coverage": float(np.mean([s["coverage"] for s in v])),
                            "in_target": int(sum(0.90 <= s["coverage"] <= 0.98 for s in v)), "cells": len(v),
                            "nll": float(np.mean([s["nll"] for s in v])),
                            "seconds": float(np.mean([s["seconds"] for s in v]))}
               for (m, p), v in overall.items()}
+    by_size = {f"{m}/{p}/{n or 'all'}": float(np.mean([s["coverage"] for s in v if s["subsample"] == n]))
+               for (m, p), v in overall.items() for n in sizes}
     meta = {"python": platform.python_version(), "numpy": np.__version__, "seeds": args.seeds, "rate": args.rate,
-            "subsamples": args.subsamples, "rubin_reps": args.rubin_reps, "jobs": args.jobs, "wall_seconds": wall}
+            "subsamples": args.subsamples, "predictives": list(predictives), "rubin_reps": args.rubin_reps, "jobs": args.jobs, "wall_seconds": wall}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "factor_bootstrap.json").write_text(json.dumps(
-        {"meta": meta, "summary": summary, "totals": totals, "rubin": rubin_summary, "runs": rows,
+        {"meta": meta, "summary": summary, "totals": totals, "by_size": by_size, "rubin": rubin_summary, "runs": rows,
          "rubin_runs": rubin_rows}, indent=1))
     sub = " ".join(map(str, args.subsamples))
     lines = [
         f"Command: `.venv/bin/python benchmarks/factor_bootstrap.py --seeds {args.seeds} --rate {args.rate:g} "
-        f"--subsamples {sub} --rubin-reps {args.rubin_reps} --jobs {args.jobs}`",
+        f"--subsamples {sub} --rubin-reps {args.rubin_reps} --jobs {args.jobs}"
+        + ("" if predictives == PREDICTIVES else f" --predictives {' '.join(predictives)}") + "`",
         "",
         f"{args.rate:.0%} of the observed entries hidden (MCAR), {args.seeds} seeds per cell, data standardised on "
         "observed entries, 0/1 columns not scored. FA: `FactorAnalysisImputer(n_factors=2)`; MFA: "
         "`MFAImputer(n_components=2, n_factors=2)`. plugin (the default): draws and intervals at the maximum-likelihood "
-        "fit; bootstrap: the mixture over 20 refits on bootstrap resamples of the rows. Coverage of the "
+        "fit; bootstrap: the mixture over 20 refits on bootstrap resamples of the rows; draws: the mixture over 20 "
+        "states of the data-augmentation chain under a weak conjugate prior, started at the fit (burn-in 10, one "
+        "state in 3). Coverage of the "
         "95 % interval of each hidden entry (mean over seeds, [min, max]); NRMSE of `transform` (the fit's "
-        "conditional mean under both); NLL per hidden entry (standardised units); seconds: the fit with its refits "
+        "conditional mean under all three); NLL per hidden entry (standardised units); seconds: the fit with its "
+        "refits or chain "
         f"(one BLAS thread; {args.jobs} processes, wall time {wall:.0f} s; numpy {np.__version__}, Python "
         f"{platform.python_version()}; the seconds are indicative when other work shares the machine).",
         "",
@@ -179,7 +189,7 @@ def main(argv=None):
         "| draws | CI coverage | mean half-width |",
         "|---|---|---|",
     ]
-    for p in PREDICTIVES:
+    for p in predictives:
         lines.append(f"| {p} | {rubin_summary[p]['coverage']:.3f} | {rubin_summary[p]['half_width']:.3f} |")
     lines += ["", "## Per-entry 95 % intervals, all cells", "",
               "| model | draws | mean coverage | cells in [0.90, 0.98] | mean NLL | mean seconds |",
@@ -188,6 +198,13 @@ def main(argv=None):
         m, p = key.split("/")
         lines.append(f"| {m.upper()} | {p} | {t['coverage']:.3f} | {t['in_target']} of {t['cells']} | "
                      f"{t['nll']:.3f} | {t['seconds']:.2f} |")
+    lines += ["", "## Mean coverage by subsample size (over the data sets)", "",
+              "| model | rows | " + " | ".join(predictives) + " |", "|---|---|" + "---|" * len(predictives)]
+    for m in MODELS:
+        for n in sizes:
+            label = n or "all"
+            lines.append(f"| {m.upper()} | {label} | "
+                         + " | ".join(f"{by_size[f'{m}/{p}/{label}']:.3f}" for p in predictives) + " |")
     lines += ["", "## Per cell", "", "| data set | rows | D | model | draws | coverage | NRMSE | NLL | seconds |",
               "|---|---|---|---|---|---|---|---|---|"]
     for s in summary:

@@ -801,21 +801,30 @@ def test_readme_performance_table_is_the_benchmark_results():
 
 
 def test_factor_models_bootstrap_paragraph_is_results_factor_bootstrap():
-    """user_guide/factor_models.md, "Draws and intervals": the numbers of results/factor_bootstrap.json."""
+    """user_guide/factor_models.md, "Draws and intervals": the numbers of results/factor_bootstrap.json (plug-in,
+    bootstrap and data-augmentation draws)."""
     page = _page("user_guide/factor_models.md")
     assert "results/factor_bootstrap.md" in page
     res = _results("factor_bootstrap.json")
-    rubin, totals = res["rubin"], res["totals"]
-    checked = _check(page, "the 95 % confidence interval held the true mean in {} of the data sets with the bootstrap "
-                     "against {} with plug-in draws", rubin["bootstrap"]["coverage"], rubin["plugin"]["coverage"])
+    rubin, totals, by_size = res["rubin"], res["totals"], res["by_size"]
+    checked = _check(page, "the 95 % confidence interval held the true mean in {} of the data sets with data "
+                     "augmentation and {} with the bootstrap against {} with plug-in draws", rubin["draws"]["coverage"],
+                     rubin["bootstrap"]["coverage"], rubin["plugin"]["coverage"])
     checked += _check(page, "{} data sets), the 95 %", res["meta"]["rubin_reps"])
-    checked += _check(page, "mean coverage was {} against {} (FA) and {} against {} (MFA)",
-                      totals["fa/bootstrap"]["coverage"], totals["fa/plugin"]["coverage"],
-                      totals["mfa/bootstrap"]["coverage"], totals["mfa/plugin"]["coverage"])
-    checked += _check(page, "({} against {} s per FA fit on these sets)", totals["fa/bootstrap"]["seconds"],
-                      totals["fa/plugin"]["seconds"])
-    assert checked == 9
-    # the claims in words: the bootstrap lowers coverage on small subsamples of the wide sets, not from 100 rows up
+    checked += _check(page, "mean coverage of the 95 % intervals was {} with data augmentation, {} with the bootstrap "
+                      "and {} plug-in (FA), and {}, {} and {} (MFA)", *(totals[f"{m}/{p}"]["coverage"] for m in
+                      ("fa", "mfa") for p in ("draws", "bootstrap", "plugin")))
+    checked += _check(page, "lowest mean NLL per hidden entry ({} for FA, {} for MFA)", totals["fa/draws"]["nll"],
+                      totals["mfa/draws"]["nll"])
+    checked += _check(page, "on {} rows mean coverage rose from {} to {} (FA) and from {} to {} (MFA)",
+                      25, by_size["fa/plugin/25"], by_size["fa/draws/25"], by_size["mfa/plugin/25"],
+                      by_size["mfa/draws/25"])
+    checked += _check(page, "data augmentation took {} s and the bootstrap {} s against {} s plug-in",
+                      totals["fa/draws"]["seconds"], totals["fa/bootstrap"]["seconds"], totals["fa/plugin"]["seconds"])
+    assert checked == 20
+    assert min(res["meta"]["subsamples"]) == 25
+    # the claims in words: the bootstrap lowers coverage on small subsamples of the wide sets, not from 100 rows up;
+    # data augmentation covers at least as often as plug-in in every cell, and the default is still plug-in
     cells = {(s["dataset"], s["subsample"], s["model"], s["predictive"]): s["coverage"] for s in res["summary"]}
     small = [cells[d, n, m, "bootstrap"] - cells[d, n, m, "plugin"] for d in ("ionosphere", "breast_cancer")
              for n in (25, 50) for m in ("fa", "mfa")]
@@ -823,3 +832,10 @@ def test_factor_models_bootstrap_paragraph_is_results_factor_bootstrap():
     large = [cells[d, n, m, "bootstrap"] - cells[d, n, m, "plugin"] for (d, n, m, p) in cells if p == "plugin"
              and (n is None or n >= 100)]
     assert statistics.mean(large) > 0
+    assert all(cells[d, n, m, "draws"] >= cells[d, n, m, "plugin"] - 5e-4 for (d, n, m, p) in cells if p == "plugin")
+    assert max(totals[f"{m}/draws"]["nll"] - totals[f"{m}/{p}"]["nll"] for m in ("fa", "mfa")
+               for p in ("plugin", "bootstrap")) < 0  # the lowest mean NLL of the three
+    assert by_size["fa/draws/25"] < 0.95 and by_size["mfa/draws/25"] < 0.95  # "still short of 0.95"
+    from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
+
+    assert FactorAnalysisImputer().predictive == MFAImputer().predictive == "plugin"
