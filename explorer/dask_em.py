@@ -579,9 +579,6 @@ def _snapshot(state: _DaskState) -> dict:
 
 
 # ---------------------------------------------------------------------------- fit
-_MOMENT_STEPS = 100  # as em_gmm.data_moments
-
-
 def _moments(arr, summary: _Summary, reg_covar: float, covariance_type: str, scheduler):
     """Mean and ML covariance (+ reg_covar) of the data, as :func:`explorer.core.mixtures.em_gmm.data_moments`,
     on Dask (diagonal covariances with missing values: the column summaries, no EM pass)."""
@@ -591,7 +588,7 @@ def _moments(arr, summary: _Summary, reg_covar: float, covariance_type: str, sch
     if any_missing and covariance_type != "full":
         return summary.mean.copy(), np.diag(var)
     try:
-        for _ in range(1 if not any_missing else _MOMENT_STEPS):
+        for _ in range(1 if not any_missing else em_gmm.MOMENT_STEPS):
             stats = _estep_pass(arr, np.ones(1), means, covs, "full", scheduler)
             _, new_means, new_covs = m_step(stats, reg_covar=reg_covar)
             size = 1.0 + np.abs(new_covs).max()

@@ -108,6 +108,20 @@ def test_cholesky_inverse_is_the_inverse():
     inv = cholesky_inverse(cholesky(S))
     np.testing.assert_allclose(inv, np.linalg.inv(S), rtol=1e-9, atol=1e-12)
     assert np.array_equal(inv, np.swapaxes(inv, 1, 2))
+    low = cholesky_inverse(cholesky(S), lower_only=True)  # what the E-step scatters: the lower triangle only
+    assert np.array_equal(low, np.tril(inv)) and not np.triu(low, 1).any()
+
+
+def test_observed_layout_is_each_patterns_observed_block_computed_once():
+    miss = np.random.default_rng(3).random((40, 9)) < 0.5
+    miss[miss.all(axis=1), 0] = False
+    for g in group_patterns(miss).groups:
+        obs, flat = g.observed_layout(9)
+        for u, pattern in enumerate(g.unique_mis):
+            expected = np.setdiff1d(np.arange(9), pattern)
+            assert np.array_equal(obs[u], expected)
+            assert np.array_equal(flat[u], expected[:, None] * 9 + expected[None, :])
+        assert g.observed_layout(9)[1] is flat and not flat.flags.writeable
 
 
 def test_auto_picks_the_side_with_the_smaller_factorisations(monkeypatch):

@@ -111,7 +111,7 @@ def test_auto_prior_on_incomplete_data_uses_the_one_component_ml_fit():
     data = em_gmm.prepare(np.where(missing, np.nan, X))
     one = em_gmm.fit(data, EMConfig(tol=1e-12, max_iter=2000), np.random.default_rng(0))
     spec = em_gmm.resolve_prior(data, EMConfig(n_components=3, prior="auto"))
-    # data_moments stops when no parameter moves by 1e-6 of the covariance's size (at most 100 steps)
+    # data_moments stops when no parameter moves by 1e-6 of the covariance's size (at most em_gmm.MOMENT_STEPS = 30 steps)
     C = one.state.covariances[0]
     lam = 3 / (200 + 3)  # the covariance mode shrunk towards its diagonal by D / (N + D) (issue 21)
     expected = (5 + 5) * ((1 - lam) * C + lam * np.diag(np.diag(C))) / 3 ** (2 / 3)

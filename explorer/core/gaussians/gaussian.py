@@ -141,11 +141,13 @@ def tril_inverse(L: np.ndarray) -> np.ndarray:
     return out.reshape(L.shape)
 
 
-def cholesky_inverse(L: np.ndarray) -> np.ndarray:
+def cholesky_inverse(L: np.ndarray, *, lower_only: bool = False) -> np.ndarray:
     """:math:`A^{-1} = L^{-\\top}L^{-1}` for a stack of lower Cholesky factors (n, m, m) of SPD matrices ``A``.
 
     LAPACK's ``dpotri`` per factor (a triangular inverse and a triangular product: about m^3 / 3 + m^3 / 3 flops,
     against m^3 / 3 + 2 m^3 for an inverse then a general product), then the lower triangle mirrored.
+    ``lower_only=True`` skips the mirroring and returns the lower triangle of :math:`A^{-1}` with zeros above; it
+    needs factors whose strict upper triangle is zero (``np.linalg.cholesky``'s and :func:`cholesky`'s are).
     """
     from scipy.linalg.lapack import dpotri
 
@@ -156,6 +158,8 @@ def cholesky_inverse(L: np.ndarray) -> np.ndarray:
         if info != 0:  # a zero pivot: cholesky() refuses such factors before they get here
             raise np.linalg.LinAlgError(f"Singular Cholesky factor (dpotri info={info}).")
         out[i] = inv
+    if lower_only:  # dpotri wrote the lower triangle; the zero upper triangle of L was copied as it is
+        return out
     low = np.tril(out)
     return low + np.swapaxes(np.tril(out, -1), -1, -2)
 

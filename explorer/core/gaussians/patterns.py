@@ -18,7 +18,7 @@ the parameters and are imputed from the marginal distribution.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,6 +60,8 @@ class MissingGroup:
         :func:`group_patterns`), kernels use slices instead of gathers.
     local_flat_missing : ndarray of shape (n_rows * m,)
         Flat indices ``position * n_features + column`` of the missing entries within the group.
+    layouts : dict
+        What :meth:`observed_layout` has computed, by number of features.
     """
 
     rows: np.ndarray
@@ -73,6 +75,23 @@ class MissingGroup:
     start: int | None
     stop: int | None
     local_flat_missing: np.ndarray
+    layouts: dict = field(default_factory=dict, repr=False)  # observed_layout's results, by n_features
+
+    def observed_layout(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(obs, flat)``: the sorted observed columns of each distinct pattern, shape (n_unique, D - m), and the
+        flat indices of its observed block in a D x D matrix, shape (n_unique, D - m, D - m). Computed once per
+        group (the covariance-side kernels ask for them at every step), read-only."""
+        out = self.layouts.get(n_features)
+        if out is None:
+            n_u, m = self.unique_mis.shape
+            keep = np.ones((n_u, n_features), dtype=bool)
+            keep[np.arange(n_u)[:, None], self.unique_mis] = False
+            obs = np.nonzero(keep)[1].reshape(n_u, n_features - m)
+            flat = obs[:, :, None] * n_features + obs[:, None, :]
+            obs.setflags(write=False)
+            flat.setflags(write=False)
+            out = self.layouts[n_features] = (obs, flat)
+        return out
 
     @property
     def n_missing(self) -> int:

@@ -33,28 +33,26 @@ from scipy.special import logsumexp
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, cholesky_inverse
 from explorer.core.gaussians.patterns import MissingPatterns
 
-__all__ = ["covariance_side_estep", "observed_index"]
+__all__ = ["covariance_side_estep"]
 
 #: Groups whose rows outnumber their distinct patterns by this factor multiply per pattern (a loop) instead of
 #: gathering one o x o inverse per row.
 _LOOP_RATIO = 4
 
 
-def observed_index(unique_mis: np.ndarray, n_features: int) -> np.ndarray:
-    """The observed columns of each distinct pattern of a group, shape (n_unique, D - m), sorted."""
-    n_u, m = unique_mis.shape
-    keep = np.ones((n_u, n_features), dtype=bool)
-    keep[np.arange(n_u)[:, None], unique_mis] = False
-    return np.nonzero(keep)[1].reshape(n_u, n_features - m)
-
-
 def _inverse_blocks(cov: np.ndarray, flat: np.ndarray):
-    """:math:`\\Sigma_{oo}^{-1}` (n_u, o, o) and :math:`\\log|\\Sigma_{oo}|` (n_u,) of every pattern of a group, from
-    the flat indices (n_u, o, o) of its observed blocks in ``cov``."""
+    """The lower triangle of :math:`\\Sigma_{oo}^{-1}` (n_u, o, o; zeros above) and :math:`\\log|\\Sigma_{oo}|`
+    (n_u,) of every pattern of a group, from the flat indices (n_u, o, o) of its observed blocks in ``cov``."""
     block = np.take(cov.ravel(), flat)
     L = cholesky(block, what="observed-block covariance")
     logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
-    return cholesky_inverse(L), logdet
+    return cholesky_inverse(L, lower_only=True), logdet
+
+
+def _symmetric_times(low: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``A @ d`` per row for symmetric ``A`` given by its lower triangle ``low`` (n, o, o) and vectors ``d`` (n, o)."""
+    diag = np.diagonal(low, axis1=-2, axis2=-1)
+    return np.einsum("nij,nj->ni", low, d) + np.einsum("nji,nj->ni", low, d) - diag * d
 
 
 def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covariances, *, exact: bool = True):
@@ -81,12 +79,11 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
     Z = np.zeros((K, n, D))
     blocks = []  # per group: (rows, inverse, flat (n_u, o, o) indices into D x D, per component inverses)
     for g in patterns.groups:
-        obs = observed_index(g.unique_mis, D)
+        obs, flat = g.observed_layout(D)
         o = obs.shape[1]
-        flat = obs[:, :, None] * D + obs[:, None, :]
         rows = g.rows
         x_o = Xf[rows[:, None], obs[g.inverse]]  # (n_g, o)
-        invs = []
+        invs = []  # lower triangles of the inverses (the scatter below mirrors the sum once)
         loop = g.rows.size >= _LOOP_RATIO * g.n_unique
         for k in range(K):
             inv, logdet = _inverse_blocks(np.ascontiguousarray(covariances[k]), flat)
@@ -94,9 +91,11 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
             if loop:
                 w = np.empty_like(d)
                 for u, pos in enumerate(g.members):
-                    w[pos] = d[pos] @ inv[u]
+                    full = inv[u] + inv[u].T
+                    full.flat[:: o + 1] *= 0.5
+                    w[pos] = d[pos] @ full
             else:
-                w = np.einsum("nij,nj->ni", inv[g.inverse], d)
+                w = _symmetric_times(inv[g.inverse], d)
             quad = np.einsum("ni,ni->n", d, w)
             ll[rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + quad)
             Z[k, rows[:, None], obs[g.inverse]] = w
@@ -124,7 +123,9 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
             for g, flat, invs in blocks:
                 mass = np.bincount(g.inverse, weights=hk[g.rows], minlength=g.n_unique)
                 q += np.bincount(flat.ravel(), weights=(mass[:, None, None] * invs[k]).ravel(), minlength=D * D)
-            inner -= q.reshape(D, D)
+            # the observed columns are sorted, so each block's lower triangle lands in the lower triangle of q
+            q = q.reshape(D, D)
+            inner -= q + q.T - np.diag(np.diag(q))
         t = cov @ inner @ cov
         if exact:
             t += nk[k] * cov

@@ -45,7 +45,6 @@ from scipy.stats import invwishart
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, tril_inverse
 from explorer.core.gaussians.patterns import group_patterns
-from explorer.core.mixtures.covariance_side import observed_index
 from explorer.core.mixtures.prior import ResolvedPrior
 from explorer.core.validation import BadInputError, check_int
 
@@ -152,9 +151,8 @@ def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.
     log_weighted = np.zeros((n, K))
     factors_o = []  # per group: (group, observed index per row, per component (n_u, o, o) inverse factors)
     for g in patterns.groups:
-        obs = observed_index(g.unique_mis, D)
+        obs, flat = g.observed_layout(D)
         o = obs.shape[1]
-        flat = obs[:, :, None] * D + obs[:, None, :]
         cols = obs[g.inverse]
         x_o = Xf[g.rows[:, None], cols]
         inv_factors = []
