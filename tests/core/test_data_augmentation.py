@@ -194,3 +194,30 @@ def test_per_row_products_match_a_loop_over_rows(layout, transpose):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         checked += 1
     assert checked >= 1
+
+
+@pytest.mark.parametrize("layout", ["repeated", "one_per_row"])
+def test_i_step_solves_by_pattern_equal_the_inverse_factors(layout, monkeypatch):
+    """The covariance-side I-step's two ways of applying Sigma_oo^-1 (dpotrs per pattern from SOLVE_MIN_OBSERVED
+    observed entries up, batched triangular inverses below) give the same labels and draws from the same stream."""
+    rng = np.random.default_rng(11)
+    n, D, K = 80, 24, 2
+    A = rng.normal(size=(K, D, D))
+    covs = A @ np.swapaxes(A, 1, 2) / D + np.eye(D)
+    means = rng.normal(size=(K, D))
+    X = rng.normal(size=(n, D))
+    if layout == "repeated":
+        miss = np.zeros((n, D), dtype=bool)
+        miss[:, :14] = True
+        miss[::3, 14] = True
+    else:
+        miss = rng.random((n, D)) < 0.6
+        miss[miss.all(axis=1), 0] = False
+    Xn = np.where(miss, np.nan, X)
+    draws = {}
+    for name, threshold in (("dpotrs", 1), ("inverse", 10**6)):
+        monkeypatch.setattr(da, "SOLVE_MIN_OBSERVED", threshold)
+        draws[name] = da._impute_full(Xn, [0.4, 0.6], means, covs, np.random.default_rng(5))
+    assert np.array_equal(draws["dpotrs"][0], draws["inverse"][0])
+    np.testing.assert_allclose(draws["dpotrs"][1], draws["inverse"][1], rtol=1e-10, atol=1e-10)
+    assert np.array_equal(draws["dpotrs"][1][~miss], X[~miss])

@@ -37,8 +37,10 @@ states are immutable, the generator is injected. The prior is the resolved prior
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
+from scipy.linalg.lapack import dpotrs
 from scipy.special import logsumexp
 from scipy.stats import invwishart
 
@@ -128,6 +130,27 @@ def _per_row(mats: np.ndarray, g, vecs: np.ndarray, transpose: bool = False) -> 
     return np.einsum(spec, mats[g.inverse], vecs)
 
 
+#: From this many observed entries per row up, the I-step solves with the observed blocks' Cholesky factors by
+#: LAPACK's ``dpotrs``, once per pattern with its rows as right-hand sides; below it, triangular inverses and
+#: batched products (many small patterns: a Python call each would cost more). Quiet machine, 250 rows each its own
+#: pattern: 60 x 60 blocks 1.7 ms against 7.9 ms (inverse then two products), 16 x 16 1.0 against 2.8 ms.
+SOLVE_MIN_OBSERVED = 16
+
+
+def _solve_rows(L: np.ndarray, g, rhs: np.ndarray) -> np.ndarray:
+    """:math:`\\Sigma_{oo}^{-1}` ``rhs[i]`` for every row i of the pattern group ``g``, from the Cholesky factors ``L``
+    (n_unique, o, o) of its patterns' observed blocks: one ``dpotrs`` per pattern."""
+    out = np.empty_like(rhs)
+    for u, pos in enumerate(g.members):
+        out[pos] = dpotrs(L[u], rhs[pos].T, lower=1)[0].T
+    return out
+
+
+def _solve_by_inverse(L_inv: np.ndarray, g, rhs: np.ndarray) -> np.ndarray:
+    """As :func:`_solve_rows`, from the inverse factors: :math:`L^{-\\top}(L^{-1} r)` per row, batched."""
+    return _per_row(L_inv, g, _per_row(L_inv, g, rhs), transpose=True)
+
+
 def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.Generator, patterns=None):
     r"""The I-step for full covariances on the covariance side (one o x o factor per pattern and component), used
     when the rows are mostly missing (sum of o^3 below sum of m^3; else the conditional mixture's m x m factors of
@@ -138,8 +161,9 @@ def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.
     y_o)` has the conditional law :math:`N(\mu^{m|o}_k, \Sigma^{m|o}_k)` on the missing coordinates (Matheron's
     rule: the conditional of a Gaussian draw corrected by the regression on its observed part), and the observed
     ones are kept as given. No m x m conditional covariance is formed or factored: per pattern and component one
-    Cholesky factor :math:`L` of :math:`\Sigma_{k,oo}` and its triangular inverse (LAPACK ``dtrtri``), and
-    :math:`\Sigma_{k,oo}^{-1} r = L^{-\top}(L^{-1} r)`. ``patterns``: the grouping of ``np.isnan(X_nan)``
+    Cholesky factor :math:`L` of :math:`\Sigma_{k,oo}`, and :math:`\Sigma_{k,oo}^{-1} r` by LAPACK's ``dpotrs``
+    per pattern (from :data:`SOLVE_MIN_OBSERVED` observed entries up) or as :math:`L^{-\top}(L^{-1} r)` with
+    batched triangular inverses (smaller blocks). ``patterns``: the grouping of ``np.isnan(X_nan)``
     (:func:`~explorer.core.gaussians.patterns.group_patterns`), computed once per chain by :func:`run`.
     """
     n, D = X_nan.shape
@@ -149,23 +173,27 @@ def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.
     if patterns is None:
         patterns = group_patterns(miss)
     log_weighted = np.zeros((n, K))
-    factors_o = []  # per group: (group, observed index per row, per component (n_u, o, o) inverse factors)
+    factors_o = []  # per group: (group, observed index per row, per component its solver)
     for g in patterns.groups:
         obs, flat = g.observed_layout(D)
         o = obs.shape[1]
         cols = obs[g.inverse]
         x_o = Xf[g.rows[:, None], cols]
-        inv_factors = []
+        solvers = []  # per component: rhs (n_g, o) -> Sigma_oo^{-1} rhs per row
         for k in range(K):
             L = cholesky(np.take(np.ascontiguousarray(covariances[k]).ravel(), flat),
                          what="observed-block covariance")
-            L_inv = tril_inverse(L)
+            if o >= SOLVE_MIN_OBSERVED:
+                solve = partial(_solve_rows, L, g)
+            else:
+                L_inv = tril_inverse(L)
+                solve = partial(_solve_by_inverse, L_inv, g)
             if K > 1:  # one component: every label is 0, no density needed
                 logdet = 2.0 * np.log(np.diagonal(L, axis1=-2, axis2=-1)).sum(axis=-1)
-                w = _per_row(L_inv, g, x_o - means[k][cols])
-                log_weighted[g.rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + np.einsum("ni,ni->n", w, w))
-            inv_factors.append(L_inv)
-        factors_o.append((g, cols, inv_factors))
+                d = x_o - means[k][cols]
+                log_weighted[g.rows, k] = -0.5 * (o * LOG_2PI + logdet[g.inverse] + np.einsum("ni,ni->n", d, solve(d)))
+            solvers.append(solve)
+        factors_o.append((g, cols, solvers))
     with np.errstate(divide="ignore"):  # a weight of exactly 0 is log-weight -inf
         log_weighted += np.log(weights)
     labels = _draw_labels(log_weighted, rng)
@@ -179,13 +207,13 @@ def _impute_full(X_nan: np.ndarray, weights, means, covariances, rng: np.random.
         sel = labels == k
         draw[sel] = means[k] + z[sel] @ factors[k].T
     out = draw.copy()  # rows with nothing observed: the whole draw
-    for g, cols, inv_factors in factors_o:
+    for g, cols, solvers in factors_o:
         resid = Xf[g.rows[:, None], cols] - draw[g.rows[:, None], cols]
         for k in range(K):
             sel = labels[g.rows] == k
             if not sel.any():
                 continue
-            u = _per_row(inv_factors[k], g, _per_row(inv_factors[k], g, resid), transpose=True)
+            u = solvers[k](resid)
             rows = g.rows[sel]
             v = np.zeros((rows.size, D))
             v[np.arange(rows.size)[:, None], cols[sel]] = u[sel]
