@@ -1,7 +1,8 @@
 """What a student sees on every page of the gallery, at 1440x900 and at 1024x768 (issue 9, "Pictures").
 
-One test per viewport serves the gallery (apps/main.py) once and opens every page in turn (a fresh
-session per page, so each starts with its defaults). Per page it waits for the render, saves a screenshot
+One test serves the gallery (apps/main.py) once and opens every page in turn at 1440x900 (a fresh
+session per page, so each starts with its defaults), then narrows the same window to 1024x768. At each size it
+waits for the render, saves a screenshot
 ``test-results/screenshots/<page>-<w>x<h>.png`` and reads Bokeh's layout from BokehJS: for every
 Figure view on screen, its size, its legends' boxes and the screen positions of its glyphs (the glyph
 views' own screen coordinates: points, bar rectangles, line vertices and segments, clipped to the frame).
@@ -16,8 +17,6 @@ All problems of all pages are gathered and reported together.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from tests.browser.test_gallery import REPO_ROOT
 
@@ -160,7 +159,11 @@ def _open_page(page, url: str, query: str, wait_for_bokeh) -> None:
     page.locator(f".page-main-{slug}").first.wait_for(timeout=60_000)
     page.locator(".bk-Canvas").first.wait_for(timeout=60_000)
     assert page.get_by_text("Page unavailable", exact=False).count() == 0, f"{slug}: page unavailable"
-    # the figures drawn (every figure view has a frame) and the document idle for a moment
+    _settle(page, wait_for_bokeh)
+
+
+def _settle(page, wait_for_bokeh) -> None:
+    """The figures drawn (every figure view on screen has a frame) and the document idle for a moment."""
     page.wait_for_function(
         """() => { const v = [...Bokeh.index.query((v) => v.model != null && v.model.type === 'Figure')]
                      .filter((f) => f.el.isConnected && f.el.getClientRects().length > 0);
@@ -201,17 +204,24 @@ def check_page(page, slug: str, width: int, height: int) -> list[str]:
     return [f"{slug} at {width}x{height}: {p}" for p in problems]
 
 
-@pytest.mark.parametrize("width,height", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
-def test_every_page_reads_well(width, height, serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+def test_every_page_reads_well(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    """Every page opened at 1440x900 and checked, then the same window narrowed to 1024x768 and checked again
+    (a laptop user who shrinks the window: the responsive plots relayout without a reload)."""
     url = serve_app({"main": str(REPO_ROOT / "apps" / "main.py")})
     problems = []
+    (width, height), *smaller = VIEWPORTS
     for name, query in PAGES:
         page = new_page(viewport={"width": width, "height": height})
         errors = watch_errors(page)
         _open_page(page, url, query, wait_for_bokeh)
         problems += check_page(page, name, width, height)
         screenshot(page, f"{name}-{width}x{height}")
-        problems += [f"{name} at {width}x{height}: {e}" for e in errors]
+        for w, h in smaller:
+            page.set_viewport_size({"width": w, "height": h})
+            _settle(page, wait_for_bokeh)
+            problems += check_page(page, name, w, h)
+            screenshot(page, f"{name}-{w}x{h}")
+        problems += [f"{name}: {e}" for e in errors]
         page.context.close()
     print("\n".join(problems))  # all of them (pytest shortens the assertion's message)
     assert not problems, "\n".join(problems)

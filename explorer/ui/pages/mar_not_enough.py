@@ -28,6 +28,7 @@ from bokeh.plotting import figure
 from panel.viewable import Viewer
 
 from explorer.core.missingness.mar_table import CODES
+from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.figures import figure_pane
@@ -241,7 +242,7 @@ class MARTableView(Viewer):
         right = pn.Column(self._table, self._sentence, width=480)
         self.main = pn.Column(
             self._validity,
-            pn.Row(self._plot, right, sizing_mode="stretch_width"),
+            flow(self._plot, right, min_width=480),  # the table below the plot when they do not fit side by side
             pn.pane.Markdown(EXPLANATION, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
