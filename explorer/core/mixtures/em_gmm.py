@@ -434,6 +434,14 @@ def data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray
     imputation RMSE with it was two to three times that with the ML moments (``results/bench_em_wide.md``),
     because the prior weighs D + 2 pseudo-observations. The ``mean_impute`` variant uses the mean-filled matrix it fits on.
     """
+    key = ("data moments", config.variant == "mean_impute", config.covariance_type, float(config.reg_covar))
+    if key not in data.cache:  # the prior and the one-component start (init) both read them
+        data.cache[key] = _data_moments(data, config)
+    mean, cov = data.cache[key]
+    return mean.copy(), cov.copy()
+
+
+def _data_moments(data: EMData, config: EMConfig) -> tuple[np.ndarray, np.ndarray]:
     Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
     X, miss = Xfit[rows_fit], miss_fit[rows_fit]
     D = X.shape[1]
@@ -679,12 +687,24 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
 
     The responsibilities of the initialisation give the weights; each cluster's means and
     covariances are computed from its members with missing entries filled by the cluster's
-    observed means (a starting point only: the first EM step corrects it).
+    observed means (a starting point only: the first EM step corrects it). One full-covariance component with a
+    prior on incomplete data (not ``init="random"``) starts instead at the ML Gaussian of :func:`data_moments`,
+    which the prior's scale was made from: the MAP fit reaches the same optimum in fewer steps (250 x 200 at
+    70 % MCAR: 13 instead of 21, same objective to 1e-8 relative; imputation RMSE within 0.1 % on every case of
+    ``benchmarks/moment_steps.py``).
     """
     K = config.n_components
     Xfit, miss_fit, _, rows_fit, _ = _fit_view(data, config)
     _check_components(K, rows_fit.size)
     Xr, obs = Xfit[rows_fit], ~miss_fit[rows_fit]
+    prior = resolved_prior(data, config)
+    if (K == 1 and prior is not None and config.covariance_type == "full" and config.variant == "em"
+            and not obs.all() and config.init != "random"):
+        # one component with a data-scaled prior: start at the ML Gaussian the prior's scale was made from (already
+        # computed, cached on data), not at the mean-filled scatter, whose variances are too small by about the
+        # missing share; on 250 x 200 at 70 % MCAR the MAP fit then stops after 6 steps instead of 21
+        mean, cov = data_moments(data, config)
+        return _state_from_parameters(data, config, 0, np.ones(1), mean[None], cov[None], prior)
     if config.init == "random":
         r = rng.uniform(size=(rows_fit.size, K))
         r /= r.sum(axis=1, keepdims=True)
@@ -703,7 +723,6 @@ def init(data: EMData, config: EMConfig, rng: np.random.Generator) -> EMState:
     col_means = (r.T @ Xr + _EPS10 * data.col_mean) / (r.T @ obs_f + _EPS10)  # observed mean per cluster
     D = data.n_features
     full = config.covariance_type == "full"
-    prior = resolved_prior(data, config)
     covs = np.empty((K, D, D) if full else (K, D))
     means = np.empty((K, D))
     for k in range(K):
