@@ -279,3 +279,26 @@ def test_bad_prior_for_the_data_is_refused():
     constant = np.column_stack([np.ones(10), np.arange(10.0)])
     with pytest.raises(BadInputError, match=r"column\(s\) \[0\] have zero variance"):
         em_gmm.fit(em_gmm.prepare(constant), EMConfig(reg_covar=0.0, prior="auto"), np.random.default_rng(0))
+
+
+def test_one_component_with_a_prior_starts_at_the_ml_moments_and_reaches_the_same_optimum():
+    """K = 1, full, incomplete data, a prior: init is the (cached) ML Gaussian of data_moments; the fit from there
+    ends at the same MAP as the fit from the mean-filled scatter (init="random" keeps the old start for K = 1)."""
+    rng = np.random.default_rng(8)
+    A = rng.normal(size=(6, 6))
+    X = rng.multivariate_normal(np.arange(6.0), A @ A.T + np.eye(6), size=120)
+    Xm = np.where(rng.random(X.shape) < 0.4, np.nan, X)
+    Xm[np.isnan(Xm).all(axis=1), 0] = 0.0
+    data = em_gmm.prepare(Xm)
+    config = EMConfig(n_components=1, prior="auto", tol=1e-12, max_iter=2000)
+    start = em_gmm.init(data, config, np.random.default_rng(0))
+    mean, cov = em_gmm.data_moments(data, config)
+    np.testing.assert_array_equal(start.means[0], mean)
+    np.testing.assert_array_equal(start.covariances[0], cov)
+    new = em_gmm.fit(data, config, np.random.default_rng(0))
+    old = em_gmm.fit(em_gmm.prepare(Xm), EMConfig(n_components=1, prior="auto", tol=1e-12, max_iter=2000,
+                                                   init="random"), np.random.default_rng(0))
+    assert not np.allclose(old.trace[0]["means"], new.trace[0]["means"])  # two different starts
+    np.testing.assert_allclose(new.state.covariances, old.state.covariances, rtol=1e-4, atol=1e-6)  # EM creeps
+    assert new.state.objective == pytest.approx(old.state.objective, rel=1e-10)
+    assert new.n_iter < old.n_iter
