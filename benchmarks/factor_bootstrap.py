@@ -3,8 +3,9 @@ draws against plug-in draws.
 
 ``FactorAnalysisImputer`` and ``MFAImputer`` are fitted by maximum likelihood; their parameter draws can be refits
 on bootstrap resamples of the rows (``predictive="bootstrap"``) or the states of a Gibbs sampler under a weak
-conjugate prior started at the fit (``predictive="draws"``, :mod:`explorer.core.factor.factor_augmentation`), instead
-of the plug-in draws at the fit (``predictive="plugin"``, the default). Two measurements:
+conjugate prior started at the fit (``predictive="draws"``, :mod:`explorer.core.factor.factor_augmentation`, the
+default since this measurement), instead of the plug-in draws at the fit (``predictive="plugin"``). Two
+measurements:
 
 * **Per-entry intervals** on the benchmark sets of ``coverage_prior.py`` (standardised on observed entries, 0/1
   columns not scored), whole and in random subsamples of ``--subsamples`` rows, 20 % of the observed entries hidden:
@@ -171,8 +172,9 @@ def main(argv=None):
         "",
         f"{args.rate:.0%} of the observed entries hidden (MCAR), {args.seeds} seeds per cell, data standardised on "
         "observed entries, 0/1 columns not scored. FA: `FactorAnalysisImputer(n_factors=2)`; MFA: "
-        "`MFAImputer(n_components=2, n_factors=2)`. plugin (the default): draws and intervals at the maximum-likelihood "
-        "fit; bootstrap: the mixture over 20 refits on bootstrap resamples of the rows; draws: the mixture over 20 "
+        "`MFAImputer(n_components=2, n_factors=2)`. plugin: draws and intervals at the maximum-likelihood "
+        "fit; bootstrap: the mixture over 20 refits on bootstrap resamples of the rows; draws (the default): the "
+        "mixture over 20 "
         "states of the data-augmentation chain under a weak conjugate prior, started at the fit (burn-in 10, one "
         "state in 3). Coverage of the "
         "95 % interval of each hidden entry (mean over seeds, [min, max]); NRMSE of `transform` (the fit's "

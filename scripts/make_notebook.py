@@ -275,9 +275,13 @@ md("""## 2. Fit PPCA and a mixture of two PPCAs on the complete training images
 `FactorAnalysisImputer(kind="ppca")` is one factor model with isotropic noise (on complete data its EM
 starts at, and stops on, the closed-form maximum-likelihood solution); `MFAImputer` is a mixture of them,
 fitted by EM from a k-means start. Both also fit on incomplete data (missing values are handled jointly with
-the factors); here the training images are complete, as in the thesis."""),
-code("""ppca = FactorAnalysisImputer(n_factors=20, kind="ppca", random_state=0).fit(X_train)
-mix = MFAImputer(n_components=2, n_factors=20, kind="ppca", tol=1e-3, random_state=0).fit(X_train)
+the factors); here the training images are complete, as in the thesis. This notebook reads only their conditional
+means and encodings (`transform`, `encode`, `predict_proba`), never `sample` or intervals, so both are fitted with
+`predictive="plugin"`: the default, `"draws"`, would also run a data-augmentation chain (proper multiple
+imputation) that nothing here uses."""),
+code("""# plug-in: no data-augmentation chain after the fit (only transform / encode are used below)
+ppca = FactorAnalysisImputer(n_factors=20, kind="ppca", predictive="plugin", random_state=0).fit(X_train)
+mix = MFAImputer(n_components=2, n_factors=20, kind="ppca", tol=1e-3, predictive="plugin", random_state=0).fit(X_train)
 print(f"PPCA, q = 20: sigma^2 = {ppca.noise_variance_[0]:.4f} ({ppca.stop_reason_} after {ppca.n_iter_} iteration)")
 print(f"mixture: weights {np.round(mix.weights_, 3)}, sigma^2 {np.round(mix.noise_variance_[:, 0], 4)} "
       f"({mix.stop_reason_} after {mix.n_iter_} EM iterations)")

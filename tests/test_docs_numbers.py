@@ -146,7 +146,8 @@ K_DATASETS = ("iris", "wine", "boston", "ionosphere", "hepatitis", "breast_cance
 K_ROWS = {"GMM, K = 1": "GMM K=1", "GMM, K = 2": "GMM K=2", "GMM, K = 3": "GMM K=3",
           "GMM, K = 5": "GMM K=5", 'GMM, `n_components="auto"` (the default)': "GMM auto = K by DPGMM (default rule)",
           "GMM, K by held-out likelihood": "GMM K by held-out", "GMM, K by BIC": "GMM K by BIC",
-          "`DPGMMImputer`": "DPGMM", '`MFAImputer("auto", n_factors=2)`': "MFA auto (q=2)"}
+          "`DPGMMImputer`": "DPGMM",
+          '`MFAImputer("auto", n_factors=2, predictive="plugin")`': "MFA auto (q=2)"}
 
 
 def test_k_selection_table_is_results_k_selection():
@@ -821,10 +822,14 @@ def test_factor_models_bootstrap_paragraph_is_results_factor_bootstrap():
                       by_size["mfa/draws/25"])
     checked += _check(page, "data augmentation took {} s and the bootstrap {} s against {} s plug-in",
                       totals["fa/draws"]["seconds"], totals["fa/bootstrap"]["seconds"], totals["fa/plugin"]["seconds"])
-    assert checked == 20
+    checked += _check(page, "per MFA fit {} s against {} s plug-in", totals["mfa/draws"]["seconds"],
+                      totals["mfa/plugin"]["seconds"])
+    ratios = sorted(totals[f"{m}/draws"]["seconds"] / totals[f"{m}/plugin"]["seconds"] for m in ("fa", "mfa"))
+    checked += _check(page, "data augmentation, at {} to {} times the plug-in fit's cost", *ratios)
+    assert checked == 24
     assert min(res["meta"]["subsamples"]) == 25
     # the claims in words: the bootstrap lowers coverage on small subsamples of the wide sets, not from 100 rows up;
-    # data augmentation covers at least as often as plug-in in every cell, and the default is still plug-in
+    # data augmentation covers at least as often as plug-in in every cell, and it is the default
     cells = {(s["dataset"], s["subsample"], s["model"], s["predictive"]): s["coverage"] for s in res["summary"]}
     small = [cells[d, n, m, "bootstrap"] - cells[d, n, m, "plugin"] for d in ("ionosphere", "breast_cancer")
              for n in (25, 50) for m in ("fa", "mfa")]
@@ -838,4 +843,5 @@ def test_factor_models_bootstrap_paragraph_is_results_factor_bootstrap():
     assert by_size["fa/draws/25"] < 0.95 and by_size["mfa/draws/25"] < 0.95  # "still short of 0.95"
     from explorer.impute.factor import FactorAnalysisImputer, MFAImputer
 
-    assert FactorAnalysisImputer().predictive == MFAImputer().predictive == "plugin"
+    assert 'proper multiple imputations by default (`predictive="draws"`' in " ".join(page.split())
+    assert FactorAnalysisImputer().predictive == MFAImputer().predictive == "draws"

@@ -59,7 +59,7 @@ def fitted(make, Xm, **kw):
 @pytest.mark.parametrize("solver", ["exact", "neumann"])
 def test_transform_keeps_observed_entries_and_leaves_no_nan(data, make, solver):
     X, Xm, _ = data
-    imp = fitted(make, Xm, solver=solver, n_terms=30)
+    imp = fitted(make, Xm, solver=solver, n_terms=30, predictive="plugin")  # transform only: no chain needed
     out = imp.transform(Xm)
     obs = ~np.isnan(Xm)
     assert np.array_equal(out[obs], Xm[obs]) and not np.isnan(out).any()
@@ -72,7 +72,7 @@ def test_transform_keeps_observed_entries_and_leaves_no_nan(data, make, solver):
 @pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
 def test_neumann_solver_converges_to_the_exact_conditional_mean(data, make):
     _, Xm, _ = data
-    imp = fitted(make, Xm)
+    imp = fitted(make, Xm, predictive="plugin")  # transform only: no chain needed
     exact = imp.transform(Xm)
     imp.set_params(solver="neumann", n_terms=5000)
     np.testing.assert_allclose(imp.transform(Xm), exact, atol=1e-8)
@@ -143,13 +143,16 @@ def test_sklearn_conventions(data):
     assert params["n_terms"] == 20 and params["solver"] == "neumann" and params["reg"] == 1e-6
     c = clone(imp)
     assert c.get_params() == params and not hasattr(c, "means_")
-    pipe = Pipeline([("impute", FactorAnalysisImputer(n_factors=1, random_state=0)), ("model", LinearRegression())])
+    # the pipeline and the search use transform only: plug-in, no chain
+    pipe = Pipeline([("impute", FactorAnalysisImputer(n_factors=1, predictive="plugin", random_state=0)),
+                     ("model", LinearRegression())])
     y = X[:, 0] + X[:, 1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fa.ConvergenceWarning)
         pipe.fit(Xm, y)
         assert pipe.score(Xm, y) > 0.5
-        search = GridSearchCV(FactorAnalysisImputer(max_iter=50, random_state=0), {"n_factors": [1, 2]}, cv=2)
+        search = GridSearchCV(FactorAnalysisImputer(max_iter=50, predictive="plugin", random_state=0),
+                              {"n_factors": [1, 2]}, cv=2)
         search.fit(Xm[:200])
     assert search.best_params_["n_factors"] in (1, 2)
 
@@ -157,7 +160,7 @@ def test_sklearn_conventions(data):
 def test_dataframes_and_feature_names(data):
     _, Xm, _ = data
     df = pd.DataFrame(Xm[:100], columns=[f"c{j}" for j in range(7)])
-    imp = fitted(IMPUTERS[1], df, max_iter=30)
+    imp = fitted(IMPUTERS[1], df, max_iter=30, predictive="plugin")  # transform only: no chain needed
     assert list(imp.feature_names_in_) == list(df.columns)
     out = imp.transform(df)  # a DataFrame out for a DataFrame in
     assert isinstance(out, pd.DataFrame) and out.shape == (100, 7) and not np.isnan(out.to_numpy()).any()
@@ -171,7 +174,8 @@ def test_empty_rows(data):
     Xe[3] = np.nan
     with pytest.raises(BadInputError, match="every value missing"):
         MFAImputer(n_factors=1).fit(Xe)
-    imp = fitted(lambda **kw: MFAImputer(n_factors=1, empty_rows="marginal", random_state=0, **kw), Xe, max_iter=20)
+    imp = fitted(lambda **kw: MFAImputer(n_factors=1, empty_rows="marginal", random_state=0, **kw), Xe, max_iter=20,
+                 predictive="plugin")  # transform only: no chain needed
     out = imp.transform(Xe)
     np.testing.assert_allclose(out[3], imp.weights_ @ imp.means_)  # the marginal mean
     imp.set_params(solver="neumann")
@@ -220,7 +224,7 @@ def test_lazy_top_level_exports():
 @pytest.mark.parametrize("solver", ["exact", "neumann"])
 def test_mfa_encode_gives_per_component_reconstructions_and_the_oracle(data, solver):
     X, Xm, _ = data
-    imp = fitted(IMPUTERS[1], Xm, solver=solver, n_terms=40)
+    imp = fitted(IMPUTERS[1], Xm, solver=solver, n_terms=40, predictive="plugin")  # encode only: no chain needed
     enc = imp.encode(Xm[:50])
     assert enc.method == solver and enc.reconstructions().shape == (2, 50, 7)
     np.testing.assert_allclose(enc.imputation(), imp.transform(Xm[:50]), atol=1e-12)
@@ -249,7 +253,7 @@ def test_bootstrap_oracle_spread_of_the_refitted_means_is_the_standard_error():
 @pytest.mark.parametrize("make", IMPUTERS, ids=["fa", "mfa"])
 def test_bootstrap_draws_properties(data, make):
     """Bootstrap refits kept, the conditional is the mixture over them, imputations keep observed entries,
-    transform is the fit's conditional mean (that of the default, plug-in, fit)."""
+    transform is the fit's conditional mean (that of the plug-in fit)."""
     _, Xm, _ = data
     imp = fitted(make, Xm, predictive="bootstrap", n_posterior_draws=4)
     K, D, q = imp.weights_.size, Xm.shape[1], 2
@@ -261,7 +265,7 @@ def test_bootstrap_draws_properties(data, make):
     cond = imp.conditional(Xm)
     assert isinstance(cond, MFAConditional) and cond.resp.shape == (Xm.shape[0], 4 * K)
     np.testing.assert_allclose(cond.resp.sum(axis=1), 1.0)
-    plugin = fitted(make, Xm)
+    plugin = fitted(make, Xm, predictive="plugin")
     assert plugin.predictive_ == "plugin" and not hasattr(plugin, "posterior_means_")
     np.testing.assert_array_equal(imp.transform(Xm), plugin.transform(Xm))  # same fit, same point imputation
     draws = imp.sample(Xm, n_imputations=6, random_state=1)
@@ -288,12 +292,16 @@ def test_parameter_draws_widen_intervals_on_small_data(predictive):
     assert np.mean(widths[predictive]) > 1.02 * np.mean(widths["plugin"])
 
 
-def test_bootstrap_bad_settings_and_auto_k_candidates_without_refits(data, monkeypatch):
+def test_bad_settings_and_auto_k_candidates_without_chain(data, monkeypatch):
+    """predictive="draws" is the default of both imputers (proper multiple imputation, issue 21); with
+    n_components="auto" the candidate fits stay plug-in (cheap: no chain or refits) and only the final fit runs the
+    chain (the bootstrap goes through the same _selection_params)."""
     _, Xm, _ = data
     with pytest.raises(BadInputError, match="predictive must be one of"):
         FactorAnalysisImputer(predictive="nope").fit(Xm)
     with pytest.raises(BadInputError, match="n_posterior_draws"):
         MFAImputer(n_components=2, n_posterior_draws=0).fit(Xm)
+    assert FactorAnalysisImputer().predictive == MFAImputer().predictive == "draws"
     calls = []
     original = MFAImputer._fit_posterior
 
@@ -302,10 +310,12 @@ def test_bootstrap_bad_settings_and_auto_k_candidates_without_refits(data, monke
         return original(self, data, rng)
 
     monkeypatch.setattr(MFAImputer, "_fit_posterior", counted)
-    imp = fitted(lambda **kw: MFAImputer(n_factors=1, random_state=0, predictive="bootstrap", n_posterior_draws=2,
-                                         **kw), Xm[:150])
-    assert imp.predictive_ == "bootstrap" and imp.posterior_means_.shape[0] == 2
-    assert calls.count("bootstrap") == 1 and set(calls) <= {"bootstrap", "plugin"}  # the candidates ran no refits
+    imp = fitted(lambda **kw: MFAImputer(n_factors=1, random_state=0, n_posterior_draws=2, **kw), Xm[:150])
+    assert imp.predictive_ == "draws" and imp.posterior_means_.shape == (2, imp.n_components_, Xm.shape[1])
+    assert calls.count("draws") == 1 and calls.count("plugin") >= 2 and set(calls) == {"draws", "plugin"}
+    one = fitted(lambda **kw: FactorAnalysisImputer(n_factors=1, random_state=0, n_posterior_draws=3, **kw), Xm[:150])
+    assert one.predictive_ == "draws" and one.posterior_means_.shape == (3, 1, Xm.shape[1])
+    assert isinstance(one.conditional(Xm[:5]), MFAConditional)  # the mixture over the chain's states
 
 
 # --------------------------------------------------------------------------- predictive="draws" (data augmentation)
@@ -342,7 +352,7 @@ def test_draws_properties(data, make, tmp_path):
     cond = imp.conditional(Xs)
     assert isinstance(cond, MFAConditional) and cond.resp.shape == (Xs.shape[0], 5 * K)
     np.testing.assert_allclose(cond.resp.sum(axis=1), 1.0)
-    plugin = fitted(make, Xs)
+    plugin = fitted(make, Xs, predictive="plugin")
     np.testing.assert_array_equal(imp.transform(Xs), plugin.transform(Xs))  # same fit, same point imputation
     draws = imp.sample(Xs, n_imputations=7, random_state=1)
     obs = ~np.isnan(Xs)

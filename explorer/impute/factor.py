@@ -14,20 +14,23 @@ reports that early stopping can lower the reconstruction error on image data). F
 the exact EM, and :meth:`conditional` (samples, intervals, densities) is always the exact
 conditional Gaussian / mixture.
 
-Multiple imputation (``sample``) and the intervals of :meth:`conditional` are drawn at the fitted parameters
-(``predictive="plugin"``, the default). ``predictive="bootstrap"`` makes them carry the uncertainty of the
-parameters: after the maximum-likelihood fit, ``n_posterior_draws`` refits on bootstrap resamples of the rows (the
-"approximate Bayesian bootstrap" of Rubin & Schenker 1986), each started at the fit and stopped when the per-row
-log-likelihood changes by less than :data:`BOOTSTRAP_TOL`; imputation i is drawn at refit i % M and the conditional
-is the mixture over the M refits. Why the bootstrap is not the default (``results/factor_bootstrap.md``):
-from 100 rows up it widens the intervals a little and lowers the NLL, and Rubin's pooled confidence intervals cover
-more often, but on 25-50 rows of 19-33 columns each resample (about 63 % distinct rows) overfits more than the fit,
-so coverage falls; and it costs about ten times the fit. ``predictive="draws"`` is proper multiple imputation by
-Bayesian data augmentation, as :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` does it: a Gibbs
-sampler of the factor model under a weak conjugate prior (:mod:`explorer.core.factor.factor_augmentation`), started
-at the maximum-likelihood fit, 10 sweeps of burn-in, then one state kept every 3 sweeps, ``n_posterior_draws``
-states kept; imputation i is drawn at state i % M and the conditional is the mixture over the M states.
-``transform`` is the fit's conditional mean whatever the predictive.
+Multiple imputation (``sample``) and the intervals of :meth:`conditional` are proper multiple imputation by
+default (``predictive="draws"``), as :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer` does it:
+Bayesian data augmentation, a Gibbs sampler of the factor model under a weak conjugate prior
+(:mod:`explorer.core.factor.factor_augmentation`), started at the maximum-likelihood fit, 10 sweeps of burn-in, then
+one state kept every 3 sweeps, ``n_posterior_draws`` states kept; imputation i is drawn at state i % M and the
+conditional is the mixture over the M states. Why it is the default (``results/factor_bootstrap.md``): its 95 %
+intervals covered at least as often as plug-in ones in every cell (FA 0.917 against 0.897, MFA 0.889 against 0.822;
+on 25 rows 0.878 against 0.834 and 0.825 against 0.648), Rubin's confidence intervals 0.935 against 0.925, with a
+far lower NLL per hidden entry (FA 1.333 against 1.615, MFA 1.461 against 5933), at 1.3 to 1.9 times the fit's
+cost. ``predictive="plugin"`` draws at the fitted (maximum-likelihood) parameters: the cheapest, for when only
+those parameters matter (``n_components="auto"`` scores its candidate fits with it). ``predictive="bootstrap"``:
+after the fit, ``n_posterior_draws`` refits on bootstrap resamples of the rows (the "approximate Bayesian
+bootstrap" of Rubin & Schenker 1986), each started at the fit and stopped when the per-row log-likelihood changes
+by less than :data:`BOOTSTRAP_TOL`; imputation i is drawn at refit i % M and the conditional is the mixture over
+the M refits. It is not the default: from 100 rows up it widens the intervals a little and lowers the NLL, but on
+25-50 rows of 19-33 columns each resample (about 63 % distinct rows) overfits more than the fit, so coverage
+falls; and it costs about ten times the fit. ``transform`` is the fit's conditional mean whatever the predictive.
 
 The conventions are those of :class:`explorer.impute.gaussian_mixture.GaussianMixtureImputer`: parameters stored
 untouched, fitted attributes ending in ``_``, NaN = missing, observed entries returned bit for bit,
@@ -117,7 +120,8 @@ class _FactorImputerBase(_MixtureImputerBase):
             return model.covariance()[None]
         return model.covariances()
 
-    # n_components="auto" scores candidate fits by their plug-in predictive (no bootstrap refits per candidate)
+    # n_components="auto" scores candidate fits by their plug-in predictive (no chain or refits per candidate: the
+    # candidates stay cheap); the final fit at the chosen K then runs the estimator's own predictive
     _selection_params = {"predictive": "plugin"}
 
     def _config(self):
@@ -217,10 +221,9 @@ class _FactorImputerBase(_MixtureImputerBase):
     def conditional(self, X):
         """The exact conditional :math:`p(x^m \\mid x^o)` of every row of ``X``.
 
-        With ``predictive_ == "plugin"`` (the default) the conditional at the fitted parameters; with
-        ``"bootstrap"`` or ``"draws"`` the mixture over the ``n_posterior_draws`` parameter draws (M x K
-        factor-analyser components, each draw's weights divided by M), whose intervals carry the uncertainty of the
-        parameters.
+        With ``predictive_ == "draws"`` (the default) or ``"bootstrap"`` the mixture over the ``n_posterior_draws``
+        parameter draws (M x K factor-analyser components, each draw's weights divided by M), whose intervals carry
+        the uncertainty of the parameters; with ``"plugin"`` the conditional at the fitted parameters.
 
         Returns
         -------
@@ -265,8 +268,13 @@ class FactorAnalysisImputer(_FactorImputerBase):
     update : {"px", "em"}, default "px"
         M-step: parameter-expanded EM (faster, same fixed points) or marlin2008's plain EM
         (:data:`explorer.core.factor.factor_analysis.UPDATES`).
-    predictive : {"plugin", "bootstrap", "draws"}, default "plugin"
-        What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
+    predictive : {"draws", "plugin", "bootstrap"}, default "draws"
+        What ``sample`` and :meth:`conditional` draw from. The default, ``"draws"``, is proper multiple imputation
+        (the project's rule, as in :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`): in
+        ``results/factor_bootstrap.md`` its 95 % intervals covered at least as often as plug-in ones in every cell
+        (FA 0.917 against 0.897, MFA 0.889 against 0.822) with a far lower NLL (FA 1.333 against 1.615, MFA 1.461
+        against 5933), at 1.3 to 1.9 times the fit's cost. ``"plugin"``: the fitted (maximum-likelihood)
+        parameters, the cheapest, for when only those matter. ``"bootstrap"``:
         ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
         ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
         multiple imputation for Rubin's rules, approximately). It costs about ten times the fit and helps from
@@ -278,7 +286,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
         variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], 100\\,\\psi_{kd} I)`,
         weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's conditional mean whatever the predictive.
     n_posterior_draws : int, default 20
-        The parameter draws kept (bootstrap refits or chain states; not used by ``"plugin"``).
+        The parameter draws kept (chain states or bootstrap refits; not used by ``"plugin"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -326,7 +334,7 @@ class FactorAnalysisImputer(_FactorImputerBase):
     _core = fa
 
     def __init__(self, n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6, max_iter=500,
-                 min_psi=1e-6, init="pca", update="px", predictive="plugin", n_posterior_draws=20, empty_rows="raise",
+                 min_psi=1e-6, init="pca", update="px", predictive="draws", n_posterior_draws=20, empty_rows="raise",
                  random_state=None, callback=None, progress=False):
         self.n_factors = n_factors
         self.kind = kind
@@ -390,20 +398,16 @@ class MFAImputer(_FactorImputerBase):
     reg : float, default 1e-6
         Ridge on each component's :math:`\\sum_n r_{nk}E[\\tilde z\\tilde z^\\top]` (keeps a component
         that loses its rows solvable; 0 = exact maximum likelihood).
-    predictive : {"plugin", "bootstrap", "draws"}, default "plugin"
-        What ``sample`` and :meth:`conditional` draw from. ``"plugin"``: the fitted parameters. ``"bootstrap"``:
-        ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
-        ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
-        multiple imputation for Rubin's rules, approximately). It costs about ten times the fit and helps from
-        about 100 rows up; on fewer rows than a few times the columns its resamples overfit and the intervals
-        narrow (``results/factor_bootstrap.md``). ``"draws"``: ``n_posterior_draws`` states of a Gibbs sampler
-        (Bayesian data augmentation) of the model under a weak conjugate prior, started at the fit (10 sweeps of
-        burn-in, one state in 3; :mod:`explorer.core.factor.factor_augmentation`): per component and feature,
-        noise variance :math:`\\psi_{kd} \\sim \\mathrm{IG}(1, 0.1\\,s_d^2)` (:math:`s_d^2` the column's observed
-        variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], 100\\,\\psi_{kd} I)`,
-        weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's conditional mean whatever the predictive.
+    predictive : {"draws", "plugin", "bootstrap"}, default "draws"
+        What ``sample`` and :meth:`conditional` draw from, as in :class:`FactorAnalysisImputer` (per component):
+        ``"draws"``, the default, the states of the data-augmentation chain (proper multiple imputation; for MFA in
+        ``results/factor_bootstrap.md`` 95 % coverage 0.889 against 0.822 plug-in, NLL per hidden entry 1.461
+        against 5933, on 25 rows coverage 0.825 against 0.648, at about 1.3 times the fit's cost); ``"plugin"``
+        the fitted parameters, the cheapest (the candidates of ``n_components="auto"`` are scored with it);
+        ``"bootstrap"`` refits on bootstrap resamples of the rows. ``transform`` is the fit's conditional mean
+        whatever the predictive.
     n_posterior_draws : int, default 20
-        The parameter draws kept (bootstrap refits or chain states; not used by ``"plugin"``).
+        The parameter draws kept (chain states or bootstrap refits; not used by ``"plugin"``).
     empty_rows : {"raise", "marginal"}, default "raise"
     random_state : int, numpy.random.Generator or None, default None
         Seed of the random initialisation, following scikit-learn's convention: an int makes every
@@ -444,7 +448,7 @@ class MFAImputer(_FactorImputerBase):
         return fit_auto(self, X, values)
 
     def __init__(self, n_components="auto", n_factors=1, kind="fa", solver="exact", n_terms=100, eps=1e-6, tol=1e-6,
-                 max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, predictive="plugin",
+                 max_iter=500, min_psi=1e-6, init="kmeans", update="px", reg=1e-6, predictive="draws",
                  n_posterior_draws=20, empty_rows="raise", random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.n_factors = n_factors

@@ -592,9 +592,10 @@ class TransformedImputer(TransformerMixin, BaseEstimator):
         ``conditional_density`` is ``"auto"`` gets ``"gaussian"``, because the Student-t posterior predictive of a
         log-transformed column has no finite mean on the original scale (GaussianMixtureImputer's default predictive,
         a Gaussian mixture over parameter draws, is kept for ``conditional``, ``interval`` and ``sample``, as are
-        the factor imputers' plug-in and bootstrap ones; an explicit ``predictive="student_t"`` is refused by the
-        back-transform's check). ``transform`` is the back-transformed mean (or median) of the inner model's
-        Gaussians at its fitted parameters: the mean over parameter draws has tails as heavy as the widest draw's.
+        the factor imputers' (data-augmentation draws by default, plug-in or bootstrap); an explicit
+        ``predictive="student_t"`` is refused by the back-transform's check). ``transform`` is the back-transformed
+        mean (or median) of the inner model's Gaussians at its fitted parameters: the mean over parameter draws has
+        tails as heavy as the widest draw's.
     transforms : "suggest", dict or None, default "suggest"
         ``"suggest"``: the transforms of :func:`suggest_transforms`, announced by a
         :class:`TransformWarning` in ``fit`` (never silent). A dict: column name (or index) ->
