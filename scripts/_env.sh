@@ -107,9 +107,7 @@ _explorer_install() {
     [ -f "$stamp" ] && have="$(cat "$stamp")"
     if [ "$want" != "$have" ] || [ "${EXPLORER_FORCE_INSTALL:-0}" = 1 ]; then
         echo ">> installing explorer into .venv (pip install -e '.[test]')" >&2
-        # --no-compile: pip byte-compiles every module of every package (about half of a fresh install's
-        # minute); Python compiles the ones a run imports on first import instead, into the same caches
-        .venv/bin/python -m pip install -q --disable-pip-version-check --no-compile -e '.[test]' \
+        .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
             || _explorer_die "pip install -e '.[test]' failed (see above)"
         echo "$want" >"$stamp"
     fi
