@@ -99,6 +99,14 @@ LAYOUT_JS = """() => {
 }"""
 
 
+# What must stop changing before a page is read: every figure's box and frame, and the length of every data column.
+GEOMETRY_JS = """() => JSON.stringify([...Bokeh.index.query((v) => v.model != null && v.model.type === 'Figure')]
+  .map((f) => [f.bbox.left, f.bbox.top, f.bbox.width, f.bbox.height, f.frame.bbox.width, f.frame.bbox.height,
+               f.model.renderers.map((r) => r.data_source == null ? 0 : Object.values(
+                 r.data_source.data instanceof Map ? Object.fromEntries(r.data_source.data) : r.data_source.data)
+                 .map((c) => c == null || c.length == null ? 0 : c.length).join(','))]))"""
+
+
 def _inside(x: float, y: float, r: dict, pad: float = 0.0) -> bool:
     return r["left"] - pad <= x <= r["right"] + pad and r["top"] - pad <= y <= r["bottom"] + pad
 
@@ -170,7 +178,16 @@ def _settle(page, wait_for_bokeh) -> None:
                    return v.length > 0 && v.every((f) => f.frame != null && f.frame.bbox.width > 0); }""",
         timeout=60_000)
     wait_for_bokeh(page, timeout=60_000)
-    page.wait_for_timeout(1200)
+    # then until the figures' geometry and data lengths have not changed for half a second (a page's first
+    # fit can land a moment after its figures are drawn; a fixed 1.2 s wait cost 40 s over the 32 checks)
+    last, quiet = None, 0
+    for _ in range(60):
+        now = page.evaluate(GEOMETRY_JS)
+        quiet = quiet + 1 if now == last else 0
+        if quiet >= 2:
+            break
+        last = now
+        page.wait_for_timeout(250)
     wait_for_bokeh(page, timeout=60_000)
 
 
