@@ -27,6 +27,7 @@ from explorer.core.gaussians.gaussian import DegenerateCovarianceError
 
 __all__ = [
     "ConvergenceWarning", "FitInterruptedWarning", "IterationInfo", "LoopMonitor", "LoopOutcome", "run_restarts",
+    "run_thinned",
 ]
 
 
@@ -189,3 +190,17 @@ def run_restarts(
     elif stop != "tol":
         warnings.warn(message, warning, stacklevel=stacklevel)
     return LoopOutcome(state, stop, message, tuple(trace), tuple(r[0].objective for r in runs))
+
+
+def run_thinned(step: Callable, state, n_burn: int, n_thin: int, n_draws: int) -> list:
+    """The states a Markov chain keeps: ``n_burn`` steps of ``step(state) -> state`` discarded, then one state kept
+    every ``n_thin`` steps until there are ``n_draws`` (the data-augmentation chains of the core)."""
+    from explorer.core.validation import check_int
+
+    check_int("n_draws", n_draws, 1)
+    kept = []
+    for i in range(n_burn + n_thin * n_draws):
+        state = step(state)
+        if i >= n_burn and (i - n_burn + 1) % n_thin == 0:
+            kept.append(state)
+    return kept

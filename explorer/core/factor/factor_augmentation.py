@@ -67,6 +67,7 @@ from scipy.linalg.lapack import dpotrs, dtrtrs
 from explorer.core.factor.fa_conditional import _per_pattern
 from explorer.core.factor.mfa import MFAParams
 from explorer.core.factor.mfa import conditional as mfa_conditional
+from explorer.core.loop import run_thinned
 from explorer.core.validation import BadInputError, check_int
 
 __all__ = ["A0", "NOISE_FRACTION", "TAU", "FAPrior", "FADAConfig", "FADAState", "default_prior",
@@ -262,13 +263,8 @@ def run(state: FADAState, X_nan, prior: FAPrior, config: FADAConfig, n_draws: in
         fit_rows=None) -> list[FADAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
     ``config.n_thin`` steps."""
-    check_int("n_draws", n_draws, 1)
     if not isinstance(prior, FAPrior):
         raise BadInputError(f"prior must be an FAPrior (see default_prior), got {type(prior).__name__}.")
     X_nan = np.asarray(X_nan, dtype=float)
-    kept = []
-    for i in range(config.n_burn + config.n_thin * n_draws):
-        state = step(state, X_nan, prior, config, rng, fit_rows)
-        if i >= config.n_burn and (i - config.n_burn + 1) % config.n_thin == 0:
-            kept.append(state)
-    return kept
+    return run_thinned(lambda s: step(s, X_nan, prior, config, rng, fit_rows), state, config.n_burn, config.n_thin,
+                       n_draws)

@@ -47,6 +47,7 @@ from scipy.stats import invwishart
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, tril_inverse
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.loop import run_thinned
 from explorer.core.mixtures.prior import ResolvedPrior
 from explorer.core.validation import BadInputError, check_int
 
@@ -351,13 +352,8 @@ def run(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, n_draws: 
         fit_rows=None) -> list[DAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
     ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped by pattern once)."""
-    check_int("n_draws", n_draws, 1)
     _check_prior(prior)
     X_nan = np.asarray(X_nan, dtype=float)
     patterns = group_patterns(np.isnan(X_nan))
-    kept = []
-    for i in range(config.n_burn + config.n_thin * n_draws):
-        state = step(state, X_nan, prior, config, rng, fit_rows, patterns=patterns)
-        if i >= config.n_burn and (i - config.n_burn + 1) % config.n_thin == 0:
-            kept.append(state)
-    return kept
+    return run_thinned(lambda s: step(s, X_nan, prior, config, rng, fit_rows, patterns=patterns), state,
+                       config.n_burn, config.n_thin, n_draws)

@@ -61,9 +61,10 @@ import numpy as np
 
 from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.patterns import group_patterns
+from explorer.core.loop import run_thinned
 from explorer.core.mixtures import data_augmentation as da
 from explorer.core.mixtures import location_model as lm
-from explorer.core.validation import BadInputError, check_dirichlet, check_int
+from explorer.core.validation import BadInputError, check_dirichlet
 
 __all__ = ["LocationDAConfig", "LocationDAState", "init", "step", "run"]
 
@@ -215,12 +216,7 @@ def run(state: LocationDAState, data: lm.LocationData, prior, config: LocationDA
         rng: np.random.Generator) -> list[LocationDAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
     ``config.n_thin`` steps (a loop over :func:`step`; the numeric gaps are grouped by pattern once)."""
-    check_int("n_draws", n_draws, 1)
     _check_prior(prior, data)
     patterns = group_patterns(data.missing) if data.n_numeric else None
-    kept = []
-    for i in range(config.n_burn + config.n_thin * n_draws):
-        state = step(state, data, prior, config, rng, patterns=patterns)
-        if i >= config.n_burn and (i - config.n_burn + 1) % config.n_thin == 0:
-            kept.append(state)
-    return kept
+    return run_thinned(lambda s: step(s, data, prior, config, rng, patterns=patterns), state, config.n_burn,
+                       config.n_thin, n_draws)
