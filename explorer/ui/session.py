@@ -24,7 +24,7 @@ import panel as pn
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
-__all__ = ["Redraw", "SessionWorker", "push", "run_then", "served_doc"]
+__all__ = ["Redraw", "SessionWorker", "hold", "push", "run_then", "served_doc"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,28 @@ def served_doc():
     if doc is None or doc.session_context is None or pn.state._jupyter_kernel_context:
         return None
     return doc
+
+
+@contextlib.contextmanager
+def hold(doc=None, *, freeze: bool = False):
+    """``pn.io.hold``: the changes made inside go to the browser as one message when the block ends (``freeze``:
+    and the document's model graph is walked once, then), except in a served session that Panel does not count
+    as connected yet.
+
+    Panel (1.9.4) takes a session as connected only when its thread pool has handled the browser's
+    ``document_ready``, and drops the Bokeh model changes held in a document that is not connected, trusting the
+    document's first serialisation to carry them. But the browser pulls the document (PULL-DOC) before it sends
+    ``document_ready``: a change made in between (a worker's first result landing while the page renders) was
+    lost, and the page showed its empty plots for good. There the block runs unheld, and Bokeh sends each change
+    to the browser, which is subscribed from the moment its websocket opened.
+    """
+    doc = doc if doc is not None else pn.state.curdoc
+    if doc is not None and getattr(doc, "session_context", None) is not None and not pn.state._connected.get(doc):
+        with doc.models.freeze() if freeze else contextlib.nullcontext():
+            yield
+        return
+    with pn.io.hold(doc, freeze=freeze):
+        yield
 
 
 def push(*panes) -> None:

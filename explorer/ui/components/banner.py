@@ -15,6 +15,7 @@ import param
 from panel.viewable import Viewer
 
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
+from explorer.ui.session import hold
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
 
@@ -66,7 +67,7 @@ class DataErrorBanner(Viewer):
         dm = self.data_model
         error = dm.error
         suggestion = dm.suggestion or {}
-        with pn.io.hold():
+        with hold():
             if error:
                 text = f"**Could not apply the settings:** {md(error)}"
                 if suggestion.get("text"):

@@ -41,7 +41,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.ui.session import SessionWorker, served_doc
+from explorer.ui.session import SessionWorker, hold, served_doc
 
 __all__ = ["NOTEBOOK_PAUSE_S", "StepPlayer"]
 
@@ -168,7 +168,7 @@ class StepPlayer(Viewer):
             self._play.label = label
 
     def _bump(self):
-        with pn.io.hold():
+        with hold():
             self._update_readout()
             with param.edit_constant(self):
                 self.frame += 1

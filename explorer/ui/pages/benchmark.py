@@ -35,7 +35,7 @@ from explorer.reference import GARRIGA2017_FIGURES, GARRIGA2017_RATES, reference
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.bars import BAR_COLUMNS, MetricBars
-from explorer.ui.session import Redraw, SessionWorker, push, served_doc
+from explorer.ui.session import Redraw, SessionWorker, hold, push, served_doc
 from explorer.ui.state.benchmark_model import COMMITTED_SUMMARY, BenchmarkModel
 from explorer.ui.text import md
 
@@ -413,7 +413,7 @@ class BenchmarkPage(Viewer):
         self.refresh_plots()
 
     def _draw(self) -> None:
-        with pn.io.hold():
+        with hold():
             self._update_status()
             plots, self._plots_stale = self._plots_stale, False
             if plots:

@@ -59,7 +59,7 @@ from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.plots.density_slices import LevelBars, Slice1DPlot, Slice2DPlot, WeightBars
-from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.session import Redraw, hold, push, run_then, served_doc
 from explorer.ui.state.data_model import MIXED_NONE, UPLOADED, DataModel, MixedDataModel
 from explorer.ui.state.em_model import EMModel, LocationModel
 from explorer.ui.state.vb_model import VBModel
@@ -405,7 +405,7 @@ class ConditionalView(Viewer):
         """The fit ended (on the event loop): its status and slice, unless a newer fit or run superseded it."""
         if token != self._token or self._session_gone():
             return
-        with pn.io.hold(freeze=True):  # one message and one walk of the model graph (see _draw)
+        with hold(freeze=True):  # one message and one walk of the model graph (see _draw)
             self._progress.visible = False
             self._fit_button.disabled = False
             self._show_status()
@@ -677,7 +677,7 @@ class ConditionalView(Viewer):
     def _draw(self) -> None:
         # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
         # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
-        with self._lock, pn.io.hold(freeze=True):
+        with self._lock, hold(freeze=True):
             try:
                 self._draw_slice()
             except _NoModel as exc:

@@ -38,7 +38,7 @@ from explorer.ui.components.data_controls import DataControls
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.plots.bars import Bars, HistogramOverlay, Marker
 from explorer.ui.plots.missingness import MissingnessMatrix, RateBars, RGBMosaic
-from explorer.ui.session import Redraw, push
+from explorer.ui.session import Redraw, hold, push
 from explorer.ui.state.data_model import NO_MECHANISM, DataModel
 from explorer.ui.text import md
 
@@ -390,7 +390,7 @@ class DataMechanismView(Viewer):
             try:
                 # one message, and one walk of the document's model graph (freeze): a pane's first update after the
                 # page is shown gains the template's stylesheets, and each such change makes Bokeh walk the document
-                with pn.io.hold(freeze=True):
+                with hold(freeze=True):
                     drawn = self._draw_parts()
                 # requests this draw made itself are drawn; a source is changed once per message (two changes of
                 # its columns in one held message can reach BokehJS with columns of different lengths)

@@ -42,7 +42,7 @@ from explorer.ui.components.player import StepPlayer
 from explorer.ui.components.upload import FileUpload, decoded
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.surface_panels import MAIN, PALETTE, STRIP, SurfacePanels
-from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.session import Redraw, hold, push, run_then, served_doc
 from explorer.ui.state.data_model import NO_MECHANISM, UPLOADED
 from explorer.ui.state.decision_model import (
     SYNTHETIC,
@@ -557,7 +557,7 @@ class DecisionView(Viewer):
 
     def _show(self, frame: dict, surface: Surface | None, status: dict | None) -> None:
         """On the event loop: the plots and the text of one frame."""
-        with pn.io.hold():
+        with hold():
             self._panels.update(frame)
             self._update_text(surface, status)
         push(self._panels.pane)

@@ -28,7 +28,7 @@ from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.figures import ScatterPanel, TracePlot
 from explorer.ui.plots.mixture2d import axis_ranges, empty_frame, panel_frame
-from explorer.ui.session import Redraw, push
+from explorer.ui.session import Redraw, hold, push
 from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
 from explorer.ui.state.em_model import EMModel
 from explorer.ui.text import md
@@ -271,7 +271,7 @@ class EMPlayground(ModelPage):
         self._redraw()
 
     def _draw(self) -> None:
-        with self._lock, pn.io.hold():
+        with self._lock, hold():
             pending = self._pending()
             xlim, ylim = self._limits(pending)
             truth_params = None if pending else self._truth_params()

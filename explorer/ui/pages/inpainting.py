@@ -33,7 +33,7 @@ from explorer.ui.components.fa_page import URL, FAPage, mask_widgets, model_widg
 from explorer.ui.components.textline import TextLine
 from explorer.ui.plots.bars import BarChart
 from explorer.ui.plots.images import ImagePanel, grey_mapper, mosaic
-from explorer.ui.session import push, run_then
+from explorer.ui.session import hold, push, run_then
 from explorer.ui.state.fa_model import METHOD_LABELS, METHODS
 from explorer.ui.weak import weak_callback
 
@@ -252,7 +252,7 @@ class InpaintingView(FAPage):
     # ------------------------------------------------------------------ drawing
     def _draw(self):
         m = self.model
-        with m.lock, pn.io.hold():
+        with m.lock, hold():
             if self._show_error():
                 self._info.object = ""
                 return

@@ -32,7 +32,7 @@ from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.figures import figure_pane
-from explorer.ui.session import Redraw, push, run_then
+from explorer.ui.session import Redraw, hold, push, run_then
 from explorer.ui.state.mar_table_model import MARTableModel, MARTableResult
 from explorer.ui.weak import weak_callback
 
@@ -263,7 +263,7 @@ class MARTableView(Viewer):
         result = self.result
         if result is None:
             return
-        with pn.io.hold():
+        with hold():
             self._validity.param.update(object=validity_markdown(result),
                                         alert_type="success" if result.valid else "danger")
             self._table.object = table_html(result)

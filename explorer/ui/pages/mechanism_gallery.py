@@ -36,7 +36,7 @@ from explorer.ui.components.flow import flow
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.figures import figure_pane
-from explorer.ui.session import Redraw, push, run_then
+from explorer.ui.session import Redraw, hold, push, run_then
 from explorer.ui.state.mechanism_gallery_model import FAMILIES, GalleryResult, MechanismGalleryModel
 from explorer.ui.text import md
 from explorer.ui.weak import weak_callback
@@ -296,7 +296,7 @@ class MechanismGalleryView(Viewer):
 
     def _draw(self) -> None:
         """Show :attr:`result` (or the error, the plots keeping the last valid setting) on the event loop."""
-        with pn.io.hold():
+        with hold():
             if self.result is None:
                 self._alert.param.update(object=f"**Not a valid setting:** {md(self._error)}. The plots show the "
                                          "last valid setting.", visible=bool(self._error))

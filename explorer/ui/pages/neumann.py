@@ -33,7 +33,7 @@ from bokeh.plotting import figure
 from explorer.ui.components.fa_page import FAPage, mask_widgets, model_widgets
 from explorer.ui.components.flow import flow
 from explorer.ui.state.fa_model import MASK_TYPES, METHOD_LABELS, FAModel
-from explorer.ui.session import push
+from explorer.ui.session import hold, push
 from explorer.ui.plots.figures import figure_pane
 
 __all__ = ["NeumannView", "decay_frame", "error_frame", "padded_range", "rho_histograms", "trace_columns"]
@@ -237,7 +237,7 @@ class NeumannView(FAPage):
 
     # ------------------------------------------------------------------ drawing
     def _draw(self):
-        with pn.io.hold():
+        with hold():
             reading = self._read_model()
             if reading is not None:
                 self._draw_reading(reading)

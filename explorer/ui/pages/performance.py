@@ -38,7 +38,7 @@ from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.page import sync_with_url
 from explorer.ui.plots.series_plot import SeriesPlot
 from explorer.ui.plots.tree_graph import TreeGraph
-from explorer.ui.session import Redraw, push, run_then, served_doc
+from explorer.ui.session import Redraw, hold, push, run_then, served_doc
 from explorer.ui.state.performance_model import (
     EM_STRATEGIES,
     KERNELS,
@@ -390,7 +390,7 @@ class PerformanceView(Viewer):
         self._cancel = cancel = threading.Event()
         self._started = time.monotonic()
         total = len(self.model.sweep_values()) * len(self.model.series())
-        with pn.io.hold():
+        with hold():
             self._measure.disabled, self._stop.disabled = True, False
             self._progress.param.update(max=max(total, 1), value=0, bar_color="primary")
             self._status.object = f"Measuring 0 / {total} …"
@@ -435,7 +435,7 @@ class PerformanceView(Viewer):
         self._busy = False
         with self._lock:
             self._progress_shown = None
-        with pn.io.hold():
+        with hold():
             self._measure.disabled, self._stop.disabled = False, True
             if error is not None:
                 self._show_error(f"{type(error).__name__}: {error}")
@@ -531,7 +531,7 @@ class PerformanceView(Viewer):
 
     # ------------------------------------------------------------------ drawing
     def _draw(self) -> None:
-        with pn.io.hold():
+        with hold():
             self._draw_progress()
             results, self._results_stale = self._results_stale, None
             if results is not None:

@@ -42,7 +42,7 @@ from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import weak_callback
 from explorer.ui.plots.rating_figures import ObjectiveTrace, PredictivePlot, SelectionBars
-from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
+from explorer.ui.session import Redraw, SessionWorker, hold, push, run_then, served_doc
 from explorer.ui.state.ratings_model import (
     MODELS,
     S_VALUES,
@@ -387,7 +387,7 @@ class RatingsView(Viewer):
 
     def _draw(self) -> None:
         snap = self._snapshot
-        with pn.io.hold():
+        with hold():
             if snap.readout_error:  # the plots keep what they showed
                 self._alert.object, self._alert.visible = md(snap.readout_error), True
                 return

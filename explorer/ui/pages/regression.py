@@ -40,7 +40,7 @@ from explorer.ui.components.frame_jobs import LatestFrame
 from explorer.ui.components.player import StepPlayer
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.regression_panels import DensitySlicePlot, RegressionScatter
-from explorer.ui.session import Redraw, SessionWorker, push, run_then, served_doc
+from explorer.ui.session import Redraw, SessionWorker, hold, push, run_then, served_doc
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.regression_model import (
     JOINT_DRAW,
@@ -372,7 +372,7 @@ class RegressionView(ModelPage):
         if error is not None or readouts is None or self._destroyed:
             return  # the worker logged the error; the plots keep the last read-outs
         self.readouts = r = readouts
-        with pn.io.hold():
+        with hold():
             sf, df = scatter_frame(r), density_frame(r)
             self._scatter.update(sf)
             self._density.update(df)

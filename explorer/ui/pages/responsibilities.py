@@ -33,7 +33,7 @@ from explorer.ui.plots.bars import BarChart
 from explorer.ui.plots.figures import figure_pane
 from explorer.ui.plots.images import TITLE_SIZE, ImagePanel, grey_mapper, mosaic
 from explorer.ui.plots.sources import set_data
-from explorer.ui.session import push
+from explorer.ui.session import hold, push
 from explorer.ui.state.fa_model import FAModel
 
 __all__ = ["ResponsibilitiesView", "ShiftHistogram", "accuracy_frame", "create_model", "selected_frame", "shift_frame",
@@ -236,7 +236,7 @@ class ResponsibilitiesView(FAPage):
 
     def _draw(self):
         m = self.model
-        with m.lock, pn.io.hold():
+        with m.lock, hold():
             if self._show_error():
                 self._info.object = ""
                 return

@@ -37,7 +37,7 @@ from explorer.ui.components.data_controls import DataControls
 from explorer.ui.page import ModelPage, weak_callback
 from explorer.ui.plots.bars import Bars, HistogramOverlay
 from explorer.ui.plots.estimate_band import EstimateBand, Line
-from explorer.ui.session import Redraw, push, run_then
+from explorer.ui.session import Redraw, hold, push, run_then
 from explorer.ui.state.data_model import UPLOADED, DataModel
 from explorer.ui.state.sensitivity_model import DRAW_CACHE, ESTIMATES, SensitivityModel, cached_run_job
 from explorer.ui.text import md
@@ -331,7 +331,7 @@ class SensitivityView(ModelPage):
         if token != self._token or self._destroyed:
             return
         result, message = outcome if outcome is not None else (None, f"The imputations failed: {error}")
-        with pn.io.hold(freeze=True):  # one message and one walk of the model graph (see _draw)
+        with hold(freeze=True):  # one message and one walk of the model graph (see _draw)
             self._progress.visible = False
             self._status.object = ""
             self.model.adopt(job, result, message)  # its revision refreshes the page
@@ -353,7 +353,7 @@ class SensitivityView(ModelPage):
         m = self.model
         # one message, and one walk of the document's model graph (freeze): a pane's first update after the page
         # is shown gains the template's stylesheets, and each such change makes Bokeh walk the whole document
-        with self._lock, pn.io.hold(freeze=True):
+        with self._lock, hold(freeze=True):
             self._draw_plots()
             self._sentence.object = md(m.sentence()) if m.table is not None else ""
             self._alert.object = md(m.error) if m.error else ""

@@ -41,7 +41,7 @@ from explorer.ui.plots.vb_frames import (
     plugin_imputation,
     weights_frame,
 )
-from explorer.ui.session import Redraw, push
+from explorer.ui.session import Redraw, hold, push
 from explorer.ui.state.data_model import DATASETS_2D, MECHANISMS_2D, UPLOADED, DataModel
 from explorer.ui.state.vb_model import COVARIANCE_PRIORS, MEAN_PRIORS, VBModel
 from explorer.ui.text import md
@@ -321,7 +321,7 @@ class VariationalPlayground(ModelPage):
         self._redraw()
 
     def _draw(self) -> None:
-        with self._lock, pn.io.hold():
+        with self._lock, hold():
             data = self.data_model.data
             if data is not None:  # same ranges in both panels: those of the (true) data on the shown pair
                 pair = self._pair(data)
