@@ -589,6 +589,20 @@ def test_performance_page_is_the_benchmark_results():
     checked += _check(page, "before: {}-{}x and {}-{}x)", min(before_complete), max(before_complete),
                       min(before_missing), max(before_missing))
     checked += _check(page, "(about {}x scikit-learn with gaps)", vb[0]["numpy_ratio_missing"])
+    vb_auto = {(r["dataset"], r["K"]): r for r in _results("vb_auto_threshold.json")["rows"]}
+    boston = vb_auto[("boston", 15)]
+    small = [r for r in vb_auto.values() if r["work"] < 50_000]
+    checked += _check(page, "at Boston's size with K = {} ({}) a first fit, load included, took {} s compiled "
+                            "against {} s with numpy, and {} s against {} s once loaded; below 50,000 numpy's first "
+                            "fits took {}-{} s against {}-{} s compiled", 15, boston["work"],
+                      boston["compiled"]["first"], boston["numpy"]["first"], boston["compiled"]["second"],
+                      boston["numpy"]["second"], min(r["numpy"]["first"] for r in small),
+                      max(r["numpy"]["first"] for r in small), min(r["compiled"]["first"] for r in small),
+                      max(r["compiled"]["first"] for r in small))
+    from explorer.core.mixtures.vb_dpgmm import VB_AUTO_COMPILED_MIN_WORK
+
+    assert VB_AUTO_COMPILED_MIN_WORK == 50_000 and boston["work"] >= VB_AUTO_COMPILED_MIN_WORK
+    assert boston["compiled"]["first"] < boston["numpy"]["first"]  # the threshold's case: compiled wins, load included
 
     fa = _results("bench_fa.json")["results"]
     speedups = [r["numpy_over_compiled_incomplete"] for r in fa]
@@ -647,7 +661,7 @@ def test_performance_page_is_the_benchmark_results():
                       secs["ionosphere", "missforest"]["ratio_to_poigmm"], secs["boston", "mice"]["seconds"],
                       secs["ionosphere", "mice"]["seconds"], secs["boston", "em_gmm"]["seconds"],
                       secs["ionosphere", "em_gmm"]["seconds"])
-    assert checked == 10 + 4 + 1 + 6 + 1 + 2 + 6 + 3 + 3 + 1 + 4 + 2 + 2 + 1 + 1 + 11
+    assert checked == 10 + 4 + 1 + 6 + 1 + 2 + 6 + 3 + 3 + 1 + 4 + 2 + 2 + 1 + 1 + 11 + 10
 
 
 def test_gaussian_selection_page_is_results_gaussian_selection():

@@ -114,6 +114,11 @@ def test_fit_is_the_same_and_thesis_responsibilities_use_numpy():
         assert vb.resolve_strategy(fresh, VBConfig(n_components=3)) == "compiled"  # the load is paid: compiled
     big = _data(n=5000, d=10, rate=0.1)
     assert vb.resolve_strategy(big, VBConfig(n_components=5)) == "compiled"
+    with pytest.MonkeyPatch.context() as mp:  # a fresh process: VB's own threshold, below EM's
+        mp.setattr(compiled_pkg, "_LOADED", set())
+        boston_size = _data(n=506, d=13, rate=0.3)  # 506 x 15 x 13 = 98,670 >= 50,000 (EM's threshold: 200,000)
+        assert vb.resolve_strategy(boston_size, VBConfig(n_components=15)) == "compiled"
+        assert vb.resolve_strategy(boston_size, VBConfig(n_components=7)) == "numpy"  # 46,046
 
 
 def test_state_stepped_under_other_settings_redoes_the_pass():

@@ -114,7 +114,6 @@ from explorer.core.mixtures.em_gmm import ConvergenceWarning as _EMConvergenceWa
 from explorer.core.mixtures.em_gmm import EMConfig, EMData, data_moments, prepare
 from explorer.core.mixtures.em_gmm import _layout as _em_layout
 from explorer.core.mixtures.kmeans import kmeans
-from explorer.core.mixtures.suffstats import AUTO_COMPILED_MIN_WORK
 from explorer.core.validation import BadInputError
 
 __all__ = [
@@ -128,6 +127,7 @@ __all__ = [
     "VBConfig",
     "VBResult",
     "VBState",
+    "VB_AUTO_COMPILED_MIN_WORK",
     "conditional",
     "elbo_terms",
     "expected_log_weights",
@@ -551,15 +551,23 @@ def elbo_terms(tau, entropy_xmis, stats, gamma, means, beta, nu, scatter, prior:
     return t
 
 
+#: ``strategy="auto"`` takes the compiled VB E-step from this many rows x components x features in a fresh process
+#: (EM's threshold is 200,000): the numpy VB step factors every component's observed blocks, so it costs several
+#: times EM's. ``results/vb_auto_threshold.md`` (fresh processes): at Boston's size with K = 15 (98,670) a first
+#: compiled fit, load included, took 0.38 s against numpy's 0.40 s (0.06 against 0.61 s once loaded); below 50,000
+#: numpy's first fits took 0.10-0.80 s against 0.36-0.45 s compiled, so numpy stays for small interactive data.
+VB_AUTO_COMPILED_MIN_WORK = 50_000
+
+
 def resolve_strategy(data: EMData, config: VBConfig) -> str:
     """The E-step kernel a fit uses: ``"compiled"`` or ``"numpy"``.
 
     ``responsibilities="thesis"`` (the printed eq. 3.17, kept for comparison: it needs the plain blocks
-    :math:`W^{oo}`) always uses ``"numpy"``. ``"auto"`` follows :func:`explorer.core.mixtures.em_gmm.resolve_strategy`:
-    ``"compiled"`` when the compiled VB E-step has already run in this process or rows x components x features is
-    at least :data:`explorer.core.mixtures.suffstats.AUTO_COMPILED_MIN_WORK`, and numba imports, else ``"numpy"``
-    (small interactive data never wait for the first compiled call, about 0.6 s with a filled numba cache; once it
-    is paid, the compiled step is the faster one).
+    :math:`W^{oo}`) always uses ``"numpy"``. ``"auto"`` follows :func:`explorer.core.mixtures.em_gmm.resolve_strategy`
+    with its own threshold: ``"compiled"`` when the compiled VB E-step has already run in this process or rows x
+    components x features is at least :data:`VB_AUTO_COMPILED_MIN_WORK`, and numba imports, else ``"numpy"`` (small
+    interactive data never wait for the first compiled call, about 0.4-0.6 s with a filled numba cache; once it is
+    paid, the compiled step is the faster one).
     """
     if config.responsibilities == "thesis":
         return "numpy"
@@ -571,7 +579,7 @@ def resolve_strategy(data: EMData, config: VBConfig) -> str:
         from explorer.core._compiled import compiled_or_numpy
 
         work = data.n_fit * config.n_components * data.n_features
-        chosen = data.cache[key] = compiled_or_numpy("vb_dpgmm", work, AUTO_COMPILED_MIN_WORK)
+        chosen = data.cache[key] = compiled_or_numpy("vb_dpgmm", work, VB_AUTO_COMPILED_MIN_WORK)
     return chosen
 
 
