@@ -10,6 +10,7 @@ It checks:
 
 * no legend box covers a data point, a bar or a line of its figure;
 * no plot is narrower than 400 px, except image thumbnails (see :func:`is_thumbnail`);
+* no plot, table or form control reaches past the right edge of the window (the page needs no sideways scroll);
 * Step / Play / Reset, on the pages that have them, are inside the 1440x900 viewport without scrolling
   (the page freshly opened, nothing scrolled: their boxes lie within the window).
 
@@ -191,9 +192,33 @@ def _settle(page, wait_for_bokeh) -> None:
     wait_for_bokeh(page, timeout=60_000)
 
 
+#: What ends right of the window: plots' canvases, tables and form controls (in shadow roots too), with their right
+#: edges and widths.
+PAST_RIGHT_EDGE_JS = """() => {
+  const out = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) walk(el.shadowRoot);
+      const kind = el.classList.contains('bk-Canvas') ? 'plot' : ['TABLE', 'SELECT', 'INPUT', 'BUTTON'].includes(
+        el.tagName) ? el.tagName.toLowerCase() : null;
+      if (!kind) continue;
+      const b = el.getBoundingClientRect();
+      if (b.width > 0 && b.height > 0 && b.right > window.innerWidth + 1)
+        out.push([kind, (el.textContent || el.getAttribute('name') || '').trim().slice(0, 40), Math.round(b.right),
+                  Math.round(b.width)]);
+    }
+  };
+  walk(document);
+  return out;
+}"""
+
+
 def check_page(page, slug: str, width: int, height: int) -> list[str]:
     """The problems of the open page ``slug`` (empty when it looks right)."""
     problems = []
+    for kind, text, right, w in page.evaluate(PAST_RIGHT_EDGE_JS):
+        problems.append(f"a {kind} ({w} px wide{', ' + repr(text) if text else ''}) ends at {right} px, past the "
+                        f"{width} px window")
     figs = page.evaluate(LAYOUT_JS)
     if not figs:
         problems.append("no figure on screen")

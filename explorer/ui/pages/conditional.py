@@ -245,14 +245,19 @@ class ConditionalView(Viewer):
         self._custom = pn.widgets.TextInput.from_param(
             self.param.custom_text, width=420, placeholder="e.g. 6.8, 3.0, ?, ?",
             label="Custom row (comma-separated; blank or ? = missing)")
-        self._custom_error = pn.pane.Alert("", alert_type="warning", visible=False, width=420)
+        # beside the input, 200-420 px: two fixed 420 px made the page at least 840 px wide, even while hidden
+        self._custom_error = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
+                                           min_width=200, max_width=420)
         self._feature = pn.widgets.Select.from_param(self.param.feature, options=[], label="Missing feature (x)",
                                                      width=220)
         self._feature2 = pn.widgets.Select.from_param(self.param.feature2, options=[NONE],
                                                       label="Second missing feature (y)", width=220)
         self._row_info = pn.pane.Markdown(margin=(28, 10, 0, 10), sizing_mode="stretch_width")
         # at most MAX_TABLE_ROWS rows, all shown (a max_height used to cut wide tables silently)
-        self._table = pn.pane.DataFrame(index=False, width=880, margin=(0, 10))
+        # at most 880 px, narrower with the window (a fixed 880 px widened the whole column past a 1024 px screen);
+        # a table wider than that scrolls inside its pane
+        self._table = pn.pane.DataFrame(index=False, sizing_mode="stretch_width", max_width=880, margin=(0, 10),
+                                        styles={"overflow-x": "auto", "min-width": "0"})
         self._table_note = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width", visible=False,
                                             css_classes=["table-note"])
 
@@ -290,11 +295,13 @@ class ConditionalView(Viewer):
             "table's own gaps have none). Typed rows, the 2-D view and downloads are for numeric data sets.",
             sizing_mode="stretch_width", margin=(0, 10, 8, 10), visible=self.mixed)
         self._custom_box = pn.Row(self._custom, self._custom_error, visible=self.source == "custom row",
-                                  sizing_mode="stretch_width")
+                                  sizing_mode="stretch_width", styles={"flex-wrap": "wrap"})
         results = pn.Column(
-            pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width"),
+            # the rows of controls wrap in a narrow window (1024 px) instead of widening the page past it
+            pn.Row(self._source, self._row, self._random, sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
             self._custom_box,
-            pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width"),
+            pn.Row(self._feature, self._feature2, self._row_info, sizing_mode="stretch_width",
+                   styles={"flex-wrap": "wrap"}),
             # side by side when they fit, the weights below the density when not (a Row overflowed at 1024 px)
             pn.FlexBox(self._pane1d, self._pane2d, self._pane_levels, self._weights.pane, flex_wrap="wrap",
                        sizing_mode="stretch_width"),

@@ -354,8 +354,11 @@ class DataMechanismView(Viewer):
         self._images_box = pn.Column(visible=False, sizing_mode=None)
         results = pn.Column(
             self._explain,
+            # the rates beside the matrix when they fit, below it when not (a narrow window: 1024 px); a FlexBox
+            # drew the Bokeh figures 0 px wide, the Row's own flex layout wraps them at their fixed sizes
             pn.Row(pn.Column(self._sort, self._matrix.pane, sizing_mode=None),
-                   pn.Column(self._rates.pane, self._stats, self._table, self._images_box, width=500)),
+                   pn.Column(self._rates.pane, self._stats, self._table, self._images_box, width=500),
+                   styles={"flex-wrap": "wrap"}),
             pn.Column(self._column, self._marginal.pane, self._marginal_note, width=680),
             sizing_mode="stretch_width",
         )
