@@ -373,3 +373,37 @@ def test_save_and_load_model_through_the_old_path_warn(tmp_path):
         from explorer.export import load_model as old_load  # noqa: F401
     with pytest.raises(AttributeError):
         export.no_such_name
+
+
+@pytest.mark.parametrize("cls_name", ["FactorAnalysisImputer", "MFAImputer"])
+def test_a_factor_model_saved_before_predictive_existed_loads_with_plug_in_draws(tmp_path, cls_name):
+    """A file written before ``predictive`` / ``n_posterior_draws`` existed (no parameter draws in it) loads with
+    today's defaults (``predictive="draws"``) but samples and conditions on its fitted parameters (plug-in): it
+    neither fails nor invents draws; ``transform`` is the saved fit's."""
+    from explorer.impute import factor
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 5)) @ rng.normal(size=(5, 5))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    kwargs = {"n_factors": 2} | ({"n_components": 2} if cls_name == "MFAImputer" else {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = getattr(factor, cls_name)(random_state=0, predictive="plugin", max_iter=50, **kwargs).fit(X)
+    save_model(model, tmp_path / "new.json")
+    doc = json.loads((tmp_path / "new.json").read_text())
+    for name in ("predictive", "n_posterior_draws"):
+        del doc["params"][name]
+    del doc["fitted"]["predictive_"]
+    assert not any(k.startswith("posterior_") for k in doc["fitted"])
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        old = load_model(tmp_path / "old.json")
+    assert old.predictive == "draws" and not hasattr(old, "predictive_")
+    np.testing.assert_array_equal(old.transform(X), model.transform(X))
+    got, plug_in = old.conditional(X), model.conditional(X)  # the model was fitted with predictive="plugin"
+    np.testing.assert_allclose(got.mean(), plug_in.mean(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.interval(0.95)[0], plug_in.interval(0.95)[0], rtol=1e-10, atol=1e-10)
+    draws = old.sample(X, n_imputations=3, random_state=0)
+    assert np.all(np.isfinite(draws)) and np.array_equal(draws[:, ~np.isnan(X)], np.broadcast_to(X[~np.isnan(X)],
+                                                                                                 (3, (~np.isnan(X)).sum())))
