@@ -557,6 +557,19 @@ def test_performance_page_is_the_benchmark_results():
     exception = sweep[(250, 200, 0.5)]
     assert exception["auto"] == "numpy" and exception["auto_loaded"] == "compiled"  # the miss the page names
     assert min(("numpy", "compiled", "covariance"), key=lambda k: exception[k]) == "covariance"
+    second = sweep[(2000, 20, 0.8)]  # the second miss the page names
+    assert second["auto_loaded"] == "compiled" and min(("numpy", "compiled", "covariance"),
+                                                       key=lambda k: second[k]) == "covariance"
+    assert "the rule's `10 N D^2` (`sum m^3 / N D^2` = 8.17): the covariance side is 1.4x faster" in page
+    assert round(second["compiled"] / second["covariance"], 1) == 1.4
+    assert round(second["precision_side"] / second["rows_work"], 2) == 8.17
+    # the thresholds the page proposes pick the fastest kernel (once loaded) in every measured case but the tie
+    for key, r in sweep.items():
+        proposed = ("covariance" if r["precision_side"] > 7.5 * r["rows_work"]
+                    and r["covariance_side"] < 1.25 * r["precision_side"] else "compiled")
+        fastest = min(("numpy", "compiled", "covariance"), key=lambda k: r[k])
+        assert proposed == fastest or key == (2000, 20, 0.7) and abs(r["compiled"] / r["covariance"] - 1) < 0.05, key
+    assert "in all 15 measured cases (70 % at D = 20 is a tie)" in " ".join(page.split()) and len(sweep) == 15
     checked += _check(page, "the covariance side is now the\nfastest ({}x numpy) and the compiled kernel's long per-row "
                       "loops are {}x slower", exception["numpy"] / exception["covariance"],
                       exception["compiled"] / exception["numpy"])
