@@ -550,29 +550,18 @@ def test_performance_page_is_the_benchmark_results():
 
     numpy_over_compiled = [r["numpy"] / r["compiled"] for r in wide["sweep"]
                            if min(("numpy", "compiled", "covariance"), key=lambda k: r[k]) != "covariance"]
-    checked += _check(page, "missing at D = 50 ({}x faster) and D = 200 ({}x), but at D = 20 only at 80 % ({}x; at 70 %",
-                      cov_gain((1000, 50, 0.6)), cov_gain((250, 200, 0.6)), cov_gain((2000, 20, 0.8)))
-    checked += _check(page, "the compiled kernel beat numpy by {}-{}x wherever", min(numpy_over_compiled),
+    checked += _check(page, "missing at D = 200 ({}x faster at 50 %), from 60 % at D = 50 ({}x) and at D = 20 only at "
+                            "80 % ({}x; at 70 %", cov_gain((250, 200, 0.5)), cov_gain((1000, 50, 0.6)),
+                      cov_gain((2000, 20, 0.8)))
+    checked += _check(page, "the compiled kernel was {}-{}x as fast as numpy wherever", min(numpy_over_compiled),
                       max(numpy_over_compiled))
-    exception = sweep[(250, 200, 0.5)]
-    assert exception["auto"] == "numpy" and exception["auto_loaded"] == "compiled"  # the miss the page names
-    assert min(("numpy", "compiled", "covariance"), key=lambda k: exception[k]) == "covariance"
-    second = sweep[(2000, 20, 0.8)]  # the second miss the page names
-    assert second["auto_loaded"] == "compiled" and min(("numpy", "compiled", "covariance"),
-                                                       key=lambda k: second[k]) == "covariance"
-    assert "the rule's `10 N D^2` (`sum m^3 / N D^2` = 8.17): the covariance side is 1.4x faster" in page
-    assert round(second["compiled"] / second["covariance"], 1) == 1.4
-    assert round(second["precision_side"] / second["rows_work"], 2) == 8.17
-    # the thresholds the page proposes pick the fastest kernel (once loaded) in every measured case but the tie
+    # the rule takes the fastest kernel, or one within 1 % of it, in every measured case (kernels loaded), and the
+    # fresh-process choice differs from it only where numpy stands in for a not yet loaded compiled kernel
     for key, r in sweep.items():
-        proposed = ("covariance" if r["precision_side"] > 7.5 * r["rows_work"]
-                    and r["covariance_side"] < 1.25 * r["precision_side"] else "compiled")
         fastest = min(("numpy", "compiled", "covariance"), key=lambda k: r[k])
-        assert proposed == fastest or key == (2000, 20, 0.7) and abs(r["compiled"] / r["covariance"] - 1) < 0.05, key
-    assert "in all 15 measured cases (70 % at D = 20 is a tie)" in " ".join(page.split()) and len(sweep) == 15
-    checked += _check(page, "the covariance side is now the\nfastest ({}x numpy) and the compiled kernel's long per-row "
-                      "loops are {}x slower", exception["numpy"] / exception["covariance"],
-                      exception["compiled"] / exception["numpy"])
+        assert r[r["auto_loaded"]] <= 1.01 * r[fastest], key
+        assert r["auto"] == r["auto_loaded"] or (r["auto"], r["auto_loaded"]) == ("numpy", "compiled"), key
+    assert "in all 15 measured cases" in " ".join(page.split()) and len(sweep) == 15
     default, auto, ref = rows["imputer default fit"], rows["em_gmm.fit, strategy='auto'"], rows["em_gmm.fit, strategy='numpy'"]
     assert auto["kernel"] == "covariance" and auto["n_iter"] == ref["n_iter"] == default["n_iter"]
     checked += _check(page, "fit takes {} s, against 48-68", default["seconds"])
@@ -589,7 +578,7 @@ def test_performance_page_is_the_benchmark_results():
     checked += _check(page, "text are refused in {} s", rows["n_components=1000 on text, refused"]["seconds"])
     speedups = [r["speedup"] for r in _results("bench_mfa.json")["cases"]]
     checked += _check(page, "(its weighted M-step stays in numpy): {} to {}x faster", min(speedups), max(speedups))
-    assert checked == 7 * 4 + 3 + 3 + 1 + 2 + 2 + 2 + 3 + 2 + 3 + 2 + 2 + 1 + 1 + 1 + 3 + 1 + 3 + 1 + 1 + 2
+    assert checked == 7 * 4 + 3 + 3 + 1 + 2 + 2 + 2 + 3 + 2 + 3 + 2 + 1 + 1 + 1 + 3 + 1 + 3 + 1 + 1 + 2
 
     checked = 0
     vb = _results("bench_vb.json")["cases"]

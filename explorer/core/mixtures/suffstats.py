@@ -186,11 +186,11 @@ def statistics_from_completions(resp, completions, cond_cov, patterns: MissingPa
 #: ``strategy="auto"`` runs the compiled kernel when rows x components x features reaches this (see
 #: :func:`choose_strategy`).
 AUTO_COMPILED_MIN_WORK = 200_000
-#: ``strategy="auto"`` takes the covariance side when its factorisations cost less than this fraction of the
+#: ``strategy="auto"`` takes the covariance side when its factorisations cost less than this multiple of the
 #: precision side's, and those exceed :data:`COVARIANCE_SIDE_MIN_FACTOR_WORK` times the rows' products (see
 #: :func:`choose_strategy`; measured in ``results/bench_em_wide.md``).
-COVARIANCE_SIDE_RATIO = 0.35
-COVARIANCE_SIDE_MIN_FACTOR_WORK = 10.0
+COVARIANCE_SIDE_RATIO = 1.25
+COVARIANCE_SIDE_MIN_FACTOR_WORK = 7.5
 
 _COLLAPSED = ("a component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
               "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns.")
@@ -220,16 +220,15 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
     the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em_wide.md``):
 
     1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
-       dominate the rows' products, :math:`\\sum_u m_u^3 > 10\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
-       and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (0.35) of them: mostly-missing rows
+       dominate the rows' products, :math:`\sum_u m_u^3 > 7.5\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
+       and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (1.25) times them: mostly-missing rows
        with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
-       (``results/bench_em_wide.md``): the covariance side was faster than the compiled precision side from 60 %
-       missing at D = 50 and D = 200 (1.2x at D = 50, 60 %, to 20x at D = 200, 80 %), but at D = 20 only at 80 %
-       (by 1.3x), and slower at 60 % (0.6x);
+       (``results/bench_em_wide.md``): these thresholds take the fastest kernel in every measured case but one tie
+       (D = 20 at 70 %); the covariance side wins from 50 % missing at D = 200, 60 % at D = 50 and 80 % at D = 20
+       (before, 10 N D^2 and 0.35 missed D = 200 at 50 % and D = 20 at 80 %);
     2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
-       and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x; one
-       exception measured, 250 x 200 at 50 % missing, 0.094 against 0.074 s) or rows x components x features is
-       at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about 17 ms, so a whole fit
+       and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x) or rows x
+       components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about 17 ms, so a whole fit
        costs about what loading the kernels would, 0.3-0.7 s);
     3. else ``"numpy"``.
 
