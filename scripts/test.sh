@@ -2,7 +2,7 @@
 # Run the whole test suite: unit/property tests and browser tests (Playwright + Debian chromium),
 # among them every notebook run in JupyterLab (tests/browser/test_jupyterlab.py).
 #
-#   bash scripts/test.sh                  # everything: tests/ (non-browser tests on 2 workers, then browser tests)
+#   bash scripts/test.sh                  # everything: tests/ (non-browser tests on 2 workers, browser tests beside)
 #   bash scripts/test.sh -x -q            # same selection, extra pytest options (given to both phases)
 #   bash scripts/test.sh tests/core -q    # explicit paths: one pytest run, options unchanged
 #
@@ -69,6 +69,7 @@ else
     echo ">> ${browser_cmd[*]} (beside the non-browser tests; its output follows theirs)" >&2
     "${browser_cmd[@]}" >"$browser_log" 2>&1 &
     browser_pid=$!
+    trap 'kill "$browser_pid" 2>/dev/null || true' INT TERM  # an interrupted run leaves no browser phase behind
 fi
 echo ">> .venv/bin/python -m pytest tests --ignore=tests/browser -n $workers --dist loadfile --durations=25 $*" >&2
 # (pytest's 5, "no test collected", e.g. a -k matching one phase only, counts as failure only if both say it)
