@@ -220,7 +220,7 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
     the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em_wide.md``):
 
     1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
-       dominate the rows' products, :math:`\sum_u m_u^3 > 7.5\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
+       dominate the rows' products, :math:`\\sum_u m_u^3 > 7.5\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
        and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (1.25) times them: mostly-missing rows
        with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
        (``results/bench_em_wide.md``): these thresholds take the fastest kernel in every measured case but one tie
