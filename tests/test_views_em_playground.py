@@ -377,9 +377,14 @@ def test_player_timer_start_stop_period_and_session_end():
     assert p.timer is None and not cb.running and p._play.label == "Play"
     p.play()
     assert p.timer is not None and p.timer is not cb
+    synced = []
+    p.param.watch(lambda e: synced.append(e.new), "playing")
     p._on_session_destroyed(None)
     p._on_session_destroyed(None)  # idempotent
     assert p.timer is None
+    # Play no longer reads as playing (the session can end before a tick sees the closed tab), and no watcher ran:
+    # they would schedule work on the closed session
+    assert not p.playing and synced == []
     p.playing = True  # the session is gone: never restarts
     assert p.timer is None
 

@@ -348,6 +348,10 @@ class StepPlayer(Viewer):
         pn.state.on_session_destroyed(self._on_session_destroyed)
 
     def _on_session_destroyed(self, session_context):
-        """Stop for good (the session's worker stops itself; Bokeh may call this twice: idempotent)."""
+        """Stop for good (the session's worker stops itself; Bokeh may call this twice: idempotent). ``playing``
+        becomes False too, without its watchers (they would schedule work on the closed session): the session can
+        end before a tick notices the closed tab (a busy server), and Play must not read as playing forever."""
         self._destroyed = True
         self._stop_timer()
+        with param.parameterized.discard_events(self):
+            self.playing = False
