@@ -257,7 +257,7 @@ class ConditionalView(Viewer):
         # at most 880 px, narrower with the window (a fixed 880 px widened the whole column past a 1024 px screen);
         # a table wider than that scrolls inside its pane
         self._table = pn.pane.DataFrame(index=False, sizing_mode="stretch_width", max_width=880, margin=(0, 10),
-                                        styles={"overflow-x": "auto", "min-width": "0"})
+                                        styles={"overflow-x": "auto"})
         self._table_note = pn.pane.Markdown("", margin=(0, 10), sizing_mode="stretch_width", visible=False,
                                             css_classes=["table-note"])
 
