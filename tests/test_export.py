@@ -405,5 +405,5 @@ def test_a_factor_model_saved_before_predictive_existed_loads_with_plug_in_draws
     np.testing.assert_allclose(got.mean(), plug_in.mean(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got.interval(0.95)[0], plug_in.interval(0.95)[0], rtol=1e-10, atol=1e-10)
     draws = old.sample(X, n_imputations=3, random_state=0)
-    assert np.all(np.isfinite(draws)) and np.array_equal(draws[:, ~np.isnan(X)], np.broadcast_to(X[~np.isnan(X)],
-                                                                                                 (3, (~np.isnan(X)).sum())))
+    assert np.all(np.isfinite(draws)) and np.array_equal(
+        draws[:, ~np.isnan(X)], np.broadcast_to(X[~np.isnan(X)], (3, (~np.isnan(X)).sum())))

@@ -223,13 +223,13 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
        dominate the rows' products, :math:`\\sum_u m_u^3 > 7.5\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
        and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (1.25) times them: mostly-missing rows
        with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
-       (``results/bench_em_wide.md``): these thresholds take the fastest kernel in every measured case but one tie
-       (D = 20 at 70 %); the covariance side wins from 50 % missing at D = 200, 60 % at D = 50 and 80 % at D = 20
+       (``results/bench_em_wide.md``): these thresholds take the fastest kernel, or one within 1 % of it, in every
+       measured case; the covariance side wins from 50 % missing at D = 200, 60 % at D = 50 and 80 % at D = 20
        (before, 10 N D^2 and 0.35 missed D = 200 at 50 % and D = 20 at 80 %);
     2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
        and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x) or rows x
-       components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about 17 ms, so a whole fit
-       costs about what loading the kernels would, 0.3-0.7 s);
+       components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about
+       17 ms, so a whole fit costs about what loading the kernels would, 0.3-0.7 s);
     3. else ``"numpy"``.
 
     ``kernels_loaded`` overrides what the process says about step 2 (True / False: as if the compiled E-step had /
