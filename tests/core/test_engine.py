@@ -65,6 +65,15 @@ def test_compiled_equals_numpy_over_steps(structured, K, prior):
         assert sb.objective == pytest.approx(sa.objective, rel=1e-10)
         np.testing.assert_allclose(sb.resp, sa.resp, rtol=1e-9, atol=1e-12)
         assert sb.stats.n_rows == sa.stats.n_rows == data.n_fit
+        # the history's entropy and hard counts: summed by the compiled pass, from resp by numpy (rows with nothing
+        # observed left out by both)
+        assert sa.resp_summary is None and sb.resp_summary is not None
+        snap_a, snap_b = em_gmm.snapshot(sa, data, numpy_cfg), em_gmm.snapshot(sb, data, compiled_cfg)
+        assert snap_b["resp_entropy"] == pytest.approx(snap_a["resp_entropy"], rel=1e-9, abs=1e-12)
+        np.testing.assert_array_equal(snap_b["hard_counts"], snap_a["hard_counts"])
+        assert snap_b["hard_counts"].sum() == data.n_fit
+        if K > 1:
+            assert snap_a["resp_entropy"] > 1e-5  # a real mixture of responsibilities, not 0 = 0
 
 
 def test_compiled_equals_numpy_on_long_missing_blocks():  # runs with m >= M_SWITCH: one component at a time
@@ -101,7 +110,7 @@ def test_skipping_negligible_responsibility_mass_changes_nothing():
     precision, logdet = precision_and_logdet(np.asarray(state.covariances))
     results = {}
     for rtol in (_kernels.SKIP_RTOL, -1.0):  # -1: add every pair
-        nk, first, second, ll, _ = _kernels.estep(ws, state.weights, state.means, precision, logdet, skip_rtol=rtol)
+        nk, first, second, ll, *_ = _kernels.estep(ws, state.weights, state.means, precision, logdet, skip_rtol=rtol)
         stats = SufficientStatistics(nk=nk, shift=np.array(state.means), first=first, second=second,
                                      log_likelihood=ll, n_rows=data.n_fit)
         results[rtol] = (m_step(stats, reg_covar=config.reg_covar), ws.last_pairs_added)

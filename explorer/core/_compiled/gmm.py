@@ -36,6 +36,7 @@ always new).
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -201,14 +202,18 @@ def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
 
 @numba.njit(cache=True, fastmath=_FAST)
 def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
-                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll):
+                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll, rsum):
     """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
     statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
     precision of component k is not positive definite. ``kv`` (3, K) scratch.
 
     Runs with fewer than :data:`M_SWITCH` missing entries factor every component at once (component
     innermost: independent chains); longer blocks one component at a time with contiguous inner
-    products (L1, LT1: one factor and its transpose; v1 (3, m) scratch)."""
+    products (L1, LT1: one factor and its transpose; v1 (3, m) scratch).
+
+    ``rsum`` (K + 1,) accumulates the history's summaries of the responsibilities: ``rsum[k]`` the rows whose
+    largest :math:`h_{ik}` is component k's (the first on ties, as ``argmax``), ``rsum[K]`` the entropy
+    :math:`-\\sum_{ik} h_{ik}\\log h_{ik}`."""
     K, D = logdet.size, E.shape[2]
     n = r1 - r0
     ld, const, q = kv[0], kv[1], kv[2]
@@ -277,21 +282,28 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
         total += norm
         row = perm[r0 + i]
         rowll[row] = norm
+        best = -1.0
+        kb = 0
         for k in range(K):
             v = ll[i, k] - norm
             sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
             h = sh * sh
             resp[row, k] = h
+            if h > best:
+                best = h
+                kb = k
             if h == 0.0:  # most (row, component) pairs of well separated components
                 for j in range(D):
                     E[k, i, j] = 0.0
                 continue
             W[g, k] += h
             nk[k] += h
+            rsum[K] -= h * v  # v = log h (h > 0 here: v is finite)
             for j in range(D):
                 e = E[k, i, j]
                 S[k, j] += h * e
                 E[k, i, j] = sh * e
+        rsum[kb] += 1.0
     return total, -1
 
 
@@ -449,8 +461,9 @@ class Workspace:
 def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = True, skip_rtol: float = SKIP_RTOL):
     """One E-step over the layout of ``ws``.
 
-    Returns ``(nk, first, second, log_likelihood, resp)`` with ``resp`` of shape (n_rows, K) in the
-    caller's row order (rows outside the fit get ``weights``), ``second`` the full :math:`T_k`.
+    Returns ``(nk, first, second, log_likelihood, resp, summary)`` with ``resp`` of shape (n_rows, K) in the
+    caller's row order (rows outside the fit get ``weights``), ``second`` the full :math:`T_k`, ``summary`` a
+    :class:`RespSummary` of the fitted rows.
     Raises ``ValueError(k)`` -- caught by the caller -- when a missing-block precision is not positive definite.
     """
     lay = ws.layout
@@ -468,6 +481,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     T[...] = 0.0
     nk = np.zeros(K)
     S = np.zeros((K, D))
+    rsum = np.zeros(K + 1)
     total = 0.0
     Tt = [T[k].T for k in range(K)]  # Fortran-ordered views: dsyrk accumulates in place
     for b, r0 in enumerate(ws.blocks):
@@ -479,7 +493,7 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         np.matmul(E, precision, out=R)
         part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
                                     ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
-                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll)
+                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll, rsum)
         if status >= 0:
             raise NotPositiveDefinite(status)
         total += part
@@ -495,7 +509,16 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
             raise NotPositiveDefinite(status)
         ws.last_pairs_added = int(added)
     mark_loaded("gmm")
-    return nk, S, second, float(total), resp
+    return nk, S, second, float(total), resp, RespSummary(float(rsum[K]), rsum[:K].astype(np.int64))
+
+
+class RespSummary(NamedTuple):
+    """What a fit's history records of the responsibilities (:func:`explorer.core.mixtures.em_gmm.snapshot`),
+    summed over the fitted rows by the compiled pass at no extra pass: ``entropy`` :math:`-\\sum_{ik} h_{ik}
+    \\log h_{ik}` and ``hard_counts``, the rows whose largest responsibility is each component's."""
+
+    entropy: float
+    hard_counts: np.ndarray
 
 
 class NotPositiveDefinite(Exception):

@@ -101,7 +101,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import entr, logsumexp
 
 from explorer.core.gaussians.gaussian import (
     DegenerateCovarianceError,
@@ -370,6 +370,9 @@ class EMState:
         The E-step's expected sufficient statistics about its means (what the next M-step needs;
         see :mod:`explorer.core.mixtures.suffstats`). The completed rows are not stored: :func:`completions`
         computes them on demand.
+    resp_summary : RespSummary or None
+        The entropy and hard counts of ``resp`` over the fitted rows when the compiled kernel summed them in its
+        pass (:func:`snapshot` reads them instead of a pass over ``resp``); None from the other kernels.
     """
 
     iteration: int
@@ -382,6 +385,7 @@ class EMState:
     stats: SufficientStatistics = field(repr=False)
     log_prior: float = 0.0
     prior: object = field(default=None, repr=False)
+    resp_summary: object = field(default=None, repr=False)
 
     @property
     def n_components(self) -> int:
@@ -496,7 +500,7 @@ _posterior_mode = posterior_mode  # the NIW posterior mode lives beside the stat
 
 def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, means, covariances,
                            prior=None) -> EMState:
-    stats, resp = _estep(data, config, weights, means, covariances)
+    stats, resp, summary = _estep(data, config, weights, means, covariances)
     objective = stats.log_likelihood
     if config.variant == "mean_impute":
         ll = observed_log_likelihood(data, weights, means, covariances, config.covariance_type)[data.fit_rows].sum()
@@ -515,6 +519,7 @@ def _state_from_parameters(data: EMData, config: EMConfig, iteration, weights, m
         stats=stats,
         log_prior=lp,
         prior=prior,
+        resp_summary=summary,
     )
 
 
@@ -546,7 +551,8 @@ def resolve_strategy(data: EMData, config: EMConfig) -> str:
 
 
 def _estep(data: EMData, config: EMConfig, weights, means, covariances):
-    """E-step at the given parameters: (SufficientStatistics about ``means``, responsibilities in the caller's order).
+    """E-step at the given parameters: (SufficientStatistics about ``means``, responsibilities in the caller's order,
+    the compiled kernel's summary of them for :func:`snapshot` or None).
 
     :func:`~explorer.core.mixtures.suffstats.estep_statistics` on the fit's layout (with the cached compiled
     workspace), or the pattern tree's kernels (``"tree"`` / ``"naive"``) finished by
@@ -559,12 +565,12 @@ def _estep(data: EMData, config: EMConfig, weights, means, covariances):
         ll, xhat, cond = _component_loglik_tree(data, config, Xfit, pats_fit, means, covariances, strategy)
         stats, resp, _ = statistics_from_loglik(ll, xhat, cond, pats_fit, weights, means, covariances,
                                                 covariance_type=config.covariance_type, exact=exact)
-        return stats, _to_original(resp, perm)
+        return stats, _to_original(resp, perm), None
     ws = workspace(data, config) if strategy == "compiled" else None
-    stats, resp, _ = estep_statistics(Xfit, pats_fit, weights, means, covariances,
-                                      covariance_type=config.covariance_type, exact=exact, strategy=strategy,
-                                      workspace=ws)
-    return stats, (resp if ws is not None else _to_original(resp, perm))
+    stats, resp, _, summary = estep_statistics(Xfit, pats_fit, weights, means, covariances,
+                                               covariance_type=config.covariance_type, exact=exact,
+                                               strategy=strategy, workspace=ws, with_summary=True)
+    return stats, (resp if ws is not None else _to_original(resp, perm)), summary
 
 
 def _layout(data: EMData, config: EMConfig):
@@ -844,9 +850,13 @@ def collapsed_components(state: EMState, data: EMData, config: EMConfig) -> np.n
 
 def snapshot(state: EMState, data: EMData, config: EMConfig, truth=None) -> dict:
     """Small summary of a state for the history (see :mod:`explorer.history`)."""
-    resp = state.resp[data.fit_rows]
-    with np.errstate(divide="ignore", invalid="ignore"):  # 0 * log 0 = 0
-        ent = -np.nansum(np.where(resp > 0, resp * np.log(resp), 0.0), axis=1).mean()
+    summary = state.resp_summary
+    if summary is not None and config.variant != "mean_impute":  # summed by the compiled pass over the fitted rows
+        ent, hard = summary.entropy / data.n_fit, summary.hard_counts.copy()
+    else:  # every row is fitted unless some have nothing observed: no copy then; entr(0) = 0
+        resp = state.resp if data.fit_rows.size == data.n_samples else state.resp[data.fit_rows]
+        ent = entr(resp).sum() / resp.shape[0]
+        hard = np.bincount(resp.argmax(axis=1), minlength=state.n_components)
     snap = {
         "iteration": state.iteration,
         "log_likelihood": state.log_likelihood,
@@ -855,7 +865,7 @@ def snapshot(state: EMState, data: EMData, config: EMConfig, truth=None) -> dict
         "means": np.array(state.means),
         "covariances": np.array(state.full_covariances()),
         "resp_entropy": float(ent),
-        "hard_counts": np.bincount(resp.argmax(axis=1), minlength=state.n_components),
+        "hard_counts": hard,
     }
     if truth is not None and data.missing.any():
         imp = impute(state, data, config)

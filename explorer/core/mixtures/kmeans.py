@@ -70,10 +70,16 @@ def kmeans(
     centers = kmeans_plusplus(Xf, observed, n_clusters, rng)
     obs = observed.astype(float)
     labels = np.zeros(Xf.shape[0], dtype=np.intp)
+    # the terms of partial_sq_distances that do not change with the centres, computed once
+    sq_rows = (Xf**2).sum(axis=1, keepdims=True)
+    scale = Xf.shape[1] / np.maximum(observed.sum(axis=1, keepdims=True), 1)
+    rows = np.arange(Xf.shape[0])
+    onehot = np.zeros((Xf.shape[0], n_clusters))
     for _ in range(max_iter):
-        labels = partial_sq_distances(Xf, observed, centers).argmin(axis=1)
-        onehot = np.zeros((Xf.shape[0], n_clusters))
-        onehot[np.arange(Xf.shape[0]), labels] = 1.0
+        sq = sq_rows - 2.0 * Xf @ centers.T + obs @ (centers**2).T  # as partial_sq_distances, term for term
+        labels = (np.maximum(sq, 0.0) * scale).argmin(axis=1)
+        onehot[...] = 0.0
+        onehot[rows, labels] = 1.0
         sums = onehot.T @ Xf
         counts = onehot.T @ obs
         new = np.where(counts > 0, sums / np.maximum(counts, 1), centers)

@@ -313,7 +313,8 @@ def statistics_from_loglik(ll, completions, cond_cov, patterns: MissingPatterns,
 
 
 def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances, *,
-                     covariance_type: str = "full", exact: bool = True, strategy: str = "auto", workspace=None):
+                     covariance_type: str = "full", exact: bool = True, strategy: str = "auto", workspace=None,
+                     with_summary: bool = False):
     """The E-step of EM for Gaussian mixtures on a block of rows: statistics and responsibilities.
 
     The one E-step dispatcher: EM (:mod:`explorer.core.mixtures.em_gmm`, its whole data set), the Dask E-step
@@ -339,6 +340,9 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
     workspace : explorer.core._compiled.gmm.Workspace, optional
         The compiled kernel's layout and buffers for these rows, reused across steps (EM caches one per data
         set); without it one is built. If another thread holds it, a private copy is used.
+    with_summary : bool
+        Also return the compiled kernel's :class:`explorer.core._compiled.gmm.RespSummary` of the responsibilities
+        (entropy and hard counts over the counted rows, summed in its pass), or None from the other kernels.
 
     Returns
     -------
@@ -349,6 +353,8 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         caller's order of ``workspace``'s layout when one is given.
     row_log_likelihood : ndarray of shape (n_rows,)
         Per-row observed-data log-likelihood (0 for rows with nothing observed).
+    summary : RespSummary or None
+        With ``with_summary=True`` only (see above).
     """
     weights = np.asarray(weights, dtype=float)
     means = np.asarray(means, dtype=float)
@@ -358,7 +364,8 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         raise BadInputError(f"strategy must be 'auto', 'compiled', 'numpy' or 'covariance', got {strategy!r}.")
     chosen = choose_strategy(n, means.shape[0], D, covariance_type, strategy, patterns)
     if chosen == "compiled":
-        return _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace)
+        out = _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace)
+        return out if with_summary else out[:3]
     if chosen == "covariance":
         from explorer.core.mixtures.covariance_side import covariance_side_estep
 
@@ -367,10 +374,11 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
         check_finite_log_likelihood(total)
         stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=total,
                                      n_rows=n - patterns.empty_rows.size)
-        return stats, resp, row_ll
+        return (stats, resp, row_ll, None) if with_summary else (stats, resp, row_ll)
     ll, completions, cond = component_loglik(Xf, patterns.missing, patterns, means, covariances, covariance_type, True)
-    return statistics_from_loglik(ll, completions, cond, patterns, weights, means, covariances,
-                                  covariance_type=covariance_type, exact=exact)
+    out = statistics_from_loglik(ll, completions, cond, patterns, weights, means, covariances,
+                                 covariance_type=covariance_type, exact=exact)
+    return (*out, None) if with_summary else out
 
 
 def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact, workspace):
@@ -392,7 +400,7 @@ def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, 
         ws = Workspace(ws.layout, means.shape[0], ws.block_rows)
         ws.lock.acquire()
     try:
-        nk, first, second, total, resp = estep(ws, weights, means, precision, logdet, exact=exact)
+        nk, first, second, total, resp, summary = estep(ws, weights, means, precision, logdet, exact=exact)
     except NotPositiveDefinite as exc:
         raise DegenerateCovarianceError(
             f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: "
@@ -403,7 +411,7 @@ def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, 
     check_finite_log_likelihood(total)
     stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=float(total),
                                  n_rows=ws.layout.n_fit)
-    return stats, resp, ws.rowll
+    return stats, resp, ws.rowll, summary
 
 
 def posterior_mode(nk: float, xbar: np.ndarray, scatter: np.ndarray, prior):
