@@ -276,18 +276,22 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
             if v > top:
                 top = v
         acc = 0.0
-        for k in range(K):
-            acc += np.exp(ll[i, k] - top)
-        norm = top + np.log(acc)
+        for k in range(K):  # one exp per pair: ll becomes exp(ll - top), its log kept in q
+            d = ll[i, k] - top
+            q[k] = d
+            ev = np.exp(d) if d > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
+            ll[i, k] = ev
+            acc += ev
+        la = np.log(acc)
+        norm = top + la
         total += norm
         row = perm[r0 + i]
         rowll[row] = norm
+        inv_acc = 1.0 / acc
         best = -1.0
         kb = 0
         for k in range(K):
-            v = ll[i, k] - norm
-            sh = np.exp(0.5 * v) if v > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
-            h = sh * sh
+            h = ll[i, k] * inv_acc
             resp[row, k] = h
             if h > best:
                 best = h
@@ -296,9 +300,10 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
                 for j in range(D):
                     E[k, i, j] = 0.0
                 continue
+            sh = np.sqrt(h)
             W[g, k] += h
             nk[k] += h
-            rsum[K] -= h * v  # v = log h (h > 0 here: v is finite)
+            rsum[K] -= h * (q[k] - la)  # log h (h > 0 here: finite)
             for j in range(D):
                 e = E[k, i, j]
                 S[k, j] += h * e
