@@ -8,12 +8,12 @@ solves, log-densities, responsibilities, first statistic), the scatter by ``dsyr
 ``em_gmm.step``; then scikit-learn's ``_e_step`` + ``_m_step`` on the complete data for scale. The parts are timed
 apart, so their sum differs a little from the whole (the Python glue of ``estep``, cache effects).
 
-This is a profile, not a test: it prints a table and writes ``results/profile_em_step.{json,md}`` with ``--out``.
+This is a profile, not a test: it prints a table per case and writes ``profile_em_step.{json,md}`` in ``--out``.
 
 Usage::
 
     .venv/bin/python benchmarks/profile_em_step.py                    # W1, separated
-    .venv/bin/python benchmarks/profile_em_step.py --case "D50, overlapping" --out results
+    .venv/bin/python benchmarks/profile_em_step.py --case W1 --case D50 --out results
 """
 
 from __future__ import annotations
@@ -144,25 +144,33 @@ def profile(case: str, repeats: int, warm: int, seed: int = 0, rate: float = 0.3
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--case", default="W1", choices=[c[0] for c in CASES])
+    ap.add_argument("--case", action="append", choices=[c[0] for c in CASES],
+                    help="a case of bench_em.py (repeat for several; default W1)")
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--warm", type=int, default=10, help="EM steps before timing (parameters away from the start)")
     ap.add_argument("--out", type=Path, default=None, help="write profile_em_step.{json,md} there")
     args = ap.parse_args(argv)
-    res = profile(args.case, args.repeats, args.warm)
-    sec = res["seconds"]
-    whole = sec["whole E-step (estep)"]
-    lines = ["| part | ms | share of the E-step |", "|---|---|---|"]
-    lines += [f"| {name} | {1e3 * v:.2f} | {v / whole:.0%} |" for name, v in sec.items()]
-    text = (f"Command: `.venv/bin/python benchmarks/profile_em_step.py --case \"{args.case}\" --repeats {args.repeats}`"
-            f" (Python {platform.python_version()}, numpy {np.__version__}; {res['n_samples']:,} x "
-            f"{res['n_features']}, K = {res['n_components']}, 30 % MCAR, {res['n_runs']:,} runs, blocks of "
-            f"{res['block_rows']} rows, {res['pairs_added']:,} (run, component) conditional covariances added; median "
-            f"of {args.repeats}, each part timed apart)\n\n" + "\n".join(lines) + "\n")
+    cases = args.case or ["W1"]
+    results = [profile(case, args.repeats, args.warm) for case in cases]
+    command = ("`.venv/bin/python benchmarks/profile_em_step.py " + " ".join(f'--case "{c}"' for c in cases)
+               + f" --repeats {args.repeats}`")
+    parts = [f"Command: {command} (Python {platform.python_version()}, numpy {np.__version__}, one BLAS thread; 30 % "
+             f"MCAR; median of {args.repeats}, each part timed apart, at the parameters after {args.warm} EM "
+             "steps)\n"]
+    for res in results:
+        sec = res["seconds"]
+        whole = sec["whole E-step (estep)"]
+        lines = ["| part | ms | share of the E-step |", "|---|---|---|"]
+        lines += [f"| {name} | {1e3 * v:.2f} | {v / whole:.0%} |" for name, v in sec.items()]
+        parts.append(f"## {res['case']}: {res['n_samples']:,} x {res['n_features']}, K = {res['n_components']}\n\n"
+                     f"{res['n_runs']:,} runs (rows sharing a pattern), blocks of {res['block_rows']} rows, "
+                     f"{res['pairs_added']:,} (run, component) conditional covariances added.\n\n" + "\n".join(lines)
+                     + "\n")
+    text = "\n".join(parts)
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "profile_em_step.json").write_text(json.dumps(res, indent=2))
+        (args.out / "profile_em_step.json").write_text(json.dumps({"command": command, "cases": results}, indent=2))
         (args.out / "profile_em_step.md").write_text(text)
 
 

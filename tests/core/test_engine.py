@@ -260,3 +260,18 @@ def test_prepared_data_with_a_workspace_pickles():
     a, b = em_gmm.step(state, data, config), em_gmm.step(state2, data2, config)
     np.testing.assert_array_equal(a.covariances, b.covariances)
     assert em_gmm.workspace(data2, config) is not em_gmm.workspace(data, config)
+
+
+def test_profile_em_step_times_every_part(monkeypatch):
+    """benchmarks/profile_em_step.py on W1 with one repeat: every part is timed, the parts are positive and the
+    compiled pass is part of the E-step (no timing target is asserted)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import profile_em_step
+
+    res = profile_em_step.profile("W1", repeats=1, warm=1)
+    sec = res["seconds"]
+    assert set(sec) >= {"compiled pass (_solve_block)", "scatter (dsyrk)", "whole E-step (estep)",
+                        "scikit-learn step, complete data"}
+    assert all(v > 0 for v in sec.values())
+    assert sec["compiled pass (_solve_block)"] < sec["whole E-step (estep)"]
+    assert res["n_runs"] > 100 and res["n_features"] == 10
