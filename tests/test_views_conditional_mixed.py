@@ -3,6 +3,7 @@ probabilities under the location model, a missing number as its conditional dens
 
 from __future__ import annotations
 
+import base64
 import html
 import threading
 import time
@@ -293,3 +294,69 @@ def test_a_served_fit_of_the_table_runs_on_the_sessions_worker(monkeypatch):
         assert "Converged" in view._status.object and not view._progress.visible and "levels" in view.frames
     finally:
         worker.stop()
+
+
+# ----------------------------------------------------------------------------- an uploaded CSV with text columns
+HEP_LIKE = (b",outcome,age,sex,bilirubin,albumin\n1,live,30,female,1.0,4.0\n2,live,50,male,0.9,NA\n"
+            b"3,die,78,male,?,4.0\n4,live,31,NA,0.7,4.0\n5,die,34,female,1.0,NA\n6,live,34,female,0.9,4.0\n7,die,51,male,NA,3.5\n"
+            b"8,live,23,female,1.0,4.2\n9,live,39,male,0.7,4.4\n10,die,30,female,1.5,3.9\n")
+
+
+def test_a_csv_with_text_columns_is_read_as_a_table_with_categories():
+    from explorer.ui.state.data_model import read_table_with_categories
+
+    frame = read_table_with_categories(HEP_LIKE)
+    assert list(frame.columns) == ["outcome", "age", "sex", "bilirubin", "albumin"]  # R's row names: the index
+    assert str(frame["sex"].dtype) == "category" and list(frame["sex"].cat.categories) == ["female", "male"]
+    assert frame["sex"].isna().sum() == 1 and frame["bilirubin"].isna().sum() == 2  # NA and ? are gaps
+    assert read_table_with_categories(b"a,b\n1,2\n3,4\n") is None  # numbers only: the numeric upload's
+    assert read_table_with_categories(b"") is None and read_table_with_categories(b"\x00\xff\x00") is None
+
+
+def test_a_table_given_to_the_mixed_model_is_its_uploaded_choice():
+    from explorer.ui.state.data_model import MIXED_UPLOADED, read_table_with_categories
+
+    frame = read_table_with_categories(HEP_LIKE)
+    table = MixedDataModel(hide_rate=0.2, mask_seed=3)
+    assert table.use_table(frame, "hep.csv") and table.dataset == MIXED_UPLOADED and table.uploaded_name == "hep.csv"
+    assert table.data.shape == frame.shape and not table.error
+    own = frame.isna().to_numpy()
+    assert table.hidden.any() and not (table.hidden & own).any()  # hidden cells are observed cells of the file
+    observed = ~own & ~table.hidden
+    for j, col in enumerate(frame.columns):  # observed values are never altered
+        np.testing.assert_array_equal(table.data[col].to_numpy()[observed[:, j]], frame[col].to_numpy()[observed[:, j]])
+    revision = table.revision
+    table.hide_rate = 0.0  # the settings apply to the uploaded table as to the built-in ones
+    assert table.revision > revision and not table.hidden.any() and table.data.isna().sum().sum() == own.sum()
+    # a second upload replaces the first (the selector already says "uploaded")
+    assert table.use_table(frame.iloc[:6], "six.csv") and table.data.shape[0] == 6 and table.uploaded_name == "six.csv"
+    # a table too small to use: the error says so and the shown table stays
+    assert not table.use_table(frame.iloc[:1], "one.csv")
+    assert "one.csv" in table.error and table.data.shape[0] == 6
+    # a link naming the uploaded table in a session without one: a readable error, nothing loaded
+    fresh = MixedDataModel(dataset=MIXED_UPLOADED)
+    assert fresh.data is None and "No table with categories has been uploaded" in fresh.error
+
+
+def test_the_conditional_page_takes_an_uploaded_csv_with_text_columns():
+    """The page's upload routes a CSV with text columns to the location model (the numeric data stay as they were);
+    a CSV of numbers still goes to the numeric model."""
+    from explorer.ui.state.data_model import MIXED_UPLOADED
+
+    view = ConditionalView(em_model=EMModel(data_model=DataModel(dataset="iris", mechanism="mcar", rate=0.3),
+                                            n_components=2))
+    view.fit()
+    view.controls._on_upload(type("E", (), {"new": {"name": "hep <b>.csv", "size": len(HEP_LIKE),
+                                                      "data": base64.b64encode(HEP_LIKE).decode()}})())
+    table = view.mixed_model.data_model
+    assert view.mixed and table.dataset == MIXED_UPLOADED and table.uploaded_name == "hep <b>.csv"
+    assert view.em_model.data_model.dataset == "iris" and not view.em_model.data_model.error
+    label = next(k for k, v in view._table_choice.options.items() if v == MIXED_UPLOADED)
+    assert label == "uploaded hep <b>.csv: 10 rows, categories outcome, sex"  # a Select option: text, not markup
+    assert view.mixed_model.result is not None  # the location model was fitted (here and now, no server)
+    assert view.mixed_model.result.imputer.n_components_ >= 1
+    # a numeric CSV goes to the numeric model
+    csv = b"x,y\n1,2\n2,?\n3,5\n4,3\n5,7\n6,1\n"
+    view.controls._on_upload(type("E", (), {"new": {"name": "num.csv", "size": len(csv),
+                                                      "data": base64.b64encode(csv).decode()}})())
+    assert view.em_model.data_model.dataset == "uploaded" and not view.em_model.data_model.error

@@ -28,14 +28,19 @@ BARS_JS = """(text) => {
           star: stars.map(r => col(r, 'x'))};
 }"""
 
-
-def test_a_missing_category_of_a_mixed_table_is_drawn_as_bars(serve_app, new_page, watch_errors, wait_for_bokeh,
-                                                               screenshot):
+def _open(serve_app, new_page, watch_errors, wait_for_bokeh, query: str = ""):
+    """The served page at 1440 x 900 (``query`` appended to its URL): (page, its error watcher), Bokeh drawn."""
     url = serve_app({"conditional": "apps/conditional.py"})
     page = new_page(viewport={"width": 1440, "height": 900})
     errors = watch_errors(page)
-    page.goto(f"{url}/conditional")
+    page.goto(f"{url}/conditional{query}")
     wait_for_bokeh(page)
+    return page, errors
+
+
+def test_a_missing_category_of_a_mixed_table_is_drawn_as_bars(serve_app, new_page, watch_errors, wait_for_bokeh,
+                                                               screenshot):
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh)
     page.get_by_text(STATUS).wait_for()
     wait_for_title(page, "row 0: p(")
 
@@ -89,12 +94,33 @@ def test_a_missing_category_of_a_mixed_table_is_drawn_as_bars(serve_app, new_pag
 
 
 def test_a_link_to_a_mixed_table_opens_it(serve_app, new_page, watch_errors, wait_for_bokeh):
-    url = serve_app({"conditional": "apps/conditional.py"})
-    page = new_page(viewport={"width": 1440, "height": 900})
-    errors = watch_errors(page)
-    page.goto(f"{url}/conditional?mixed_dataset=msleep&mixed_n_components=2")
-    wait_for_bokeh(page)
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh,
+                         "?mixed_dataset=msleep&mixed_n_components=2")
     wait_until(lambda: "location model, K = 2" in status_text(page) and STATUS.search(status_text(page)), page)
     wait_for_title(page, "row 0: p(sleep_rem | observed)")
     page.get_by_text("Cells hidden at random", exact=False).wait_for()
+    errors.assert_none()
+
+
+def test_an_uploaded_csv_with_text_columns_is_shown_under_the_location_model(serve_app, new_page, watch_errors,
+                                                                             wait_for_bokeh, tmp_path):
+    """A CSV of one's own with real gaps and text columns (the penguins written out, R-style row names, NA gaps):
+    the page's upload takes it as a table with categories and fits the location model; the numeric data stay."""
+    from explorer import datasets as ds
+
+    path = tmp_path / "my <penguins>.csv"
+    ds.load_mixed("penguins").to_csv(path, na_rep="NA")  # first header empty, rows 0..n-1: read as the index
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh)
+    page.get_by_text(STATUS).wait_for()
+    page.get_by_text("numeric or text columns", exact=False).wait_for()
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    wait_until(lambda: "location model" in status_text(page) and STATUS.search(status_text(page)), page)
+    chosen = page.locator("select").filter(has=page.locator("option", has_text="penguins:")).first
+    assert chosen.evaluate("s => s.options[s.selectedIndex].text") == (
+        "uploaded my <penguins>.csv: 344 rows, categories species, island, sex")
+    page.wait_for_function("""() => [...Bokeh.documents[0].all_models].some(m => m.type == 'Title' &&
+        typeof m.text == 'string' && / | observed\\)$/.test(m.text) && !/sepal|petal/.test(m.text))""")
+    # (a missing cell of the uploaded table drawn, not iris's any more)
+    page.get_by_text("Cells hidden at random", exact=False).wait_for()
+    assert "my <penguins>.csv" not in page.locator(".alert-danger").all_inner_texts()  # no error shown
     errors.assert_none()

@@ -13,7 +13,13 @@ from panel.viewable import Viewer
 
 from explorer.core.missingness.mechanisms import MECHANISMS
 from explorer.ui.components.upload import FileUpload, decoded
-from explorer.ui.state.data_model import MAX_UPLOAD_BYTES, NO_MECHANISM, UPLOADED, DataModel
+from explorer.ui.state.data_model import (
+    MAX_UPLOAD_BYTES,
+    NO_MECHANISM,
+    UPLOADED,
+    DataModel,
+    read_table_with_categories,
+)
 from explorer.ui.text import html, md
 
 __all__ = ["DataControls"]
@@ -38,6 +44,10 @@ class DataControls(Viewer):
     allow_upload = param.Boolean(default=True)
     show_error = param.Boolean(default=True, doc="Show the data error here (False: the page shows it in its "
                                                  "main area, see explorer.ui.components.banner)")
+    on_table = param.Callable(default=None, allow_None=True,
+                              doc="Called as on_table(frame, filename) with an uploaded CSV that has text columns, "
+                                  "read with them as categories (a page with a mixed-data model takes it); None: "
+                                  "every upload goes to the numeric model, which refuses text columns")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -66,10 +76,12 @@ class DataControls(Viewer):
         self._upload.param.watch(lambda e: setattr(self._reading, "visible", bool(e.new)), "reading")
         m.param.watch(self._refresh, ["revision", "error", "mechanism", "dataset"])
         self._refresh()
+        kinds = "numeric or text columns (text: categories, the location model)" if self.on_table else "numeric columns"
         self._layout = pn.Column(
             self._dataset, self._n, self._data_seed, self._mechanism, self._rate, self._params_box,
             self._mask_seed, pn.pane.Markdown(
-                f"Upload a CSV (numeric columns, empty or `?` = missing; UTF-8, UTF-16 or Latin-1; at most "
+                f"Upload a CSV ({kinds}, "
+                f"empty or `?` = missing; UTF-8, UTF-16 or Latin-1; at most "
                 f"{MAX_UPLOAD_BYTES / 2**20:.0f} MB):", visible=self.allow_upload, margin=(5, 10, 0, 10)),
             self._upload, self._reading, self._summary, self._error, sizing_mode="stretch_width",
         )
@@ -90,6 +102,11 @@ class DataControls(Viewer):
         if content is None:  # refused in the browser for its size (or unreadable): nothing was sent
             self.model.refuse_upload(name, int(file.get("size") or 0))
             return
+        if self.on_table is not None:
+            frame = read_table_with_categories(content)
+            if frame is not None:
+                self.on_table(frame, name)
+                return
         self.model.load_csv(content, name)
 
     def _set_param(self, name, value):

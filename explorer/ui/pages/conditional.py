@@ -60,7 +60,7 @@ from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.components.notebook import notebook_layout
 from explorer.ui.plots.density_slices import LevelBars, Slice1DPlot, Slice2DPlot, WeightBars
 from explorer.ui.session import Redraw, hold, push, run_then, served_doc
-from explorer.ui.state.data_model import MIXED_NONE, UPLOADED, DataModel, MixedDataModel
+from explorer.ui.state.data_model import MIXED_NONE, MIXED_UPLOADED, UPLOADED, DataModel, MixedDataModel
 from explorer.ui.state.em_model import EMModel, LocationModel
 from explorer.ui.state.vb_model import VBModel
 from explorer.ui.text import md
@@ -179,7 +179,8 @@ class ConditionalView(Viewer):
         self._custom_columns: tuple | None = None  # the columns the custom row was written for
         self._shown_mixed = False  # whether the widgets shown are those of a mixed table
         em = self.em_model
-        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False)
+        self.controls = DataControls(model=em.data_model, datasets=conditional_datasets(), show_error=False,
+                                     on_table=self.use_table)
         self._make_widgets()
         self.main = self._build()
         if self.model_kind == "vb":
@@ -324,6 +325,16 @@ class ConditionalView(Viewer):
     def mixed(self) -> bool:
         """Whether the page shows a mixed-type table (and its location model) instead of a numeric data set."""
         return self.mixed_model.data_model.dataset != MIXED_NONE
+
+    def use_table(self, frame, name: str) -> bool:
+        """Show a table with text columns (an uploaded CSV, read with them as categories) under the location model:
+        it becomes the ``uploaded`` choice of the table selector and the page switches to it (the numeric data stay
+        as they were). Returns False when the table cannot be used (the page says why)."""
+        categories = [str(c) for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+        options = {k: v for k, v in dict(self._table_choice.options).items() if v != MIXED_UPLOADED}
+        options[f"uploaded {name}: {frame.shape[0]} rows, categories {', '.join(categories)}"] = MIXED_UPLOADED
+        self._table_choice.options = options
+        return self.mixed_model.data_model.use_table(frame, name)
 
     def conditional(self, X):
         """The conditional of rows ``X`` (NaN = missing) under the model and density shown, or None."""

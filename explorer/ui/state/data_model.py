@@ -17,6 +17,7 @@ have a known true value. It loads nothing until a table is chosen.
 from __future__ import annotations
 
 import inspect
+import io
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,8 @@ from explorer.core.validation import BadInputError, InfeasibleRateError
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state.session_data import SessionData
 
-__all__ = ["DataModel", "MIXED_NONE", "MixedDataModel", "NO_MECHANISM", "UPLOADED"]
+__all__ = ["DataModel", "MIXED_NONE", "MIXED_UPLOADED", "MixedDataModel", "NO_MECHANISM", "UPLOADED",
+           "read_table_with_categories"]
 
 NO_MECHANISM = "none"
 #: The built-in data sets and mechanisms of the pages that draw 2-D data (EM and variational playgrounds).
@@ -41,7 +43,10 @@ UPLOADED = "uploaded"
 #: Largest upload a page takes (base64 over the websocket stays under the server's 20 MB message limit).
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 #: Library advice in upload errors, said in terms of the page.
-_UPLOAD_ADVICE = {"Drop them (drop_non_numeric=True or select columns=...)": "Delete those columns from the file"}
+_UPLOAD_ADVICE = {"Drop them (drop_non_numeric=True or select columns=...)": "Delete those columns from the file",
+                  "or impute them as categories with explorer.impute.mixed.MixedMixtureImputer on a DataFrame":
+                  "or upload the file on the Conditional density slices page, which fits text columns as categories "
+                  "(the location model; from Python: explorer.impute.mixed.MixedMixtureImputer)"}
 
 
 def _guess_separator(content: bytes) -> str:
@@ -327,6 +332,8 @@ class DataModel(Settings):
 # ----------------------------------------------------------------------------- mixed-type tables
 #: :attr:`MixedDataModel.dataset` when no table is chosen (nothing loaded).
 MIXED_NONE = "none"
+#: :attr:`MixedDataModel.dataset` of a table given by :meth:`MixedDataModel.use_table` (an uploaded CSV).
+MIXED_UPLOADED = "uploaded"
 
 
 def _mixed_names() -> list[str]:
@@ -350,8 +357,8 @@ class MixedDataModel(Settings):
 
     _SETTINGS = ("dataset", "hide_rate", "mask_seed")
 
-    dataset = param.Selector(default=MIXED_NONE, objects=[MIXED_NONE] + _mixed_names(),
-                             doc="Mixed-type table (none: no table)")
+    dataset = param.Selector(default=MIXED_NONE, objects=[MIXED_NONE] + _mixed_names() + [MIXED_UPLOADED],
+                             doc="Mixed-type table (none: no table; uploaded: the table given by use_table)")
     hide_rate = param.Number(default=0.1, bounds=(0.0, 0.5), doc="Share of the observed cells hidden at random (MCAR)")
     mask_seed = param.Integer(default=1, bounds=(0, MAX_SEED), doc="Seed of the hidden cells")
 
@@ -365,8 +372,33 @@ class MixedDataModel(Settings):
     revision = param.Integer(default=0, constant=True, precedence=-1, doc="Increases when data changes")
 
     def __init__(self, **params):
+        self._uploaded = None  # (name, DataFrame) of use_table
         super().__init__(**params)
         self._load()
+
+    @property
+    def uploaded_name(self) -> str | None:
+        """The name of the table given by :meth:`use_table` (None before one is)."""
+        return None if self._uploaded is None else self._uploaded[0]
+
+    def use_table(self, frame: pd.DataFrame, name: str) -> bool:
+        """Show ``frame`` (numbers and ``category`` columns, NaN = missing, e.g. an uploaded CSV read by
+        :func:`explorer.io.read_csv_table`) as the ``uploaded`` table; ``hide_rate`` of its observed cells are hidden
+        as for the built-in tables. Returns False (and sets ``error``, keeping the table shown) if it cannot be used."""
+        try:
+            if not isinstance(frame, pd.DataFrame) or frame.shape[0] < 2 or frame.shape[1] < 2:
+                raise BadInputError(f"{name}: a table of at least 2 rows and 2 columns is needed, got "
+                                    f"{getattr(frame, 'shape', None)}.")
+            data, hidden = hide_cells(frame, self.hide_rate, np.random.default_rng(self.mask_seed))
+        except BadInputError as exc:
+            self._publish(error=str(exc))
+            return False
+        self._uploaded = (str(name), frame)
+        if self.dataset == MIXED_UPLOADED:  # a second upload: the watcher would not fire
+            self._publish(complete=frame, data=data, hidden=hidden, error="", revision=self.revision + 1)
+        else:
+            self.dataset = MIXED_UPLOADED
+        return not self.error
 
     @property
     def info(self):
@@ -396,12 +428,33 @@ class MixedDataModel(Settings):
             self._publish(complete=None, data=None, hidden=None, error="", revision=self.revision + 1)
             return
         try:
-            complete = ds.load_mixed(self.dataset)
+            if self.dataset == MIXED_UPLOADED:
+                if self._uploaded is None:
+                    raise BadInputError("No table with categories has been uploaded in this browser session: upload a "
+                                        "CSV with text columns under the data set (the numeric data's upload).")
+                complete = self._uploaded[1]
+            else:
+                complete = ds.load_mixed(self.dataset)
             data, hidden = hide_cells(complete, self.hide_rate, np.random.default_rng(self.mask_seed))
         except BadInputError as exc:
             self._publish(error=str(exc))
             return
         self._publish(complete=complete, data=data, hidden=hidden, error="", revision=self.revision + 1)
+
+
+def read_table_with_categories(content: bytes) -> pd.DataFrame | None:
+    """An uploaded CSV read with its text columns as categories (:func:`explorer.io.read_csv_table`, the size limit and
+    separator of :meth:`DataModel.load_csv`), or None when it has no text column or cannot be read that way (the
+    numeric upload then reports why)."""
+    if not bytes(content or b"").strip() or len(content) > MAX_UPLOAD_BYTES:
+        return None
+    try:
+        frame = eio.read_csv_table(io.BytesIO(content), max_bytes=MAX_UPLOAD_BYTES, sep=_guess_separator(content))
+    except BadInputError:
+        return None
+    if not any(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in frame.columns):
+        return None
+    return frame
 
 
 def hide_cells(frame: pd.DataFrame, rate: float, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
