@@ -355,8 +355,21 @@ def test_the_conditional_page_takes_an_uploaded_csv_with_text_columns():
     assert label == "uploaded hep <b>.csv: 10 rows, categories outcome, sex"  # a Select option: text, not markup
     assert view.mixed_model.result is not None  # the location model was fitted (here and now, no server)
     assert view.mixed_model.result.imputer.n_components_ >= 1
-    # a numeric CSV goes to the numeric model
+    # the table's own upload (the numeric controls are hidden while a table is shown): another table replaces it
+    view._on_table_upload(type("E", (), {"new": {"name": "five.csv", "size": len(HEP_LIKE),
+                                                   "data": base64.b64encode(b"\n".join(HEP_LIKE.split(b"\n")[:6]))
+                                                   .decode()}})())
+    assert view.mixed and table.uploaded_name == "five.csv" and table.data.shape[0] == 5
+    # a CSV of numbers goes to the numeric model, and the page shows it
     csv = b"x,y\n1,2\n2,?\n3,5\n4,3\n5,7\n6,1\n"
-    view.controls._on_upload(type("E", (), {"new": {"name": "num.csv", "size": len(csv),
+    view._on_table_upload(type("E", (), {"new": {"name": "num.csv", "size": len(csv),
+                                                   "data": base64.b64encode(csv).decode()}})())
+    assert not view.mixed and view.em_model.data_model.dataset == "uploaded"
+    assert not view.em_model.data_model.error and view.em_model.data_model.data.n_features == 2
+    # and on the numeric controls too
+    view.controls._on_upload(type("E", (), {"new": {"name": "num2.csv", "size": len(csv),
                                                       "data": base64.b64encode(csv).decode()}})())
-    assert view.em_model.data_model.dataset == "uploaded" and not view.em_model.data_model.error
+    assert not view.mixed and view.em_model.data_model.dataset == "uploaded" and not view.em_model.data_model.error
+    # a file refused in the browser for its size: the numeric data say so, nothing else changes
+    view.controls._on_upload(type("E", (), {"new": {"name": "big.csv", "size": 50 * 2**20, "data": None}})())
+    assert "big.csv" in view.em_model.data_model.error and view.em_model.data_model.data.n_features == 2

@@ -123,4 +123,12 @@ def test_an_uploaded_csv_with_text_columns_is_shown_under_the_location_model(ser
     # (a missing cell of the uploaded table drawn, not iris's any more)
     page.get_by_text("Cells hidden at random", exact=False).wait_for()
     assert "my <penguins>.csv" not in page.locator(".alert-danger").all_inner_texts()  # no error shown
+    # the table's own upload: a file of numbers only opens as the numeric data set
+    numbers = tmp_path / "numbers.csv"
+    numbers.write_text("a,b,c\n" + "".join(f"{i},{(i * 7) % 5 if i % 4 else 'NA'},{i % 3}\n" for i in range(40)))
+    page.get_by_text("Upload another CSV", exact=False).wait_for()
+    page.locator("input[type=file] >> visible=true").first.set_input_files(str(numbers))
+    page.get_by_text("Mechanism", exact=True).first.wait_for()
+    wait_until(lambda: STATUS.search(status_text(page)) and "location" not in status_text(page), page)
+    wait_for_title(page, "p(b | observed)")
     errors.assert_none()

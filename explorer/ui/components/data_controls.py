@@ -22,7 +22,7 @@ from explorer.ui.state.data_model import (
 )
 from explorer.ui.text import html, md
 
-__all__ = ["DataControls"]
+__all__ = ["DataControls", "handle_upload"]
 
 _KIND_OF = {name: m.kind for name, m in MECHANISMS.items()}
 # mechanism parameters the controls can edit, by registry kind
@@ -33,6 +33,26 @@ def _mechanism_label(name: str) -> str:
     if name == NO_MECHANISM:
         return "none (the data's own gaps)"
     return f"{name} ({_KIND_OF[name]})"
+
+
+def handle_upload(file: dict | None, model: DataModel, on_table=None) -> str:
+    """Give the ``file`` of a :class:`~explorer.ui.components.upload.FileUpload` to the page: a CSV with a text column
+    to ``on_table(frame, name)`` when the page takes tables with categories, anything else to ``model``
+    (:meth:`DataModel.load_csv`, which refuses text columns with a message, or :meth:`DataModel.refuse_upload` for a
+    file refused in the browser for its size). Returns ``"table"``, ``"numeric"`` or ``"refused"``."""
+    file = file or {}
+    name = str(file.get("name") or "upload.csv")
+    content = decoded(file)
+    if content is None:  # refused in the browser for its size (or unreadable): nothing was sent
+        model.refuse_upload(name, int(file.get("size") or 0))
+        return "refused"
+    if on_table is not None:
+        frame = read_table_with_categories(content)
+        if frame is not None:
+            on_table(frame, name)
+            return "table"
+    model.load_csv(content, name)
+    return "numeric"
 
 
 class DataControls(Viewer):
@@ -96,18 +116,7 @@ class DataControls(Viewer):
         return [d for d in self._ds_options if d != UPLOADED or m.has_uploaded or m.dataset == UPLOADED]
 
     def _on_upload(self, event):
-        file = event.new or {}
-        name = str(file.get("name") or "upload.csv")
-        content = decoded(file)
-        if content is None:  # refused in the browser for its size (or unreadable): nothing was sent
-            self.model.refuse_upload(name, int(file.get("size") or 0))
-            return
-        if self.on_table is not None:
-            frame = read_table_with_categories(content)
-            if frame is not None:
-                self.on_table(frame, name)
-                return
-        self.model.load_csv(content, name)
+        handle_upload(event.new, self.model, self.on_table)
 
     def _set_param(self, name, value):
         params = dict(self.model.mechanism_params)

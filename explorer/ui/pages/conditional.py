@@ -55,12 +55,20 @@ from panel.viewable import Viewer
 from explorer.core.validation import BadInputError, constant_columns
 from explorer.datasets import list_datasets, list_mixed
 from explorer.ui.components.banner import DataErrorBanner
-from explorer.ui.components.data_controls import DataControls
+from explorer.ui.components.data_controls import DataControls, handle_upload
 from explorer.ui.components.downloads import DownloadPanel, PageImputations
 from explorer.ui.components.notebook import notebook_layout
+from explorer.ui.components.upload import FileUpload
 from explorer.ui.plots.density_slices import LevelBars, Slice1DPlot, Slice2DPlot, WeightBars
 from explorer.ui.session import Redraw, hold, push, run_then, served_doc
-from explorer.ui.state.data_model import MIXED_NONE, MIXED_UPLOADED, UPLOADED, DataModel, MixedDataModel
+from explorer.ui.state.data_model import (
+    MAX_UPLOAD_BYTES,
+    MIXED_NONE,
+    MIXED_UPLOADED,
+    UPLOADED,
+    DataModel,
+    MixedDataModel,
+)
 from explorer.ui.state.em_model import EMModel, LocationModel
 from explorer.ui.state.vb_model import VBModel
 from explorer.ui.text import md
@@ -326,6 +334,12 @@ class ConditionalView(Viewer):
         """Whether the page shows a mixed-type table (and its location model) instead of a numeric data set."""
         return self.mixed_model.data_model.dataset != MIXED_NONE
 
+    def _on_table_upload(self, event) -> None:
+        """A file uploaded while a table is shown: a table with categories replaces it; numbers only (or a file the
+        numeric data's upload refuses) go to the numeric data set, which the page then shows."""
+        if handle_upload(event.new, self.em_model.data_model, self.use_table) != "table":
+            self.mixed_model.data_model.dataset = MIXED_NONE
+
     def use_table(self, frame, name: str) -> bool:
         """Show a table with text columns (an uploaded CSV, read with them as categories) under the location model:
         it becomes the ``uploaded`` choice of the table selector and the page switches to it (the numeric data stay
@@ -521,10 +535,15 @@ class ConditionalView(Viewer):
         if self.mixed:
             if not self._mixed_box.objects:
                 model, data = self.mixed_model, self.mixed_model.data_model
+                upload = FileUpload(max_bytes=MAX_UPLOAD_BYTES, sizing_mode="stretch_width")
+                upload.param.watch(self._on_table_upload, "file")
                 self._mixed_data_box.objects = [
                     pn.widgets.FloatSlider.from_param(data.param.hide_rate, step=0.05,
                                                       label="Cells hidden at random (true values kept)"),
-                    pn.widgets.IntInput.from_param(data.param.mask_seed, label="Mask seed")]
+                    pn.widgets.IntInput.from_param(data.param.mask_seed, label="Mask seed"),
+                    pn.pane.Markdown("Upload another CSV (text columns become categories; a file of numbers only "
+                                     "opens as the numeric data set):", margin=(5, 10, 0, 10)),
+                    upload]
                 self._mixed_box.objects = [
                     pn.widgets.IntSlider.from_param(model.param.n_components, start=1, end=10, label="Components K"),
                     pn.widgets.Select.from_param(model.param.covariance_type, label="Covariance (numbers)")]
