@@ -427,12 +427,24 @@ def _write_warnings(progress, caught, columns=None) -> None:
     def named(message: str) -> str:
         if columns is None:
             return message
-        return re.sub(r"(?<!\()\bcolumn (\d+)\b",
+        return re.sub(r"(?<!' \()\bcolumn (\d+)\b",  # not one already named: 'name' (column j)
                       lambda m: (f"{columns[int(m.group(1))]!r} ({m.group(0)})" if int(m.group(1)) < len(columns)
                                  else m.group(0)), message)
 
-    for message in dict.fromkeys(named(str(w.message)) for w in caught):
-        progress.write(f"explorer: warning: {message}")
+    # explorer's own warnings come once per kind: evaluate's repeats (and a fit's restarts) raise the same warning
+    # with other counts, which repeated five times buried the results; other warnings each distinct message once
+    shown: dict = {}
+    for w in caught:
+        text = named(str(w.message))
+        kind = w.category.__name__ if w.category.__module__.startswith("explorer") else None
+        # the same kind: the same class and the same opening words once the numbers are set aside
+        shown.setdefault((kind, re.sub(r"\d+", "#", text)[:60] if kind else text), []).append(text)
+    for (kind, _), messages in shown.items():
+        distinct = list(dict.fromkeys(messages))
+        progress.write(f"explorer: warning: {distinct[0]}")
+        if len(distinct) > 1:
+            progress.write(f"explorer: warning: ... and {len(distinct) - 1} more {kind} message(s) like it (other "
+                           "repeats, fits or columns)")
     if any(type(w.message).__name__ == "BoundCrossingWarning" for w in caught):
         progress.write("explorer: hint: on the command line, --transform COL=log (COL=log:LOWER for a column with "
                        "zeros, LOWER below its smallest value), COL=logit:LO:HI, or --transform auto.")

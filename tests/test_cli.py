@@ -583,3 +583,16 @@ def test_a_csv_with_text_columns_refuses_what_does_not_apply(tmp_path, capsys):
     assert main(["impute", str(src), "--drop-non-numeric", "--empty-rows", "marginal", "-q",
                  "-o", str(tmp_path / "o.csv")]) == 0
     assert "2 columns" in capsys.readouterr().out
+
+
+@needs_evaluation
+def test_evaluate_prints_a_warning_of_every_repeat_once(skewed_csv, capsys):
+    """'conc' without a transform: its intervals reach below 0 in every repeat, with other counts each time; the
+    warning is printed once, followed by how many more of its kind there were."""
+    assert main(["evaluate", str(skewed_csv), "--repeats", "3", "--seed", "0", "--no-baseline", "-k", "1"]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("explorer: warning:")]
+    negative = [line for line in lines if "reach below zero" in line]
+    assert len(negative) == 1 and "'conc' (column 1)" in negative[0]
+    more = [line for line in lines if "more NegativeIntervalWarning message(s) like it" in line]
+    assert len(more) == 1 and int(more[0].split("... and ")[1].split()[0]) >= 1
