@@ -182,6 +182,39 @@ def test_uploads_need_a_class_column_and_are_shown_escaped():
     assert "No column of 'plain.csv' can be the class" in m.error
 
 
+def test_an_upload_with_a_text_class_column_names_its_classes():
+    """A CSV as a data scientist has it: the class as text ('Adelie'), other text columns, NA gaps, R's row names.
+    The first text column becomes the class (codes with the levels as names), the numbers are the axes, a text column
+    with too many levels is left out; the legend says the names, escaped."""
+    from explorer import datasets as ds
+    from explorer.ui.pages.decision_surface import DecisionView
+
+    frame = ds.load_mixed("penguins")
+    frame["tag"] = [f"<b>id{i}</b>" for i in range(len(frame))]  # an identifier: not a class, not a feature
+    m = DecisionModel(dataset="simple", method="lr_mean")
+    view = DecisionView(model=m, score_table=False)
+    assert m.load_csv(frame.to_csv(na_rep="NA").encode(), "penguins.csv"), m.error
+    assert m.dataset == "uploaded" and m.class_column == "species"
+    assert m.data.classes == ("Adelie", "Chinstrap", "Gentoo")
+    assert m.data.columns == ("bill_length_mm", "bill_depth_mm")  # numbers first: the default axes
+    assert "tag" not in m.all_columns and {"island", "sex"} <= set(m.class_columns)
+    n_train = {c: int((m.data.y_train == k).sum()) for k, c in enumerate(m.data.classes)}
+    counts = frame["species"].value_counts()
+    assert all(0 < n_train[c] < counts[c] for c in m.data.classes)  # a stratified split of the real labels
+    m.class_column = "island"
+    assert m.data.classes == ("Biscoe", "Dream", "Torgersen") and not m.error
+    view._update_text()
+    assert "class Biscoe" in view._legend.object
+    # a second upload of numbers only: the names of the first do not leak onto it
+    rng = np.random.default_rng(0)
+    rows = ["a,b,label"] + [f"{x:.3f},{y:.3f},{k % 3}" for k, (x, y) in enumerate(rng.normal(size=(45, 2)))]
+    assert m.load_csv("\n".join(rows).encode(), "codes.csv") and m.data.classes == ("0", "1", "2")
+    # text columns none of which can be a class
+    rows = ["a,b,name"] + [f"{x:.3f},{y:.3f},n{k}" for k, (x, y) in enumerate(rng.normal(size=(45, 2)))]
+    assert m.load_csv("\n".join(rows).encode(), "names.csv") is False
+    assert "cannot be the class" in m.error and "'name'" in m.error
+
+
 def test_fits_and_scores_are_shared_between_sessions(monkeypatch):
     """Equal data (another session's model with the same settings) reuse a surface and a table row."""
     from explorer.ui.state import decision_model

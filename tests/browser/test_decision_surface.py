@@ -61,14 +61,20 @@ def _select(page, option_label: str):
         label=option_label)
 
 
-def test_decision_surface_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+def _open(serve_app, new_page, watch_errors, wait_for_bokeh, n_per_class: int):
+    """The served page (small training sets: the table's fits stay quick) once its first surface is scored:
+    (page, its error watcher)."""
     url = serve_app({"decision": APP})
     page = new_page(viewport=VIEWPORT)
     errors = watch_errors(page)
-    # small training sets: the table's fits stay quick
-    page.goto(f"{url}/decision?n_per_class=40", timeout=LOAD_TIMEOUT_MS)
+    page.goto(f"{url}/decision?n_per_class={n_per_class}", timeout=LOAD_TIMEOUT_MS)
     wait_for_bokeh(page, timeout=LOAD_TIMEOUT_MS)
     _wait_title(page, lambda t: "test loss" in t)
+    return page, errors
+
+
+def test_decision_surface_page(serve_app, new_page, watch_errors, wait_for_bokeh, screenshot):
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh, 40)
     heat = _heat(page)
     assert len(heat["images"]) == 3, heat  # main panel and the two strips
     frames = {f["title"]: f for f in heat["frames"]}
@@ -141,4 +147,20 @@ def test_decision_surface_in_the_gallery(serve_app, new_page, watch_errors, wait
     _wait_title(page, lambda t: "test loss" in t)
     assert "simple" in _text(page, "decision-info")
     assert len(_heat(page)["images"]) == 3
+    errors.assert_none()
+
+
+def test_an_uploaded_csv_with_text_classes(serve_app, new_page, watch_errors, wait_for_bokeh, tmp_path):
+    """The penguins as pandas writes them (species as text, NA gaps, row names): the species are the classes, named
+    in the legend, on the first two numeric columns."""
+    from explorer import datasets as ds
+
+    path = tmp_path / "penguins.csv"
+    ds.load_mixed("penguins").to_csv(path, na_rep="NA")
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh, 30)
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    page.get_by_text("class Chinstrap", exact=False).wait_for(timeout=LOAD_TIMEOUT_MS)
+    _wait_title(page, lambda t: "test loss" in t)
+    info = _text(page, "decision-info")
+    assert "penguins.csv" in info and "bill_length_mm" in info and "bill_depth_mm" in info
     errors.assert_none()

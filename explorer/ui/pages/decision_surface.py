@@ -317,7 +317,8 @@ class DecisionView(Viewer):
         self.sidebar = pn.Column(
             "### Method", self._method, self._run_box,
             "### Data", self._dataset, self._n, self._x_col, self._y_col, self._class_col,
-            pn.pane.Markdown("Upload a CSV (numeric columns, one of them the class):", margin=(0, 10)),
+            pn.pane.Markdown("Upload a CSV (numeric feature columns and a class column: numbers or text, such as "
+                             "species names):", margin=(0, 10)),
             self._upload,
             "### Missingness", self._mechanism, self._rate, seeds,
             sizing_mode="stretch_width", min_width=300)

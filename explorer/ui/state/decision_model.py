@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import io
 import threading
 import time
 from collections import OrderedDict
@@ -50,7 +51,7 @@ from explorer.core.classifiers.synthetic_classification import DATASETS as SYNTH
 from explorer.core.classifiers.synthetic_classification import make_dataset
 from explorer.core.data import IncompleteData
 from explorer.core.missingness.mechanisms import MECHANISMS, apply_mechanism, get_mechanism
-from explorer.core.validation import BadInputError
+from explorer.core.validation import BadInputError, NonNumericError
 from explorer.learn.methods import METHODS, make_method
 from explorer.ui.state._settings import MAX_SEED, Settings
 from explorer.ui.state._stepped import LockedStepping
@@ -205,6 +206,36 @@ def class_candidates(data: IncompleteData) -> list[str]:
     return out
 
 
+def text_classes_as_codes(content: bytes) -> tuple[IncompleteData, dict[str, tuple[str, ...]]]:
+    """An uploaded CSV with text columns as numbers for this page: each text column of 2 to :data:`MAX_CLASSES` levels
+    becomes codes 0..L-1 (a class candidate; its levels returned by name, in code order) placed after the numeric
+    columns, other text columns are left out (a feature must be a number); empty, ``NA`` and ``?`` cells stay
+    missing.
+
+    Raises
+    ------
+    BadInputError
+        The file cannot be read, or none of its text columns can be a class.
+    """
+    frame = eio.read_csv_table(io.BytesIO(content), max_bytes=MAX_UPLOAD_BYTES, sep=_guess_separator(content),
+                               max_levels=10_000)
+    text = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    classes = [c for c in text if 2 <= len(frame[c].cat.categories) <= MAX_CLASSES]
+    if not classes:
+        raise BadInputError(
+            f"text column(s) {', '.join(repr(c) for c in text[:5])} cannot be the class (a class column has 2 to "
+            f"{MAX_CLASSES} distinct values) and the features must be numbers; delete them or encode them as numbers.")
+    left_out = [c for c in text if c not in classes]
+    columns = [c for c in frame.columns if c not in text] + classes  # numbers first: the default axes
+    values = np.column_stack([frame[c].cat.codes.to_numpy(dtype=float) if c in classes
+                              else frame[c].to_numpy(dtype=float) for c in columns])
+    missing = np.column_stack([frame[c].isna().to_numpy() for c in columns])
+    note = f"text classes as codes: {', '.join(classes)}" + (
+        f"; text column(s) left out: {', '.join(left_out)}" if left_out else "")
+    data = IncompleteData.from_array(np.where(missing, 0.0, values), missing=missing, columns=columns, description=note)
+    return data, {c: tuple(str(v) for v in frame[c].cat.categories) for c in classes}
+
+
 def _uploaded_table(uploaded: IncompleteData | None, class_column: str):
     """``(features IncompleteData, labels, class column)`` of the session's upload (rows without a class dropped)."""
     if uploaded is None:
@@ -235,13 +266,15 @@ def _uploaded_table(uploaded: IncompleteData | None, class_column: str):
 
 def load_classification(dataset: str, *, n_per_class: int = 100, data_seed: int = 0, mechanism: str = "patterns",
                         rate: float = 0.3, mask_seed: int = 1, x_column: str = "", y_column: str = "",
-                        class_column: str = "", uploaded: IncompleteData | None = None) -> ClassificationData:
+                        class_column: str = "", uploaded: IncompleteData | None = None,
+                        class_levels: dict | None = None) -> ClassificationData:
     """Training and test rows of ``dataset`` with the mechanism's missing values (see the module docstring).
 
     Parameters
     ----------
     dataset : str
-        One of :data:`SYNTHETIC`, :data:`TABLES` or ``"uploaded"`` (then ``uploaded`` is used).
+        One of :data:`SYNTHETIC`, :data:`TABLES` or ``"uploaded"`` (then ``uploaded`` is used; ``class_levels``
+        maps a column of it that was text to its levels, which name the classes coded 0..L-1).
     n_per_class : int
         Training rows per class of a synthetic set (the test set has ``TEST_PER_CLASS`` per class).
     data_seed, mask_seed : int
@@ -270,6 +303,9 @@ def load_classification(dataset: str, *, n_per_class: int = 100, data_seed: int 
     else:
         if dataset == UPLOADED:
             table, labels, class_column = _uploaded_table(uploaded, class_column)
+            names = (class_levels or {}).get(class_column)
+            if names is not None:  # a text column of the file, given as codes 0..L-1: its levels again
+                labels = np.asarray(names, dtype=object)[np.asarray(labels, dtype=np.intp)]
             defaults = ()
         elif dataset in TABLES:
             table, labels = ds.load_dataset(dataset, return_labels=True)
@@ -546,6 +582,7 @@ class DecisionModel(Settings):
     def __init__(self, **params):
         if params.get("session") is None:
             params["session"] = SessionData()
+        self._levels: tuple = (None, {})  # (the upload, {text column: its levels}) of this page's last upload
         super().__init__(**params)
         self._lock = threading.Lock()
         self.all_columns: tuple[str, ...] = ()
@@ -585,7 +622,8 @@ class DecisionModel(Settings):
             data = load_classification(
                 self.dataset, n_per_class=self.n_per_class, data_seed=self.data_seed, mechanism=self.mechanism,
                 rate=self.rate, mask_seed=self.mask_seed, x_column=self.x_column, y_column=self.y_column,
-                class_column=self.class_column, uploaded=self.session.uploaded)
+                class_column=self.class_column, uploaded=self.session.uploaded,
+                class_levels=self._levels[1] if self._levels[0] is self.session.uploaded else None)
         except BadInputError as exc:
             self._publish(error=str(exc))
             return False
@@ -612,14 +650,20 @@ class DecisionModel(Settings):
                 raise BadInputError("the file is empty.")
             if len(content) > MAX_UPLOAD_BYTES:
                 raise BadInputError(f"the file has {len(content):,} bytes; the limit is {MAX_UPLOAD_BYTES:,}.")
-            table = eio.from_csv(content, max_bytes=MAX_UPLOAD_BYTES, sep=_guess_separator(content))
+            try:
+                table = eio.from_csv(content, max_bytes=MAX_UPLOAD_BYTES, sep=_guess_separator(content))
+                levels = {}
+            except NonNumericError:  # text columns: the class is usually one (a label such as 'Adelie')
+                table, levels = text_classes_as_codes(content)
         except BadInputError as exc:
             self._publish(error=f"{filename}: {exc}")
             return False
-        self.session.put(IncompleteData.from_array(table.values, missing=table.missing, columns=table.columns,
-                                                   name=filename, description=table.description))
-        with param.parameterized.batch_call_watchers(self):
-            self.param.update(dataset=UPLOADED, x_column="", y_column="", class_column="",
+        data = IncompleteData.from_array(table.values, missing=table.missing, columns=table.columns, name=filename,
+                                         description=table.description)
+        self._levels = (data, levels)
+        self.session.put(data)
+        with param.parameterized.batch_call_watchers(self):  # the class: the file's first text column, if any
+            self.param.update(dataset=UPLOADED, x_column="", y_column="", class_column=next(iter(levels), ""),
                               mechanism=NO_MECHANISM if table.missing.any() else self.mechanism)
         return not self.error
 
