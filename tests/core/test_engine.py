@@ -103,7 +103,9 @@ def test_compiled_equals_numpy_for_the_variants(variant):
 def test_skipping_negligible_responsibility_mass_changes_nothing():
     from explorer.core._compiled import gmm as _kernels
 
-    data = em_gmm.prepare(_mixture(n=1500, d=14, seed=3, sep=12.0))  # separated, ~1 row per pattern: most pairs skip
+    # separated, one row per pattern with about 15 missing entries each (the pass adds the pairs that take part, the
+    # rest is left to _add_conditional's rule): most of those skip
+    data = em_gmm.prepare(_mixture(n=1500, d=30, seed=3, sep=12.0, rate=0.5))
     config = em_gmm.EMConfig(n_components=3, strategy="compiled")
     state = em_gmm.fit(data, replace(config, max_iter=5, tol=0.0), np.random.default_rng(0)).state
     ws = em_gmm.workspace(data, config)
@@ -115,9 +117,34 @@ def test_skipping_negligible_responsibility_mass_changes_nothing():
                                      log_likelihood=ll, n_rows=data.n_fit)
         results[rtol] = (m_step(stats, reg_covar=config.reg_covar), ws.last_pairs_added)
     (skip, n_skip), (full, n_full) = results[_kernels.SKIP_RTOL], results[-1.0]
-    assert n_skip < 0.6 * n_full  # the skip does something here
+    assert n_full > 1000 and n_skip < 0.6 * n_full  # the skip does something here
     for x, y in zip(skip, full):
         assert _rel(x, y) < 1e-10
+
+
+@pytest.mark.parametrize("n_missing", [4, 11])  # short blocks (all components at once) and long ones (one at a time)
+def test_runs_across_blocks_and_the_conditional_covariances_of_the_pass(n_missing):
+    """Small blocks cut the runs of a few structured patterns (many rows each) in parts: the conditional covariances
+    the pass adds per part, and what it leaves for after the pass, sum to those of the numpy kernels."""
+    from explorer.core._compiled import gmm as _kernels
+
+    rng = np.random.default_rng(11)
+    X = _mixture(n=900, d=14, seed=11, sep=1.5)  # overlapping: every component takes part
+    X[np.isnan(X)] = 0.0
+    blocks = [np.isin(np.arange(14), rng.choice(14, n_missing, replace=False)) for _ in range(3)] + [np.zeros(14, bool)]
+    X[np.array(blocks)[rng.integers(4, size=900)]] = np.nan
+    data = em_gmm.prepare(X)
+    numpy_cfg = em_gmm.EMConfig(n_components=3, strategy="numpy")
+    config = replace(numpy_cfg, strategy="compiled")
+    ws = _kernels.Workspace(em_gmm._layout(data, config), 3, block_rows=64)
+    data.cache[("workspace", False, 3)] = ws
+    assert ws.layout.n_runs < 10 and ws.block_rows == 64  # runs of ~200 rows over several blocks
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, config, start, 3)[-1]
+    assert em_gmm.workspace(data, config) is ws and ws.Wd.sum() > 0  # the pass added conditional covariances
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
 
 
 @settings(max_examples=5, deadline=None)

@@ -15,14 +15,18 @@ at once, so the data are read once per iteration and the block's buffers stay in
    then per row :math:`t = L^{-1} r_m`, the observed Mahalanobis distance
    :math:`d^\top\Lambda d - t^\top t`, :math:`\log|\Sigma_{oo}| = \log|\Sigma| + \log|\Lambda_{mm}|`,
    and the conditional mean written **in place** into ``E`` (``E[k, i, m] = -L^{-\top} t``, i.e. the
-   completion minus :math:`\mu_k`); then the responsibilities (log-sum-exp over components), written
-   straight into the caller-order responsibility array, their sums per run :math:`W_{gk}`, the first
-   statistic :math:`S_k = \sum_i h_{ik} e_{ik}`, and ``E`` scaled by :math:`\sqrt{h_{ik}}`.
+   completion minus :math:`\mu_k`); then, run by run, the responsibilities (log-sum-exp over components),
+   written straight into the caller-order responsibility array, their sums per run :math:`W_{gk}`, the first
+   statistic :math:`S_k = \sum_i h_{ik} e_{ik}`, and ``E`` scaled by :math:`\sqrt{h_{ik}}`; and, from the
+   factors just made, the conditional covariances :math:`W_{gk}\,\Lambda_{k,mm}^{-1}` of the components taking
+   part in a run of at least :data:`M_SWITCH` missing entries, or of every component of a shorter run where a
+   third of them or more take part (a second factorisation saved: W2 with overlapping components 10 % and
+   D = 50 7 % of a step, ``benchmarks/profile_em_step.py``).
 4. BLAS: :math:`T_k \mathrel{+}= E_k^\top E_k` by ``dsyrk`` (half a GEMM: the M-step's scatter).
 
-After the last block, ``_add_conditional`` adds the conditional covariances once per (run,
-component): :math:`T_k[m, m] \mathrel{+}= W_{gk}\,\Lambda_{k,mm}^{-1}`, skipping the pairs whose
-responsibility mass is negligible, :math:`W_{gk} \le 10^{-12} N_k / G` (:data:`SKIP_RTOL`; G runs with
+After the last block, ``_add_conditional`` adds the other conditional covariances once per (run,
+component): :math:`T_k[m, m] \mathrel{+}= W_{gk}\,\Lambda_{k,mm}^{-1}` with the mass the pass left, skipping the
+pairs whose responsibility mass is negligible, :math:`W_{gk} \le 10^{-12} N_k / G` (:data:`SKIP_RTOL`; G runs with
 missing entries): the skipped mass is at most :math:`10^{-12} N_k` in total and every skipped term is
 bounded by :math:`W_{gk}\Sigma_k` (a conditional covariance is below the marginal one), so the
 covariances move by at most 1e-12 relative. For well separated components almost every pair is
@@ -200,33 +204,132 @@ def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
     return False
 
 
+@numba.njit(cache=True, fastmath=_FAST, inline="always")  # one call per run: no call overhead (W2: 68,567 runs)
+def _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, d, wpart):
+    """Responsibilities of the block rows a..b (one run, ``g``) from their log-densities in ``ll``: written in the
+    caller's order, their sums into ``W[g]``, ``wpart`` (this part of the run) and ``nk``, the first statistic, E
+    scaled by :math:`\\sqrt{h}`, the history's summaries into ``rsum``. ``d`` (K,) scratch. Returns the rows'
+    log-likelihood."""
+    K, D = logw.size, E.shape[2]
+    total = 0.0
+    for i in range(a, b):
+        top = -np.inf
+        for k in range(K):
+            v = ll[i, k] + logw[k]
+            ll[i, k] = v
+            if v > top:
+                top = v
+        acc = 0.0
+        for k in range(K):  # one exp per pair: ll becomes exp(ll - top), its log kept in d
+            dk = ll[i, k] - top
+            d[k] = dk
+            ev = np.exp(dk) if dk > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
+            ll[i, k] = ev
+            acc += ev
+        la = np.log(acc)
+        norm = top + la
+        total += norm
+        row = perm[r0 + i]
+        rowll[row] = norm
+        inv_acc = 1.0 / acc
+        best = -1.0
+        kb = 0
+        for k in range(K):
+            h = ll[i, k] * inv_acc
+            resp[row, k] = h
+            if h > best:
+                best = h
+                kb = k
+            if h == 0.0:  # most (row, component) pairs of well separated components
+                for j in range(D):
+                    E[k, i, j] = 0.0
+                continue
+            sh = np.sqrt(h)
+            W[g, k] += h
+            wpart[k] += h
+            nk[k] += h
+            rsum[K] -= h * (d[k] - la)  # log h (h > 0 here: finite)
+            for j in range(D):
+                e = E[k, i, j]
+                S[k, j] += h * e
+                E[k, i, j] = sh * e
+        rsum[kb] += 1.0
+    return total
+
+
+@numba.njit(cache=True, fastmath=_FAST, inline="always")
+def _add_block(Tk, mis, m, w, QK, k):
+    """Tk[mis, mis] += w * QK[:m, :m, k]."""
+    for p in range(m):
+        row = mis[p]
+        for c in range(m):
+            Tk[row, mis[c]] += w * QK[p, c, k]
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _inverse_all(L, inv, m, QK, acc):
+    """Q_k = inv(P_k,mm) of every component from its LDL^T factor (L (m, m, K) unit lower, inv (m, K) = 1 / D) by the
+    backward recurrence on the rows, component innermost, into QK (m, m, K); ``acc`` (K,) scratch."""
+    K = acc.size
+    for i in range(m - 1, -1, -1):
+        for j in range(m - 1, i - 1, -1):  # Q[i, j] = delta_ij / D_i - sum_{c > i} L[c, i] Q[j, c], kept symmetric
+            for k in range(K):
+                acc[k] = 0.0
+            for c in range(i + 1, m):
+                for k in range(K):
+                    acc[k] += L[c, i, k] * QK[j, c, k]
+            for k in range(K):
+                QK[i, j, k] = (inv[i, k] if j == i else 0.0) - acc[k]
+                QK[j, i, k] = QK[i, j, k]
+
+
 @numba.njit(cache=True, fastmath=_FAST)
 def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E, R, perm, resp,
-                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll, rsum):
-    """Per run: factor, solve, log-densities, conditional means (in E); then responsibilities and
+                 W, nk, S, L, t, ll, inv, dv, sc, kv, L1, LT1, v1, rowll, rsum, QK, C, Wd, exact, Q1):
+    """Per run: factor, solve, log-densities, conditional means (in E), then the run's responsibilities and
     statistics. Returns (log-likelihood of the block, status): status -1 = fine, k = the missing-block
     precision of component k is not positive definite. ``kv`` (3, K) scratch.
 
     Runs with fewer than :data:`M_SWITCH` missing entries factor every component at once (component
     innermost: independent chains); longer blocks one component at a time with contiguous inner
-    products (L1, LT1: one factor and its transpose; v1 (3, m) scratch).
+    products (L1, LT1 (K, m, m): each component's factor and its transpose; v1 (K, 3, m) scratch).
+
+    With ``exact``, the conditional covariances are added here, from the factors just made for the densities, for
+    the components that take part in a run with at least :data:`M_SWITCH` missing entries (responsibility mass above
+    1e-12 of the run's) and for every component of a shorter run in which a third of them or more take part
+    (overlapping components): :math:`C_k[m, m] \\mathrel{+}= w_k \\Lambda_{k,mm}^{-1}` with :math:`w_k` this part of
+    the run's responsibility mass, which ``Wd[g]`` records (:func:`_add_conditional` then adds only what is left,
+    ``W - Wd``); QK (m, m, K) and Q1 (m, m) scratch. Before, those blocks were factored a second time after the pass.
 
     ``rsum`` (K + 1,) accumulates the history's summaries of the responsibilities: ``rsum[k]`` the rows whose
     largest :math:`h_{ik}` is component k's (the first on ties, as ``argmax``), ``rsum[K]`` the entropy
     :math:`-\\sum_{ik} h_{ik}\\log h_{ik}`."""
     K, D = logdet.size, E.shape[2]
-    n = r1 - r0
     ld, const, q = kv[0], kv[1], kv[2]
+    total = 0.0
     g = g0
     while g < run_start.size - 1 and run_start[g] < r1:
         a = max(run_start[g], r0) - r0
         b = min(run_start[g + 1], r1) - r0
         m = mis_ptr[g + 1] - mis_ptr[g]
         mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
+        wpart = sc[1]
         if m >= M_SWITCH:
-            for k in range(K):
-                if _per_component(prec[k], mis, m, logdet[k], a, b, E[k], R[k], ll, k, L1, LT1, v1, D):
+            for k in range(K):  # every component's factor kept (L1, LT1, v1 per component)
+                if _per_component(prec[k], mis, m, logdet[k], a, b, E[k], R[k], ll, k, L1[k], LT1[k], v1[k], D):
                     return 0.0, k
+            for k in range(K):
+                wpart[k] = 0.0
+            total += _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, q, wpart)
+            if exact:  # the conditional covariances of the components that take part, from these factors
+                mass = 0.0
+                for k in range(K):
+                    mass += wpart[k]
+                for k in range(K):
+                    w = wpart[k]
+                    if w > 1e-12 * mass:
+                        _add_inverse(LT1[k], v1[k, 0], m, mis, w, Q1, C[k])
+                        Wd[g, k] += w
             g += 1
             continue
         if m > 0:
@@ -263,52 +366,26 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
                         E[k, i, jp] = -t[p, k]
             for k in range(K):
                 ll[i, k] = -0.5 * (const[k] + q[k])
+        for k in range(K):
+            wpart[k] = 0.0
+        total += _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, q, wpart)
+        if exact and m > 0:
+            mass = 0.0
+            for k in range(K):
+                mass += wpart[k]
+            taking = 0
+            for k in range(K):
+                if wpart[k] > 1e-12 * mass:
+                    taking += 1
+            if 3 * taking >= K:  # overlapping here: every component's conditional covariance, from these factors
+                _inverse_all(L, inv, m, QK, sc[0])
+                for k in range(K):
+                    w = wpart[k]
+                    if not (w > 0.0):
+                        continue
+                    _add_block(C[k], mis, m, w, QK, k)
+                    Wd[g, k] += w
         g += 1
-    total = 0.0
-    g = g0
-    for i in range(n):
-        while run_start[g + 1] <= r0 + i:
-            g += 1
-        top = -np.inf
-        for k in range(K):
-            v = ll[i, k] + logw[k]
-            ll[i, k] = v
-            if v > top:
-                top = v
-        acc = 0.0
-        for k in range(K):  # one exp per pair: ll becomes exp(ll - top), its log kept in q
-            d = ll[i, k] - top
-            q[k] = d
-            ev = np.exp(d) if d > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
-            ll[i, k] = ev
-            acc += ev
-        la = np.log(acc)
-        norm = top + la
-        total += norm
-        row = perm[r0 + i]
-        rowll[row] = norm
-        inv_acc = 1.0 / acc
-        best = -1.0
-        kb = 0
-        for k in range(K):
-            h = ll[i, k] * inv_acc
-            resp[row, k] = h
-            if h > best:
-                best = h
-                kb = k
-            if h == 0.0:  # most (row, component) pairs of well separated components
-                for j in range(D):
-                    E[k, i, j] = 0.0
-                continue
-            sh = np.sqrt(h)
-            W[g, k] += h
-            nk[k] += h
-            rsum[K] -= h * (q[k] - la)  # log h (h > 0 here: finite)
-            for j in range(D):
-                e = E[k, i, j]
-                S[k, j] += h * e
-                E[k, i, j] = sh * e
-        rsum[kb] += 1.0
     return total, -1
 
 
@@ -338,33 +415,12 @@ def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv,
             bad = _ldl_all(prec, mis, m, LK, invK, dK, sc, kv[0])
             if bad >= 0:
                 return added, bad
-            acc = kv[1]
-            for i in range(m - 1, -1, -1):  # the recurrence of the per-component branch below, all components
-                for j in range(m - 1, i, -1):
-                    for k in range(K):
-                        acc[k] = 0.0
-                    for c in range(i + 1, m):
-                        for k in range(K):
-                            acc[k] += LK[c, i, k] * QK[j, c, k]
-                    for k in range(K):
-                        QK[i, j, k] = -acc[k]
-                        QK[j, i, k] = -acc[k]
-                for k in range(K):
-                    acc[k] = 0.0
-                for c in range(i + 1, m):
-                    for k in range(K):
-                        acc[k] += LK[c, i, k] * QK[i, c, k]
-                for k in range(K):
-                    QK[i, i, k] = invK[i, k] - acc[k]
+            _inverse_all(LK, invK, m, QK, kv[1])  # the recurrence of the per-component branch below
             for k in range(K):
                 w = W[g, k]
                 if not (w > thresh[k]):
                     continue
-                Tk = T[k]
-                for p in range(m):
-                    row = mis[p]
-                    for c in range(m):
-                        Tk[row, mis[c]] += w * QK[p, c, k]
+                _add_block(T[k], mis, m, w, QK, k)
                 added += 1
             continue
         for k in range(K):
@@ -373,28 +429,33 @@ def _add_conditional(mis_ptr, mis_idx, prec, W, thresh, T, L, LT, Linv, inv, wv,
                 continue
             if np.isnan(_ldl_k(prec[k], mis, m, L, LT, inv, wv)):
                 return added, k
-            # Q = inv(P_mm) = LT^{-1} D^{-1} LT^{-T} by the backward recurrence on its rows (LDL^T inverse):
-            # Q[i, j] = delta_ij / D_i - sum_{c > i} LT[i, c] Q[c, j], rows i = m-1 .. 0, Q kept symmetric so
-            # that every inner product runs over contiguous memory
-            Q = Linv
-            for i in range(m - 1, -1, -1):
-                for j in range(m - 1, i, -1):
-                    acc = 0.0
-                    for c in range(i + 1, m):
-                        acc += LT[i, c] * Q[j, c]
-                    Q[i, j] = -acc
-                    Q[j, i] = -acc
-                acc = 0.0
-                for c in range(i + 1, m):
-                    acc += LT[i, c] * Q[i, c]
-                Q[i, i] = inv[i] - acc
-            Tk = T[k]
-            for p in range(m):
-                row = mis[p]
-                for c in range(m):
-                    Tk[row, mis[c]] += w * Q[p, c]
+            _add_inverse(LT, inv, m, mis, w, Linv, T[k])
             added += 1
     return added, -1
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _add_inverse(LT, inv, m, mis, w, Q, Tk):
+    """Tk[mis, mis] += w * inv(P_mm) from its LDL^T factor (LT the transposed unit factor, inv = 1 / D); Q (m, m)
+    scratch."""
+    # Q = inv(P_mm) = LT^{-1} D^{-1} LT^{-T} by the backward recurrence on its rows (LDL^T inverse):
+    # Q[i, j] = delta_ij / D_i - sum_{c > i} LT[i, c] Q[c, j], rows i = m-1 .. 0, Q kept symmetric so
+    # that every inner product runs over contiguous memory
+    for i in range(m - 1, -1, -1):
+        for j in range(m - 1, i, -1):
+            acc = 0.0
+            for c in range(i + 1, m):
+                acc += LT[i, c] * Q[j, c]
+            Q[i, j] = -acc
+            Q[j, i] = -acc
+        acc = 0.0
+        for c in range(i + 1, m):
+            acc += LT[i, c] * Q[i, c]
+        Q[i, i] = inv[i] - acc
+    for p in range(m):
+        row = mis[p]
+        for c in range(m):
+            Tk[row, mis[c]] += w * Q[p, c]
 
 
 class Layout:
@@ -451,7 +512,15 @@ class Workspace:
         self.L1 = np.zeros((m, m))
         self.LT1 = np.zeros((m, m))
         self.v1 = np.zeros((3, m))
+        # every component's factor of a long block, kept through the pass (its conditional covariances, see
+        # _solve_block): (K, m, m) twice, only where long blocks exist
+        mk = m if layout.max_missing >= M_SWITCH else 1
+        self.LK1 = np.zeros((K, mk, mk))
+        self.LTK1 = np.zeros((K, mk, mk))
+        self.vK1 = np.zeros((K, 3, mk))
         self.T = np.empty((K, D, D))
+        self.C = np.empty((K, D, D))  # conditional covariances added in the pass (see _solve_block)
+        self.Wd = np.empty((layout.n_runs, K))  # the responsibility mass they were added for
         # first run of every block
         starts = np.arange(0, layout.n_fit, B, dtype=np.int64)
         self.blocks = starts
@@ -484,6 +553,8 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     W, T = ws.W, ws.T
     W[...] = 0.0
     T[...] = 0.0
+    ws.C[...] = 0.0
+    ws.Wd[...] = 0.0
     nk = np.zeros(K)
     S = np.zeros((K, D))
     rsum = np.zeros(K + 1)
@@ -498,7 +569,8 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         np.matmul(E, precision, out=R)
         part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
                                     ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
-                                    ws.sc, ws.kv, ws.L1, ws.LT1, ws.v1, ws.rowll, rsum)
+                                    ws.sc, ws.kv, ws.LK1, ws.LTK1, ws.vK1, ws.rowll, rsum, ws.QK, ws.C, ws.Wd,
+                                    bool(exact), ws.Linv)
         if status >= 0:
             raise NotPositiveDefinite(status)
         total += part
@@ -507,8 +579,9 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     second = np.triu(T) + np.triu(T, 1).transpose(0, 2, 1)  # dsyrk filled the upper triangle (C order)
     ws.last_pairs_added = 0
     if exact and lay.n_runs_missing:
+        second += ws.C  # the pairs of overlapping runs, added in the pass
         thresh = skip_rtol * nk / lay.n_runs_missing
-        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W, thresh, second, ws.L1, ws.LT1,
+        added, status = _add_conditional(lay.mis_ptr, lay.mis_idx, precision, W - ws.Wd, thresh, second, ws.L1, ws.LT1,
                                           ws.Linv, ws.v1[0], ws.v1[1], ws.LK, ws.QK, ws.invK, ws.dK, ws.sc, ws.kv)
         if status >= 0:
             raise NotPositiveDefinite(status)
