@@ -373,3 +373,16 @@ def test_the_conditional_page_takes_an_uploaded_csv_with_text_columns():
     # a file refused in the browser for its size: the numeric data say so, nothing else changes
     view.controls._on_upload(type("E", (), {"new": {"name": "big.csv", "size": 50 * 2**20, "data": None}})())
     assert "big.csv" in view.em_model.data_model.error and view.em_model.data_model.data.n_features == 2
+
+
+def test_a_link_to_an_uploaded_table_says_to_upload_one():
+    """mixed_dataset=uploaded in a link, in a session without an upload: the selector shows that choice (not another
+    one) and the error says what to do."""
+    from explorer.ui.state.data_model import MIXED_UPLOADED
+
+    view = ConditionalView()
+    view.mixed_model.data_model.dataset = MIXED_UPLOADED
+    assert view._table_choice.value == MIXED_UPLOADED
+    label = next(k for k, v in view._table_choice.options.items() if v == MIXED_UPLOADED)
+    assert label == "uploaded: no file uploaded in this session"
+    assert "No table with categories has been uploaded" in view.mixed_model.data_model.error

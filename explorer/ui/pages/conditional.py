@@ -235,6 +235,8 @@ class ConditionalView(Viewer):
         self._table_choice = pn.widgets.Select.from_param(self.mixed_model.data_model.param.dataset,
                                                           options=mixed_tables(),
                                                           label="Table with categories (location model)")
+        self.mixed_model.data_model.param.watch(self._offer_uploaded, "dataset")
+        self._offer_uploaded()
         self._mixed_data_box = pn.Column(visible=False, sizing_mode="stretch_width")
         self._mixed_box = pn.Column(visible=False, sizing_mode="stretch_width")
         self._show_model_controls()
@@ -333,6 +335,14 @@ class ConditionalView(Viewer):
     def mixed(self) -> bool:
         """Whether the page shows a mixed-type table (and its location model) instead of a numeric data set."""
         return self.mixed_model.data_model.dataset != MIXED_NONE
+
+    def _offer_uploaded(self, *events) -> None:
+        """The selector offers ``uploaded`` once it is chosen, e.g. by a link, before any upload of this session (whose
+        error then says to upload a file)."""
+        options = dict(self._table_choice.options)
+        if self.mixed_model.data_model.dataset == MIXED_UPLOADED and MIXED_UPLOADED not in options.values():
+            options["uploaded: no file uploaded in this session"] = MIXED_UPLOADED
+            self._table_choice.options = options
 
     def _on_table_upload(self, event) -> None:
         """A file uploaded while a table is shown: a table with categories replaces it; numbers only (or a file the
