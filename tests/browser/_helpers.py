@@ -25,6 +25,6 @@ _HAS_TITLE = """(text) => [...Bokeh.documents[0].all_models].some(
     m => m.type == 'Title' && typeof m.text == 'string' && m.text.includes(text))"""
 
 
-def wait_for_title(page, text: str) -> None:
-    """Wait until a Bokeh plot title containing ``text`` is in the document."""
-    page.wait_for_function(_HAS_TITLE, arg=text)
+def wait_for_title(page, text: str, timeout_ms: float | None = None) -> None:
+    """Wait until a Bokeh plot title containing ``text`` is in the document (``timeout_ms``: the page's default)."""
+    page.wait_for_function(_HAS_TITLE, arg=text, **({} if timeout_ms is None else {"timeout": timeout_ms}))

@@ -88,7 +88,7 @@ def test_conditional_page_with_the_variational_model(serve_app, new_page, watch_
 
     # the variational DP mixture is fitted in the background when chosen
     select_option(page, "Variational DP mixture")
-    page.get_by_text("Truncation K").wait_for()
+    page.get_by_text("Truncation K").first.wait_for()  # the slider (the download note may name it too)
     page.get_by_text(re.compile(r"\d+ effective components")).first.wait_for()  # status line and download note
     wait_until(lambda: STATUS.search(status_text(page)) is not None, page)
     page.get_by_text("(plug-in Gaussians)", exact=False).first.wait_for()
