@@ -19,11 +19,20 @@ __all__ = ["partial_sq_distances", "kmeans_plusplus", "kmeans"]
 
 def partial_sq_distances(Xf: np.ndarray, observed: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """Squared partial distances, shape (n_samples, n_centers); ``Xf`` has 0 at missing entries."""
-    n_obs = observed.sum(axis=1, keepdims=True)
-    scale = Xf.shape[1] / np.maximum(n_obs, 1)
-    obs = observed.astype(float)
+    return _distances(_row_terms(Xf, observed), Xf, centers)
+
+
+def _row_terms(Xf: np.ndarray, observed: np.ndarray):
+    """The terms of the partial distances that do not depend on the centres: (sum_o x^2, the mask as floats,
+    D / |o|)."""
+    scale = Xf.shape[1] / np.maximum(observed.sum(axis=1, keepdims=True), 1)
+    return (Xf**2).sum(axis=1, keepdims=True), observed.astype(float), scale
+
+
+def _distances(terms, Xf: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    sq_rows, obs, scale = terms
     # sum_o (x - c)^2 = sum_o x^2 - 2 x.c + sum_o c^2, with the observed mask on every term
-    sq = (Xf**2).sum(axis=1, keepdims=True) - 2.0 * Xf @ centers.T + obs @ (centers**2).T
+    sq = sq_rows - 2.0 * Xf @ centers.T + obs @ (centers**2).T
     return np.maximum(sq, 0.0) * scale
 
 
@@ -37,7 +46,8 @@ def kmeans_plusplus(Xf: np.ndarray, observed: np.ndarray, n_clusters: int, rng: 
     seeds = np.where(observed, Xf, col_mean)
     centers = np.empty((n_clusters, Xf.shape[1]))
     centers[0] = seeds[rng.integers(n)]
-    closest = partial_sq_distances(Xf, observed, centers[:1])[:, 0]
+    terms = _row_terms(Xf, observed)
+    closest = _distances(terms, Xf, centers[:1])[:, 0]
     for c in range(1, n_clusters):
         total = closest.sum()
         if total <= 0:  # every row coincides with a centre: fall back to a uniform choice
@@ -45,7 +55,7 @@ def kmeans_plusplus(Xf: np.ndarray, observed: np.ndarray, n_clusters: int, rng: 
         else:
             idx = int(rng.choice(n, p=closest / total))
         centers[c] = seeds[idx]
-        closest = np.minimum(closest, partial_sq_distances(Xf, observed, centers[c : c + 1])[:, 0])
+        closest = np.minimum(closest, _distances(terms, Xf, centers[c : c + 1])[:, 0])
     return centers
 
 
@@ -68,16 +78,13 @@ def kmeans(
         True where the entry is observed.
     """
     centers = kmeans_plusplus(Xf, observed, n_clusters, rng)
-    obs = observed.astype(float)
+    terms = _row_terms(Xf, observed)  # computed once, not per iteration
+    obs = terms[1]
     labels = np.zeros(Xf.shape[0], dtype=np.intp)
-    # the terms of partial_sq_distances that do not change with the centres, computed once
-    sq_rows = (Xf**2).sum(axis=1, keepdims=True)
-    scale = Xf.shape[1] / np.maximum(observed.sum(axis=1, keepdims=True), 1)
     rows = np.arange(Xf.shape[0])
     onehot = np.zeros((Xf.shape[0], n_clusters))
     for _ in range(max_iter):
-        sq = sq_rows - 2.0 * Xf @ centers.T + obs @ (centers**2).T  # as partial_sq_distances, term for term
-        labels = (np.maximum(sq, 0.0) * scale).argmin(axis=1)
+        labels = _distances(terms, Xf, centers).argmin(axis=1)
         onehot[...] = 0.0
         onehot[rows, labels] = 1.0
         sums = onehot.T @ Xf
