@@ -339,10 +339,15 @@ class ConditionalView(Viewer):
     def _offer_uploaded(self, *events) -> None:
         """The selector offers ``uploaded`` once it is chosen, e.g. by a link, before any upload of this session (whose
         error then says to upload a file)."""
-        options = dict(self._table_choice.options)
-        if self.mixed_model.data_model.dataset == MIXED_UPLOADED and MIXED_UPLOADED not in options.values():
-            options["uploaded: no file uploaded in this session"] = MIXED_UPLOADED
-            self._table_choice.options = options
+        if (self.mixed_model.data_model.dataset == MIXED_UPLOADED
+                and MIXED_UPLOADED not in self._table_choice.options.values()):
+            self._label_uploaded("uploaded: no file uploaded in this session")
+
+    def _label_uploaded(self, label: str) -> None:
+        """The table selector's ``uploaded`` choice, shown as ``label`` (text, never markup)."""
+        options = {k: v for k, v in dict(self._table_choice.options).items() if v != MIXED_UPLOADED}
+        options[label] = MIXED_UPLOADED
+        self._table_choice.options = options
 
     def _on_table_upload(self, event) -> None:
         """A file uploaded while a table is shown: a table with categories replaces it; numbers only (or a file the
@@ -355,9 +360,7 @@ class ConditionalView(Viewer):
         it becomes the ``uploaded`` choice of the table selector and the page switches to it (the numeric data stay
         as they were). Returns False when the table cannot be used (the page says why)."""
         categories = [str(c) for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
-        options = {k: v for k, v in dict(self._table_choice.options).items() if v != MIXED_UPLOADED}
-        options[f"uploaded {name}: {frame.shape[0]} rows, categories {', '.join(categories)}"] = MIXED_UPLOADED
-        self._table_choice.options = options
+        self._label_uploaded(f"uploaded {name}: {frame.shape[0]} rows, categories {', '.join(categories)}")
         return self.mixed_model.data_model.use_table(frame, name)
 
     def conditional(self, X):
