@@ -612,7 +612,8 @@ def _full_prior(prior, config: em_gmm.EMConfig, arr, summary, scheduler):
     D, K = summary.mean.shape[0], config.n_components
     m_hat, c_hat = _moments(arr, summary, config.reg_covar, config.covariance_type, scheduler)
     dof = float(D + 2) if spec.dof is None else spec.dof
-    scale = default_scale(c_hat, K, dof, config.covariance_type, rule, summary.n_rows - summary.n_empty)
+    scale = default_scale(c_hat, K, dof, config.covariance_type, rule, summary.n_rows - summary.n_empty,
+                          shrinkage=spec.shrinkage)
     return replace(spec, mean=m_hat if spec.mean is None else spec.mean,
                    scale=scale if spec.scale is None else spec.scale)
 

@@ -69,8 +69,9 @@ _WRAPPER_CLASSES = {"TransformedImputer": "explorer.impute.transformed"}
 # fitted attributes holding training rows: saved only with include_training_data=True
 _TRAINING_ATTRS = {"DPGMMImputer": ("resp_", "_fit_X")}
 # fitted attributes never saved (not needed to use the model; selection_ is the record of n_components="auto":
-# the chosen K is saved as n_components_ and in the fitted parameters' shapes)
-_SKIPPED_ATTRS = ("history_", "selection_")
+# the chosen K is saved as n_components_ and in the fitted parameters' shapes; shrinkage_selection_ that of
+# prior_shrinkage="auto": the chosen value is saved as shrinkage_ and in prior_)
+_SKIPPED_ATTRS = ("history_", "selection_", "shrinkage_selection_")
 # what load_model checks before handing the model back
 _REQUIRED = {
     "GaussianMixtureImputer": ("weights_", "means_", "covariances_"),

@@ -31,7 +31,11 @@ def test_default_is_the_data_scaled_prior_and_none_is_ml():
     assert imp.prior_.kappa == 0.01 and imp.prior_.dof == 6.0
     assert imp.log_prior_ != 0.0
     assert imp.history_["objective"].values[-1] == pytest.approx(imp.log_likelihood_ + imp.log_prior_)
-    assert json.loads(imp.history_.attrs["config"])["prior"] == "auto"
+    # small data: the shrinkage was chosen on held-out entries, and the fit's config records it
+    assert json.loads(imp.history_.attrs["config"])["prior"] == {"mean": None, "kappa": 0.01, "dof": None,
+                                                                 "scale": None, "shrinkage": imp.shrinkage_}
+    rule = GaussianMixtureImputer(n_components=2, prior_shrinkage="rule", random_state=0).fit(X_nan)
+    assert json.loads(rule.history_.attrs["config"])["prior"] == "auto"
     ml = GaussianMixtureImputer(n_components=2, prior=None, random_state=0).fit(X_nan)
     res = em_gmm.fit(em_gmm.prepare(X_nan), em_gmm.EMConfig(n_components=2), np.random.default_rng(0))
     np.testing.assert_array_equal(ml.covariances_, res.state.covariances)

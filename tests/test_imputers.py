@@ -25,7 +25,8 @@ from explorer.masking import amputate
 
 PARAMS = {
     "n_components": "auto", "covariance_type": "full", "reg_covar": 1e-6, "tol": 1e-5, "max_iter": 300,
-    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "predictive": "auto", "n_posterior_draws": 20,
+    "init": "kmeans", "n_init": 1, "variant": "em", "prior": "auto", "prior_shrinkage": "auto", "predictive": "auto",
+    "n_posterior_draws": 20,
     "empty_rows": "raise", "random_state": None,
     "callback": None, "progress": False,
 }

@@ -190,6 +190,7 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         Xn, missing, names, columns = _fit_input(X, self.empty_rows)
         self._warn_small_scale(Xn, columns)
+        config = self._tune(Xn, config)
         data, config, context = self._fit_setup(Xn, missing, columns, config)
         with warnings.catch_warnings(record=True) as caught, FitProgress(
                 getattr(self, "callback", None), getattr(self, "progress", False), type(self).__name__) as monitor:
@@ -290,6 +291,11 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
 
     def _fit_posterior(self, data, rng) -> None:
         """After the fit: anything drawn from the posterior (``GaussianMixtureImputer``'s data augmentation)."""
+
+    def _tune(self, Xn, config):
+        """The config of this fit after any choice made on the validated data ``Xn`` (NaN = missing) before it:
+        ``GaussianMixtureImputer``'s held-out choice of the prior's shrinkage. The base changes nothing."""
+        return config
 
     def _fit_setup(self, Xn, missing, columns, config):
         """``(data, config, context)``: what ``_core.fit`` runs on, and anything ``_store_fit`` needs."""

@@ -27,7 +27,7 @@ from explorer.core.mixtures import data_augmentation, em_gmm
 from explorer.core.mixtures.em_gmm import ComponentCollapseWarning, NIWPrior
 from explorer.core.validation import BadInputError, check_int
 from explorer.impute.base import _EMPTY_ROWS, _MixtureImputerBase
-from explorer.model_selection import fit_auto
+from explorer.model_selection import fit_auto, select_shrinkage, shrinkage_selected
 from explorer.utils.progress import FitInterruptedWarning, IterationInfo
 
 _PREDICTIVE = ("auto", "draws", "student_t", "gaussian")
@@ -89,6 +89,18 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         ``None``: maximum likelihood (the fit before the prior existed; components can collapse on
         small data). An ``NIWPrior(mean=..., kappa=..., dof=..., scale=...)`` sets the prior's
         fields (those left None keep their data-scaled defaults). See :mod:`explorer.core.mixtures.em_gmm`.
+    prior_shrinkage : "auto", "rule" or float in [0, 1], default "auto"
+        How far the default prior's covariance mode is shrunk from the data covariance towards its diagonal,
+        :math:`\\lambda` of :func:`explorer.core.mixtures.prior.default_scale` (with ``prior="auto"`` and full
+        covariances; else it has no effect). ``"rule"``: :math:`\\lambda = D / (N + D)`, which repairs the low small
+        eigenvalues of a covariance estimated from few rows. ``"auto"``: on small data (the rule at least 0.05, i.e.
+        N <= 19 D, and at most 20,000 entries) :math:`\\lambda` is chosen among the rule times
+        :math:`2^{-4}, \\dots, 2^2` by the held-out predictive density of hidden observed entries
+        (:func:`explorer.model_selection.select_shrinkage`, about eight extra fits at the chosen K), else the rule.
+        On strongly correlated columns it shrinks less than the rule, on weakly correlated ones more; on 25-100-row
+        subsamples of the benchmark sets the 95 % intervals covered 90-98 % of hidden entries in 17 of 18 cells
+        (13 with the rule, whose misses over-covered at 0.98-0.99; ``results/coverage_prior.md``). A float fixes :math:`\\lambda`. The value used is
+        ``shrinkage_`` (and ``prior_.shrinkage``), the selection ``shrinkage_selection_``.
     predictive : {"auto", "draws", "student_t", "gaussian"}, default "auto"
         The conditional density :math:`p(x^m \\mid x^o)` that :meth:`conditional`, ``sample`` and the intervals use.
         ``"draws"``: proper multiple imputation. After the MAP fit, Bayesian data augmentation (Tanner & Wong 1987;
@@ -151,6 +163,10 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         ``log_likelihood_ + log_prior_``.
     prior_ : NIWPrior or None
         The prior used, every field resolved (None with ``prior=None``).
+    shrinkage_ : float or None
+        The prior's shrinkage towards the diagonal (``prior_.shrinkage``; None without a prior or with a given scale).
+    shrinkage_selection_ : explorer.model_selection.ShrinkageSelection or None
+        The held-out choice of ``prior_shrinkage="auto"`` (None when the rule or a given value was used).
     history_ : xarray.Dataset
         Trace of the kept restart (see :func:`explorer.history.em_history`).
     col_means_ : ndarray of shape (n_features,)
@@ -189,8 +205,8 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         return fit_auto(self, X, values)
 
     def __init__(self, n_components="auto", covariance_type="full", reg_covar=1e-6, tol=1e-5, max_iter=300,
-                 init="kmeans", n_init=1, variant="em", prior="auto", predictive="auto", n_posterior_draws=20,
-                 empty_rows="raise", random_state=None, callback=None, progress=False):
+                 init="kmeans", n_init=1, variant="em", prior="auto", prior_shrinkage="auto", predictive="auto",
+                 n_posterior_draws=20, empty_rows="raise", random_state=None, callback=None, progress=False):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.reg_covar = reg_covar
@@ -200,6 +216,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.n_init = n_init
         self.variant = variant
         self.prior = prior
+        self.prior_shrinkage = prior_shrinkage
         self.predictive = predictive
         self.n_posterior_draws = n_posterior_draws
         self.empty_rows = empty_rows
@@ -212,6 +229,58 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     def _covariance_type(self):
         return self.covariance_type
 
+    def _tune(self, Xn, config):
+        """On small data with ``prior_shrinkage="auto"``: the prior's shrinkage chosen on held-out entries at this
+        fit's K (:func:`explorer.model_selection.select_shrinkage`), and the config with it."""
+        self.shrinkage_selection_ = None
+        if not self._selects_shrinkage():
+            return config
+        n_rows = int((~np.isnan(Xn)).any(axis=1).sum())
+        if config.n_components > n_rows or not shrinkage_selected(n_rows, Xn.shape[1]):
+            return config  # (too many components: the fit's own check says so, before any moment is computed)
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+        try:
+            selection = select_shrinkage(self, Xn, random_state=seed)
+        except BadInputError:  # too few entries to hold any out: the rule
+            return config
+        self._shrinkage = selection.shrinkage
+        try:
+            config = self._config()
+        finally:
+            del self._shrinkage
+        self.shrinkage_selection_ = selection
+        return config
+
+    def _selects_shrinkage(self) -> bool:
+        """``prior_shrinkage="auto"`` with the default prior, full covariances and exact EM (the cases where the
+        shrinkage matters), outside a selection's own candidate fits."""
+        return (isinstance(self.prior_shrinkage, str) and self.prior_shrinkage == "auto"
+                and isinstance(self.prior, str) and self.prior == "auto"
+                and self.covariance_type == "full" and self.variant == "em"
+                and getattr(self, "_shrinkage", None) is None)
+
+    def _prior(self):
+        """The ``prior`` of the core's config: ``prior`` with the shrinkage of this fit (a float
+        ``prior_shrinkage``, or the held-out choice) when it is the default prior."""
+        lam = getattr(self, "_shrinkage", None)
+        ps = self.prior_shrinkage
+        if lam is None and not isinstance(ps, str):
+            lam = ps
+        if lam is not None and isinstance(self.prior, str) and self.prior == "auto":
+            return NIWPrior(shrinkage=lam)
+        return self.prior
+
+    def _check_shrinkage(self) -> None:
+        ps = self.prior_shrinkage
+        if isinstance(ps, str):
+            if ps not in ("auto", "rule"):
+                raise BadInputError(f"prior_shrinkage must be 'auto', 'rule' or a number in [0, 1], got {ps!r}.")
+            return
+        if isinstance(ps, bool) or not isinstance(ps, (int, float, np.integer, np.floating)) or not 0 <= ps <= 1:
+            raise BadInputError(f"prior_shrinkage must be 'auto', 'rule' or a number in [0, 1], got {ps!r}.")
+        if self.prior is None:
+            raise BadInputError(f"prior_shrinkage={ps!r} shrinks the prior's scale: it needs a prior (not prior=None).")
+
     def _config(self) -> em_gmm.EMConfig:
         if self.predictive not in _PREDICTIVE:
             raise BadInputError(f"predictive must be one of {_PREDICTIVE}, got {self.predictive!r}.")
@@ -222,12 +291,13 @@ class GaussianMixtureImputer(_MixtureImputerBase):
             raise BadInputError("predictive='draws' draws the parameters from their posterior: it needs a prior "
                                 "(not prior=None) and variant='em'.")
         check_int("n_posterior_draws", self.n_posterior_draws, 1)
+        self._check_shrinkage()
         if self.empty_rows not in _EMPTY_ROWS:
             raise BadInputError(f"empty_rows must be one of {_EMPTY_ROWS}, got {self.empty_rows!r}.")
         return em_gmm.EMConfig(
             n_components=self._n_components(), covariance_type=self.covariance_type, reg_covar=self.reg_covar,
             tol=self.tol, max_iter=self.max_iter, init=self.init, n_init=self.n_init, variant=self.variant,
-            prior=self.prior,
+            prior=self._prior(),
         )
 
     def _store_fit(self, result, data, config, columns, context) -> None:
@@ -241,6 +311,7 @@ class GaussianMixtureImputer(_MixtureImputerBase):
         self.log_likelihood_ = float(state.log_likelihood)
         self.log_prior_ = float(state.log_prior)
         self.prior_ = None if state.prior is None else state.prior.spec
+        self.shrinkage_ = None if self.prior_ is None else self.prior_.shrinkage
         self.component_sizes_ = np.array(em_gmm.effective_sizes(state, data, config))
         if self.predictive == "auto":
             self.predictive_ = "draws" if self.prior_ is not None and self.variant == "em" else "gaussian"
