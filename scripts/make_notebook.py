@@ -89,6 +89,26 @@ draws = imp.sample(X_nan, n_imputations=5, random_state=0)
 print("multiple imputations:", draws.shape)
 inside = (X >= lo) & (X <= hi)
 print(f"coverage of the 95% intervals on the missing entries: {inside[missing].mean():.2f}")"""),
+md("""**Small data: how far the prior shrinks.** The prior's covariance mode is the data covariance shrunk towards its
+diagonal. On small data (N <= 19 D) the default `prior_shrinkage="auto"` chooses how far by the held-out predictive
+density of hidden observed entries; `"rule"` is D / (N + D). Sixty rows of scikit-learn's breast cancer data (30
+strongly correlated columns, 20 % hidden): the rule throws away correlations the data support and its intervals are
+too wide; the held-out choice shrinks an eighth as much, and its intervals and point imputations are better."""),
+code("""from sklearn.datasets import load_breast_cancer
+
+bc_rng = np.random.default_rng(1)
+B = load_breast_cancer().data[bc_rng.choice(569, size=60, replace=False)]
+B = (B - B.mean(axis=0)) / B.std(axis=0)
+hidden = bc_rng.random(B.shape) < 0.2
+B_nan = np.where(hidden, np.nan, B)
+for setting in ("rule", "auto"):
+    small = GaussianMixtureImputer(n_components=1, prior_shrinkage=setting, random_state=0).fit(B_nan)
+    lo, hi = small.conditional(B_nan).interval(0.95)
+    covered = np.mean((B[hidden] >= lo[hidden]) & (B[hidden] <= hi[hidden]))
+    rmse_small = np.sqrt(np.mean((small.transform(B_nan) - B)[hidden] ** 2))
+    print(f"prior_shrinkage={setting!r}: lambda = {small.shrinkage_:.3f}, 95% intervals cover {covered:.2f}, "
+          f"RMSE {rmse_small:.3f}")
+small.shrinkage_selection_.to_frame()  # the values tried, from the rule, with their held-out scores"""),
 md("""## 4. The numerical core: `prepare` / `init` / `step` / `fit`
 
 Every iterative algorithm has the same shape, with immutable states, so apps can step, play, pause and
