@@ -520,6 +520,10 @@ def _impute(args, progress: _Stages) -> int:
     chosen = ""
     if getattr(fitted, "n_components", None) == "auto" and hasattr(fitted, "n_components_"):
         chosen = f", K = {fitted.n_components_} chosen on the data"
+    selection = getattr(fitted, "shrinkage_selection_", None)
+    if selection is not None:  # small data: the prior's shrinkage towards the diagonal was chosen too
+        chosen += (f"{',' if chosen else ''} prior shrinkage {selection.shrinkage:.3g} chosen on held-out entries "
+                   f"(rule D / (N + D) = {selection.rule:.3g})")
     print(f"{args.input}: {n} rows x {d} columns, {n_missing} missing value(s) ({n_missing / (n * d):.1%}) imputed "
           f"with {_model_name(estimator)}{chosen}"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))

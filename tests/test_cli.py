@@ -145,8 +145,19 @@ def test_default_components_are_chosen_on_the_data_and_said(tmp_path, csv_path, 
     from explorer.impute.gaussian_mixture import GaussianMixtureImputer
 
     data = from_csv(csv_path)
-    k = GaussianMixtureImputer(random_state=0).fit(pd.DataFrame(data.values, columns=data.columns)).n_components_
-    assert f"imputed with GaussianMixtureImputer, K = {k} chosen on the data" in said
+    fitted = GaussianMixtureImputer(random_state=0).fit(pd.DataFrame(data.values, columns=data.columns))
+    assert f"imputed with GaussianMixtureImputer, K = {fitted.n_components_} chosen on the data" in said
+    if fitted.shrinkage_selection_ is None:  # (60 x 3: the rule is 0.048, below 0.05)
+        assert "prior shrinkage" not in said
+    # small data (12 rows, 3 columns: the rule 0.2): the prior's shrinkage chosen on held-out entries, and said
+    small = tmp_path / "small.csv"
+    pd.read_csv(csv_path).iloc[:12].to_csv(small, index=False)
+    assert main(["impute", str(small), "--seed", "0", "-q", "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    data = from_csv(small)
+    fitted = GaussianMixtureImputer(random_state=0).fit(pd.DataFrame(data.values, columns=data.columns))
+    lam = fitted.shrinkage_selection_.shrinkage
+    assert f"prior shrinkage {lam:.3g} chosen on held-out entries (rule D / (N + D) = 0.2)" in said
 
 
 def test_row_names_of_an_r_or_pandas_csv_are_not_imputed(tmp_path, csv_path, capsys):
