@@ -201,3 +201,21 @@ def test_select_shrinkage_bad_arguments_and_no_entries_to_hide():
         warnings.simplefilter("ignore")
         with pytest.raises(BadInputError, match="too few observed entries"):
             select_shrinkage(est, one)
+
+
+def test_k_selection_candidates_keep_the_rule_and_the_final_fit_chooses(monkeypatch):
+    """select_n_components' candidate fits ("heldout") do not run a held-out choice each; the final fit does, once."""
+    import explorer.impute.gaussian_mixture as gm
+    from explorer.model_selection import select_n_components
+
+    calls = []
+    real = gm.select_shrinkage
+    monkeypatch.setattr(gm, "select_shrinkage", lambda *a, **k: calls.append(1) or real(*a, **k))
+    _, X_nan, _ = _data("corr", 4)
+    est = GaussianMixtureImputer(random_state=0)
+    selection = select_n_components(est, X_nan, criterion="heldout", grid=(1, 2))
+    assert len(selection.table) == 2 and calls == []
+    GaussianMixtureImputer(n_components=selection.n_components, random_state=0).fit(X_nan)
+    assert calls == [1]
+    fixed = GaussianMixtureImputer(prior_shrinkage=0.2, random_state=0)
+    assert fixed._selection_params == {}  # a value the user fixed is kept by the candidates

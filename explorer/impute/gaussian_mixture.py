@@ -201,6 +201,14 @@ class GaussianMixtureImputer(_MixtureImputerBase):
     _supports_auto = True
     _auto_criterion = "dpgmm"
 
+    @property
+    def _selection_params(self) -> dict:
+        """What the candidate fits of :func:`~explorer.model_selection.select_n_components` ("heldout", "bic") change:
+        with ``prior_shrinkage="auto"`` they keep the rule. K is chosen first, then the shrinkage at that K (a held-out
+        choice inside every candidate would cost about eight fits each)."""
+        auto = isinstance(self.prior_shrinkage, str) and self.prior_shrinkage == "auto"
+        return {"prior_shrinkage": "rule"} if auto else {}
+
     def _fit_auto(self, X, values):
         return fit_auto(self, X, values)
 
