@@ -760,8 +760,9 @@ def test_user_guide_text_numbers_are_the_results():
     missed = {k: p["auto"]["coverage"] for k, p in pairs.items() if not 0.90 <= p["auto"]["coverage"] <= 0.98}
     assert list(missed) == [("boston", 25)]
     checked += _check(csv_page, "The one miss is Boston at 25 rows ({}), where the choice", missed["boston", 25])
-    assert statistics.median(pairs["boston", 25]["auto"]["shrinkage"]) == statistics.median(pairs["boston", 25]["rule"]["shrinkage"])
-    ratio = {k: statistics.median(p["auto"]["shrinkage"]) / statistics.median(p["rule"]["shrinkage"]) for k, p in pairs.items()}
+    median = statistics.median
+    assert median(pairs["boston", 25]["auto"]["shrinkage"]) == median(pairs["boston", 25]["rule"]["shrinkage"])
+    ratio = {k: median(p["auto"]["shrinkage"]) / median(p["rule"]["shrinkage"]) for k, p in pairs.items()}
     breast = [ratio["breast_cancer", n] for n in (25, 50, 100)]
     hepatitis = [ratio["hepatitis", n] for n in (25, 50, 100)]
     assert min(breast) == 1 / 8 and max(breast) == 1 / 4 and round(min(hepatitis)) == 2 and round(max(hepatitis)) == 4

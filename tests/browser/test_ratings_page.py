@@ -71,7 +71,9 @@ def test_ratings_page(serve_app, new_page, watch_errors, wait_for_bokeh, screens
     page.get_by_role("button", name="Reset").click()
     wait_for_value(page, lambda: _iter(page), lambda i: i == 0)
     page.get_by_role("button", name="Step", exact=True).click()
-    wait_for_value(page, lambda: _iter(page), lambda i: i == 1)
+    # (the step queues behind the session worker's jobs: under the CI's load, with the library tests beside, 15 s
+    # were once not enough; a lost click still fails)
+    wait_for_value(page, lambda: _iter(page), lambda i: i == 1, timeout_s=60)
     page.mouse.move(5, 5)  # the Step button's tooltip would cover Play
     page.get_by_role("button", name="Play").click()
     wait_for_value(page, lambda: _iter(page), lambda i: i > 1)

@@ -290,8 +290,9 @@ def test_prepared_data_with_a_workspace_pickles():
 
 
 def test_profile_em_step_times_every_part(monkeypatch):
-    """benchmarks/profile_em_step.py on W1 with one repeat: every part is timed, the parts are positive and the
-    compiled pass is part of the E-step (no timing target is asserted)."""
+    """benchmarks/profile_em_step.py on W1 with one repeat: every part is timed and the parts are positive (no time is
+    compared: the parts are timed apart, once, and in a CI run beside the browser tests the pass alone once took longer
+    than a whole E-step)."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import profile_em_step
 
@@ -300,5 +301,4 @@ def test_profile_em_step_times_every_part(monkeypatch):
     assert set(sec) >= {"compiled pass (_solve_block)", "scatter (dsyrk)", "whole E-step (estep)",
                         "scikit-learn step, complete data"}
     assert all(v > 0 for v in sec.values())
-    assert sec["compiled pass (_solve_block)"] < sec["whole E-step (estep)"]
     assert res["n_runs"] > 100 and res["n_features"] == 10
