@@ -181,15 +181,7 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     # candidates report nothing, and skip what only the final fit needs (the factor imputers' bootstrap refits)
     quiet = {"callback": None, "progress": False, **getattr(estimator, "_selection_params", {})}
     base = clone(estimator).set_params(**{k: v for k, v in quiet.items() if k in estimator.get_params()})
-    masks = []
-    if criterion == "heldout":
-        rng = np.random.default_rng(random_state)
-        for _ in range(n_repeats):
-            Xh, hidden, _ = hide_observed(arr, "mcar", rate, random_state=rng)
-            if hidden.any():
-                masks.append((Xh, hidden))
-        if not masks:
-            raise BadInputError("select_n_components: too few observed entries to hide any for scoring.")
+    masks = _heldout_masks(arr, rate, n_repeats, random_state, "select_n_components") if criterion == "heldout" else []
     table, errors, best, stale = [], [], np.inf, 0
     for K in grid:
         est = clone(base).set_params(n_components=int(K))
@@ -228,6 +220,24 @@ def select_n_components(estimator, X, grid=None, *, criterion="dpgmm", rate=0.1,
     chosen = next(r["n_components"] for r in table if r["score"] <= best + min_gain)
     return KSelection(n_components=chosen, criterion=criterion, table=tuple(table), rate=float(rate),
                       n_repeats=len(masks) if criterion == "heldout" else 0, min_gain=float(min_gain))
+
+
+def _heldout_masks(arr, rate, n_repeats, random_state, caller: str) -> list:
+    """``n_repeats`` draws of ``(X with the hidden entries removed, hidden)``, ``rate`` of the observed entries hidden
+    completely at random (:func:`explorer.evaluation.hide_observed`); a draw that would empty a column, or hides
+    nothing, is left out. Raises BadInputError (naming ``caller``) when none is left."""
+    rng = np.random.default_rng(random_state)
+    masks = []
+    for _ in range(n_repeats):
+        try:
+            Xh, hidden, _ = hide_observed(arr, "mcar", rate, random_state=rng)
+        except BadInputError:  # the mask would empty a column
+            continue
+        if hidden.any():
+            masks.append((Xh, hidden))
+    if not masks:
+        raise BadInputError(f"{caller}: too few observed entries to hide any for scoring.")
+    return masks
 
 
 def fit_auto(estimator, X, values=None):
@@ -363,17 +373,7 @@ def select_shrinkage(estimator, X, *, rate=0.2, n_repeats=2, random_state=0) -> 
     quiet = {"callback": None, "progress": False, "predictive": "student_t", "n_components": estimator._n_components(),
              "prior_shrinkage": "rule"}
     base = clone(estimator).set_params(**quiet)
-    rng = np.random.default_rng(random_state)
-    masks = []
-    for _ in range(n_repeats):
-        try:
-            Xh, hidden, _ = hide_observed(arr, "mcar", rate, random_state=rng)
-        except BadInputError:  # the mask would empty a column: draw another
-            continue
-        if hidden.any():
-            masks.append((Xh, hidden))
-    if not masks:
-        raise BadInputError("select_shrinkage: too few observed entries to hide any for scoring.")
+    masks = _heldout_masks(arr, rate, n_repeats, random_state, "select_shrinkage")
     # the data moments behind the prior do not depend on the shrinkage: one moment fit per mask, and every candidate
     # gets its prior's mean and scale as the fit with prior_shrinkage=lambda would make them (a test checks this)
     config = base._config()
@@ -404,19 +404,12 @@ def select_shrinkage(estimator, X, *, rate=0.2, n_repeats=2, random_state=0) -> 
         return scores[j]["score"]
 
     lo, hi = SHRINKAGE_EXPONENTS[0], SHRINKAGE_EXPONENTS[-1]
-    while hi > 0 and rule * 2.0 ** (hi - 1) >= 1.0:  # multipliers past lambda = 1 all give lambda = 1
+    while rule * 2.0 ** (hi - 1) >= 1.0:  # multipliers past lambda = 1 all give lambda = 1 (the rule is < 1: hi >= 1)
         hi -= 1
-    best = 0
-    score(0)
-    neighbours = [j for j in (-1, 1) if lo <= j <= hi]
-    for j in neighbours:
-        score(j)
-    step = min(neighbours, key=score, default=0) if neighbours else 0
-    if step and score(step) < score(0):
-        best = step
-        direction = 1 if step > 0 else -1
-        while lo <= best + direction <= hi and score(best + direction) < score(best):
-            best += direction
+    best = min((0, -1, 1), key=score)  # the rule first: it is kept on ties
+    direction = best
+    while best and lo <= best + direction <= hi and score(best + direction) < score(best):
+        best += direction
     if not np.isfinite(score(best)):
         best = 0  # nothing could be scored: the rule
     table = tuple(scores[j] for j in scores)
