@@ -96,7 +96,7 @@ def profile(case: str, repeats: int, warm: int, seed: int = 0, rate: float = 0.3
                 kernels._solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, ws.block_run[b], prec, logdet,
                                      logw, ws.E, R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
                                      ws.sc, ws.kv, ws.LK1, ws.LTK1, ws.vK1, ws.rowll, np.zeros(k + 1), ws.QK, C, Wd,
-                                     True, ws.Linv)
+                                     True, ws.Linv, ws.lanes)
 
         def copies():  # the E copies of ``solve`` alone, subtracted from it
             for E, _ in saved:

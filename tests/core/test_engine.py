@@ -147,6 +147,87 @@ def test_runs_across_blocks_and_the_conditional_covariances_of_the_pass(n_missin
     assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
 
 
+def _lanes_off(monkeypatch, data, K):
+    """A workspace of ``data`` whose single-row runs take the per-run branches (the lanes switched off)."""
+    from explorer.core._compiled import gmm as _kernels
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_kernels, "LANE_MIN_MISSING", 10**9)
+        return _kernels.Workspace(em_gmm._layout(data, em_gmm.EMConfig(n_components=K, strategy="compiled")), K)
+
+
+@pytest.mark.parametrize("K", [1, 3, 7])  # 7: the lanes are not a multiple of 32 / K rows
+@pytest.mark.parametrize("sep", [1.0, 6.0])  # overlapping (every pair's covariance in the lanes) and separated
+def test_single_row_runs_in_simd_lanes_equal_numpy(K, sep, monkeypatch):
+    """Random masks on wide data (every row its own pattern, m from 1 to 25: groups padded to their largest m) go
+    through _solve_lanes; numpy's kernels and the per-run branches give the same step."""
+    from explorer.core._compiled import gmm as _kernels
+
+    X = _mixture(n=700, d=30, seed=K, sep=sep, rate=0.35)
+    rng = np.random.default_rng(K)
+    X[rng.random(X.shape) < rng.uniform(0.0, 0.5, size=(X.shape[0], 1))] = np.nan  # m spread over rows
+    data = em_gmm.prepare(X)
+    m = np.isnan(X).sum(axis=1)
+    assert m.min() <= 5 and 20 <= m.max() <= _kernels.LANE_MAX_MISSING
+    numpy_cfg = em_gmm.EMConfig(n_components=K, strategy="numpy", reg_covar=1e-3)
+    config = replace(numpy_cfg, strategy="compiled")
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, config, start, 3)[-1]
+    ws = em_gmm.workspace(data, config)
+    assert np.any(ws.lanes[1] != 0.0)  # the lanes' factors were used
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert _rel(b.weights, a.weights) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+    np.testing.assert_allclose(b.resp, a.resp, rtol=1e-9, atol=1e-12)
+    data.cache[("workspace", False, K)] = _lanes_off(monkeypatch, data, K)
+    c = _run(data, config, start, 3)[-1]
+    assert not np.any(em_gmm.workspace(data, config).lanes[1] != 0.0)
+    assert _rel(c.covariances, b.covariances) < 1e-10 and c.log_likelihood == pytest.approx(b.log_likelihood, rel=1e-12)
+
+
+def test_short_runs_cut_by_a_block_boundary_in_the_lanes():
+    """Runs of three rows and 10-14 missing entries, blocks of 64 rows: a run's one row in a block goes to the lanes
+    with its own row index (the first version took the run's first row, which is in the previous block)."""
+    from explorer.core._compiled import gmm as _kernels
+
+    rng = np.random.default_rng(21)
+    X = _mixture(n=600, d=20, seed=21, sep=2.0)
+    X[np.isnan(X)] = 0.0
+    patterns = [np.isin(np.arange(20), rng.choice(20, rng.integers(10, 15), replace=False)) for _ in range(200)]
+    X[np.repeat(np.array(patterns), 3, axis=0)] = np.nan
+    data = em_gmm.prepare(X)
+    numpy_cfg = em_gmm.EMConfig(n_components=3, strategy="numpy", reg_covar=1e-3)
+    config = replace(numpy_cfg, strategy="compiled")
+    ws = _kernels.Workspace(em_gmm._layout(data, config), 3, block_rows=64)
+    data.cache[("workspace", False, 3)] = ws
+    lay = ws.layout
+    cut = [r for r in range(64, lay.n_fit, 64) if r not in set(lay.run_start.tolist())]
+    assert len(cut) >= 5  # block boundaries inside runs
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, config, start, 3)[-1]
+    assert np.any(ws.lanes[1] != 0.0)
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+
+
+def test_a_failure_in_the_lanes_is_reported_with_its_component():
+    from explorer.core._compiled import gmm as _kernels
+
+    X = _mixture(n=300, d=30, seed=4, rate=0.3)[4:]  # every row its own pattern (not the rows with nothing seen)
+    data = em_gmm.prepare(X)
+    assert len(np.unique(np.isnan(X), axis=0)) == len(X)
+    config = em_gmm.EMConfig(n_components=3, strategy="compiled")
+    ws = em_gmm.workspace(data, config)
+    D = data.n_features
+    precision = np.stack([np.eye(D)] * 3)
+    precision[2, 5, 5] = -1.0  # not positive definite on the patterns missing column 5 (single rows: the lanes)
+    with pytest.raises(_kernels.NotPositiveDefinite) as info:
+        _kernels.estep(ws, np.full(3, 1 / 3), np.zeros((3, D)), precision, np.zeros(3))
+    assert info.value.args[0] == 2
+
+
 @settings(max_examples=5, deadline=None)
 @given(seed=st.integers(0, 10_000), K=st.integers(1, 4), rate=st.floats(0.05, 0.6))
 def test_compiled_log_likelihood_never_decreases(seed, K, rate):
