@@ -99,7 +99,7 @@ def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
         g += 1
 
 
-@numba.njit(cache=True, fastmath=_FAST, inline="always")
+@numba.njit(cache=True, fastmath=_FAST)
 def _gather(P, mis, ml, mg, A, l):
     """A[:mg, :mg, l] = the lower triangle of P[mis][:, mis] (ml x ml), padded to mg x mg with the identity (a padded
     pivot is 1 and a padded entry of a solve stays 0). Returns the largest diagonal entry of the block."""
@@ -118,7 +118,7 @@ def _gather(P, mis, ml, mg, A, l):
     return big
 
 
-@numba.njit(cache=True, fastmath=_FAST, inline="always")
+@numba.njit(cache=True, fastmath=_FAST)
 def _lane_logdet(dv, l, ml, tol):
     """log|P| of lane l from its first ml pivots (:func:`_ldl_lanes`), or nan when a pivot is at most ``tol`` (not
     numerically positive definite: the rule of :func:`_ldl_k`)."""
@@ -377,12 +377,20 @@ def _solve_lanes(r0, pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, log
     rows_per = max(1, A.shape[2] // K)
     FL, Finv, FQ, fk, fw, fo, fml = fq
     nqmax = FL.shape[2]
-    nq = 0
+    nq = np.int64(0)  # not the literal 0: numba would compile the callees for it too (a second signature)
     ms = np.empty(npend, dtype=np.int64)
     for p in range(npend):
         g = pend[0, p]
         ms[p] = mis_ptr[g + 1] - mis_ptr[g]
-    order = np.argsort(ms, kind="mergesort")
+    count = np.zeros(A.shape[0] + 2, dtype=np.int64)  # the rows ordered by m (a stable counting sort)
+    for p in range(npend):
+        count[ms[p] + 1] += 1
+    for v in range(1, count.size):
+        count[v] += count[v - 1]
+    order = np.empty(npend, dtype=np.int64)
+    for p in range(npend):
+        order[count[ms[p]]] = p
+        count[ms[p]] += 1
     total = 0.0
     for p0 in range(0, npend, rows_per):
         p1 = min(p0 + rows_per, npend)
@@ -487,7 +495,7 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
     ld, const, q = kv[0], kv[1], kv[2]
     pend, A, dvl, invl, tl, lv, iv, fq, lane_min = lanes
     mmax_lanes = A.shape[0]
-    npend = 0
+    npend = np.int64(0)  # see _solve_lanes's nq
     total = 0.0
     g = g0
     while g < run_start.size - 1 and run_start[g] < r1:
