@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from explorer import GaussianMixtureImputer  # noqa: E402
-from explorer.core.mixtures import em_gmm  # noqa: E402
+from explorer.core.mixtures import em_gmm, suffstats  # noqa: E402
 from explorer.core.mixtures.prior import NIWPrior, prior_mode_divisor  # noqa: E402
 from explorer.core.validation import BadInputError  # noqa: E402
 
@@ -215,8 +215,10 @@ def main(argv=None):
     grid = sweep([(400, 20, 2)], (0.3, 0.8), repeats=1) if args.small else sweep()
     text += ("\nSeconds per EM step (median of 3, one BLAS thread) of each E-step kernel on the same kind of data at "
              "several missing rates, and what `strategy=\"auto\"` picks (its rule: the covariance side when "
-             "sum m^3 > 10 N D^2 and sum o^3 < 0.35 sum m^3 over the distinct patterns; else compiled when the "
-             "compiled E-step already ran in the process or rows x K x D >= 200,000; else numpy):\n\n" + sweep_report(grid))
+             f"sum m^3 > {suffstats.COVARIANCE_SIDE_MIN_FACTOR_WORK:g} N D^2 and sum o^3 < "
+             f"{suffstats.COVARIANCE_SIDE_RATIO:g} sum m^3 over the distinct patterns; else compiled when the "
+             f"compiled E-step already ran in the process or rows x K x D >= {suffstats.AUTO_COMPILED_MIN_WORK:,}; "
+             "else numpy):\n\n" + sweep_report(grid))
     print(text)
     out = args.out if args.out is not None else (None if args.small else ROOT / "results")
     if args.small and out is not None:

@@ -9,7 +9,8 @@ from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky
 from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.covariance_side import covariance_side_estep
-from explorer.core.mixtures.suffstats import choose_strategy, estep_statistics, factorisation_work
+from explorer.core.mixtures.suffstats import (COVARIANCE_SIDE_MIN_FACTOR_WORK, COVARIANCE_SIDE_RATIO, choose_strategy,
+                                              estep_statistics, factorisation_work)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Stopped after max_iter")
 
@@ -130,7 +131,8 @@ def test_auto_picks_the_side_with_the_smaller_factorisations(monkeypatch):
     monkeypatch.setattr(compiled_pkg, "_LOADED", set())  # the rule as in a fresh process
     wide = em_gmm.prepare(_data(250, 200, 0.7, seed=1))
     precision_side, covariance_side, rows = factorisation_work(wide.patterns)
-    assert precision_side > 7.5 * rows and covariance_side < 1.25 * precision_side
+    assert precision_side > COVARIANCE_SIDE_MIN_FACTOR_WORK * rows
+    assert covariance_side < COVARIANCE_SIDE_RATIO * precision_side
     assert em_gmm.resolve_strategy(wide, em_gmm.EMConfig(n_components=1)) == "covariance"
     assert em_gmm.resolve_strategy(wide, em_gmm.EMConfig(n_components=1, covariance_type="diag")) == "numpy"
     assert em_gmm.resolve_strategy(wide, em_gmm.EMConfig(n_components=1, strategy="numpy")) == "numpy"

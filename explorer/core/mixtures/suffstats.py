@@ -190,7 +190,7 @@ AUTO_COMPILED_MIN_WORK = 200_000
 #: precision side's, and those exceed :data:`COVARIANCE_SIDE_MIN_FACTOR_WORK` times the rows' products (see
 #: :func:`choose_strategy`; measured in ``results/bench_em_wide.md``).
 COVARIANCE_SIDE_RATIO = 1.25
-COVARIANCE_SIDE_MIN_FACTOR_WORK = 7.5
+COVARIANCE_SIDE_MIN_FACTOR_WORK = 14.0
 
 _COLLAPSED = ("a component has collapsed onto too few points or onto a subspace (e.g. a constant or duplicated "
               "column). Increase reg_covar, use fewer components, standardise the data, or drop constant columns.")
@@ -220,12 +220,13 @@ def choose_strategy(n_rows: int, n_components: int, n_features: int, covariance_
     the terms of :func:`factorisation_work` when ``patterns`` is given (measured in ``results/bench_em_wide.md``):
 
     1. ``"covariance"`` (:mod:`explorer.core.mixtures.covariance_side`) when the precision side's factorisations
-       dominate the rows' products, :math:`\\sum_u m_u^3 > 7.5\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
+       dominate the rows' products, :math:`\\sum_u m_u^3 > 14\\, N D^2` (:data:`COVARIANCE_SIDE_MIN_FACTOR_WORK`),
        and the observed blocks cost less than :data:`COVARIANCE_SIDE_RATIO` (1.25) times them: mostly-missing rows
        with many distinct patterns. Measured per step on 2,000 x 20, 1,000 x 50 and 250 x 200 at 30-80 % MCAR
        (``results/bench_em_wide.md``): these thresholds take the fastest kernel, or one within 1 % of it, in every
-       measured case; the covariance side wins from 50 % missing at D = 200, 60 % at D = 50 and 80 % at D = 20
-       (before, 10 N D^2 and 0.35 missed D = 200 at 50 % and D = 20 at 80 %);
+       measured case; the covariance side wins from 50 % missing at D = 200 and 70 % at D = 50, and not at D = 20
+       up to 80 % (7.5 N D^2 until the compiled kernel factored single-row patterns in SIMD lanes, which moved the
+       break-even points at D = 50 and D = 20 up; 10 N D^2 and 0.35 before that);
     2. else ``"compiled"`` when the compiled E-step has already run in this process (its one-time load is paid,
        and it is then faster per step: 600 x 5, K = 3, 0.5 against 2.5 ms; 2,000 x 20, K = 3, 2.5-5x) or rows x
        components x features is at least :data:`AUTO_COMPILED_MIN_WORK` (below it a numpy step costs at most about
