@@ -44,7 +44,6 @@ from explorer.core.mixtures import em_gmm, suffstats  # noqa: E402
 from explorer.core.mixtures.prior import NIWPrior, prior_mode_divisor  # noqa: E402
 from explorer.core.validation import BadInputError  # noqa: E402
 
-
 FIT_REPEATS = 3
 
 

@@ -9,8 +9,13 @@ from explorer.core.gaussians.gaussian import DegenerateCovarianceError, cholesky
 from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.mixtures import em_gmm
 from explorer.core.mixtures.covariance_side import covariance_side_estep
-from explorer.core.mixtures.suffstats import (COVARIANCE_SIDE_MIN_FACTOR_WORK, COVARIANCE_SIDE_RATIO, choose_strategy,
-                                              estep_statistics, factorisation_work)
+from explorer.core.mixtures.suffstats import (
+    COVARIANCE_SIDE_MIN_FACTOR_WORK,
+    COVARIANCE_SIDE_RATIO,
+    choose_strategy,
+    estep_statistics,
+    factorisation_work,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Stopped after max_iter")
 
