@@ -186,6 +186,34 @@ def test_single_row_runs_in_simd_lanes_equal_numpy(K, sep, monkeypatch):
     assert _rel(c.covariances, b.covariances) < 1e-10 and c.log_likelihood == pytest.approx(b.log_likelihood, rel=1e-12)
 
 
+def test_at_most_one_missing_entry_per_row():
+    """The lanes' buffers when the longest missing block has one entry (they were sized as the 'no lanes'
+    placeholder then, one lane for K of them and one pending row per block: writes past their ends)."""
+    from explorer.core._compiled import gmm as _kernels
+
+    rng = np.random.default_rng(8)
+    X = _mixture(n=400, d=40, seed=8, sep=2.0)
+    X[np.isnan(X)] = 0.0
+    rows = rng.permutation(400)
+    X[rows[:30], rng.choice(40, 30, replace=False)] = np.nan  # 30 patterns of one row each
+    X[rows[30:130], 7] = np.nan  # and a repeated one
+    data = em_gmm.prepare(X)
+    numpy_cfg = em_gmm.EMConfig(n_components=3, strategy="numpy", reg_covar=1e-3)
+    config = replace(numpy_cfg, strategy="compiled")
+    ws = em_gmm.workspace(data, config)
+    lay = ws.layout
+    single = np.diff(lay.run_start) == 1
+    assert lay.max_missing == 1 and np.count_nonzero(single & (np.diff(lay.mis_ptr) == 1)) >= 10
+    assert ws.lanes[1].shape[2] >= 3 and ws.lanes[0].shape[1] == ws.block_rows  # real lanes, not placeholders
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, config, start, 3)[-1]
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+    none = em_gmm.prepare(np.where(np.isnan(X), 0.0, X))  # no missing entry: no lanes at all
+    assert em_gmm.workspace(none, config).lanes[1].shape[0] == 0
+
+
 def test_short_runs_cut_by_a_block_boundary_in_the_lanes():
     """Runs of three rows and 10-14 missing entries, blocks of 64 rows: a run's one row in a block goes to the lanes
     with its own row index (the first version took the run's first row, which is in the previous block)."""

@@ -754,12 +754,13 @@ class Workspace:
         self.LK1 = np.zeros((K, mk, mk))
         self.LTK1 = np.zeros((K, mk, mk))
         self.vK1 = np.zeros((K, 3, mk))
-        # single-row runs of M_SWITCH..LANE_MAX_MISSING missing entries, factored in SIMD lanes (_solve_lanes);
-        # 1 x 1 placeholders where there are none (A.shape[0] < M_SWITCH turns the branch off)
-        ml = min(layout.max_missing, LANE_MAX_MISSING) if layout.max_missing >= LANE_MIN_MISSING else 1
-        nl = K * max(1, LANES // K) if ml > 1 else 1
-        nq = LANES if ml > 1 else 1
-        self.lanes = (np.zeros((2, self.block_rows if ml > 1 else 1), dtype=np.int64), np.zeros((ml, ml, nl)),
+        # single-row runs of LANE_MIN_MISSING..LANE_MAX_MISSING missing entries, factored in SIMD lanes
+        # (_solve_lanes); empty buffers where there are none (A.shape[0] = 0 turns the branch off)
+        on = layout.max_missing >= LANE_MIN_MISSING
+        ml = min(layout.max_missing, LANE_MAX_MISSING) if on else 0
+        nl = K * max(1, LANES // K) if on else 1
+        nq = LANES if on else 1
+        self.lanes = (np.zeros((2, self.block_rows if on else 1), dtype=np.int64), np.zeros((ml, ml, nl)),
                       np.zeros((ml, nl)), np.zeros((ml, nl)), np.zeros((ml, nl)), np.zeros((5, max(nl, nq, K))),
                       np.zeros((5, nl), dtype=np.int64),
                       (np.zeros((ml, ml, nq)), np.zeros((ml, nq)), np.zeros((ml, ml, nq)), np.zeros(nq, dtype=np.int64),
