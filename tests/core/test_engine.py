@@ -152,7 +152,7 @@ def _lanes_off(monkeypatch, data, K):
     from explorer.core._compiled import gmm as _kernels
 
     with monkeypatch.context() as mp:
-        mp.setattr(_kernels, "LANE_MIN_MISSING", 10**9)
+        mp.setattr(_kernels, "LANE_MAX_MISSING", 0)
         return _kernels.Workspace(em_gmm._layout(data, em_gmm.EMConfig(n_components=K, strategy="compiled")), K)
 
 

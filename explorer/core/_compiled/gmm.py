@@ -70,11 +70,10 @@ BLOCK_BYTES = 384 * 1024
 #: Runs with at least this many missing entries are factored one component at a time (faster from about
 #: 10 on: measured 0.29 -> 0.19 s per E-step pass at D = 50, m ~ 15; all components at once is faster at m ~ 6).
 M_SWITCH = 10
-#: Single-row runs with ``M_SWITCH <= m <= LANE_MAX_MISSING`` missing entries (random masks on wide data: every row its
+#: Single-row runs with ``1 <= m <= LANE_MAX_MISSING`` missing entries (random masks on wide data: every row its
 #: own pattern) are factored and solved many (row, component) pairs at once, one pair per SIMD lane
 #: (:func:`_solve_lanes`); about this many lanes (a multiple of K).
 LANES = 32
-LANE_MIN_MISSING = 1
 LANE_MAX_MISSING = 40
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
 
@@ -527,7 +526,7 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
     :math:`-\\sum_{ik} h_{ik}\\log h_{ik}`."""
     K, D = logdet.size, E.shape[2]
     ld, const, q = kv[0], kv[1], kv[2]
-    pend, A, dvl, invl, tl, lv, iv, fq, lane_min = lanes
+    pend, A, dvl, invl, tl, lv, iv, fq = lanes
     mmax_lanes = A.shape[0]
     npend = np.int64(0)  # see _solve_lanes's nq
     total = 0.0
@@ -538,7 +537,7 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
         m = mis_ptr[g + 1] - mis_ptr[g]
         mis = mis_idx[mis_ptr[g]:mis_ptr[g + 1]]
         wpart = sc[1]
-        if m >= lane_min and m <= mmax_lanes and b - a == 1:  # batched across rows (_solve_lanes)
+        if 0 < m <= mmax_lanes and b - a == 1:  # batched across rows (_solve_lanes)
             pend[0, npend] = g
             pend[1, npend] = a  # the row in the block (a run may straddle two blocks)
             npend += 1
@@ -754,18 +753,17 @@ class Workspace:
         self.LK1 = np.zeros((K, mk, mk))
         self.LTK1 = np.zeros((K, mk, mk))
         self.vK1 = np.zeros((K, 3, mk))
-        # single-row runs of LANE_MIN_MISSING..LANE_MAX_MISSING missing entries, factored in SIMD lanes
-        # (_solve_lanes); empty buffers where there are none (A.shape[0] = 0 turns the branch off)
-        on = layout.max_missing >= LANE_MIN_MISSING
-        ml = min(layout.max_missing, LANE_MAX_MISSING) if on else 0
+        # single-row runs of 1..LANE_MAX_MISSING missing entries, factored in SIMD lanes (_solve_lanes); empty
+        # buffers where no row has a missing entry (A.shape[0] = 0 turns the branch off)
+        ml = min(layout.max_missing, LANE_MAX_MISSING)
+        on = ml > 0
         nl = K * max(1, LANES // K) if on else 1
         nq = LANES if on else 1
         self.lanes = (np.zeros((2, self.block_rows if on else 1), dtype=np.int64), np.zeros((ml, ml, nl)),
                       np.zeros((ml, nl)), np.zeros((ml, nl)), np.zeros((ml, nl)), np.zeros((5, max(nl, nq, K))),
                       np.zeros((5, nl), dtype=np.int64),
                       (np.zeros((ml, ml, nq)), np.zeros((ml, nq)), np.zeros((ml, ml, nq)), np.zeros(nq, dtype=np.int64),
-                       np.zeros(nq), np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=np.int64)),
-                      int(LANE_MIN_MISSING))
+                       np.zeros(nq), np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=np.int64)))
         self.T = np.empty((K, D, D))
         self.C = np.empty((K, D, D))  # conditional covariances added in the pass (see _solve_block)
         self.Wd = np.empty((layout.n_runs, K))  # the responsibility mass they were added for
