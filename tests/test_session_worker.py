@@ -195,3 +195,119 @@ def test_on_the_loop_panel_sees_the_sessions_own_document_whatever_bokeh_patched
         assert seen == [mine, mine]
     finally:
         worker.stop()
+
+
+# ----------------------------------------------------------------------------- a callback the loop never got
+class StrandingDoc(FakeDoc):
+    """A served document whose first ``strand`` registrations never reach the loop (what a document hold lets
+    happen, see :func:`explorer.ui.session.hand_to_loop`); later ones do."""
+
+    def __init__(self, strand=1):
+        super().__init__()
+        self.strand, self.stranded = strand, []
+
+    def add_next_tick_callback(self, cb):
+        with self._lock:
+            if self.strand > 0:
+                self.strand -= 1
+                self.stranded.append(cb)
+                return
+        super().add_next_tick_callback(cb)
+
+
+@pytest.fixture
+def quick_redelivery(monkeypatch):
+    from explorer.ui import session
+
+    monkeypatch.setattr(session, "REDELIVER_S", 0.05)
+    monkeypatch.setattr(session, "REDELIVER_MAX_S", 0.2)
+
+
+def test_a_job_result_the_loop_never_got_is_handed_over_again_and_shown_once(quick_redelivery):
+    doc = StrandingDoc(strand=2)
+    worker = SessionWorker.of(doc)
+    shown = []
+    try:
+        worker.submit(lambda: "stepped", lambda r, e: shown.append(r), key="step")
+        assert _wait(lambda: worker.jobs_done == 1)
+        assert worker.busy("step") and doc.run_loop() == 0  # stranded: without a second hand-over, shown never
+        assert _wait(lambda: len(doc.loop_calls) == 1)  # handed over again (the second one stranded too)
+        assert doc.run_loop() == 1 and shown == ["stepped"] and not worker.busy("step")
+        for cb in doc.stranded:  # a stranded registration that runs after all (the hold's next release)
+            cb()
+        time.sleep(0.3)
+        doc.run_loop()
+        assert shown == ["stepped"]  # shown once, however many registrations ran
+    finally:
+        worker.stop()
+
+
+def test_a_callback_that_runs_is_not_handed_over_again(quick_redelivery):
+    from explorer.ui import session
+
+    doc, ran = FakeDoc(), []
+    assert session.hand_to_loop(doc, lambda: ran.append(1))
+    assert doc.run_loop() == 1 and ran == [1]
+    time.sleep(0.3)
+    assert doc.run_loop() == 0 and ran == [1]
+    assert _wait(lambda: session._COURIER[0] is None)  # nothing left: the courier thread ends
+
+
+def test_a_stranded_redraw_is_drawn_and_the_next_request_schedules_again(quick_redelivery):
+    from explorer.ui.session import Redraw
+
+    doc, drawn = StrandingDoc(strand=1), []
+    redraw = Redraw(lambda: drawn.append(1), doc=doc)
+    threading.Thread(target=redraw).start()
+    assert _wait(lambda: len(doc.loop_calls) == 1)
+    redraw()  # folded into the one waiting (from the test's thread too: it does not hold the document)
+    assert doc.run_loop() == 1 and drawn == [1]
+    threading.Thread(target=redraw).start()
+    assert _wait(lambda: len(doc.loop_calls) == 1) and doc.run_loop() == 1 and drawn == [1, 1]
+
+
+def test_a_closed_sessions_undelivered_callbacks_are_dropped(quick_redelivery):
+    from explorer.ui import session
+
+    class Context:
+        destroyed = False
+
+    doc, ran = StrandingDoc(strand=1), []
+    doc.session_context = Context()
+    assert session.hand_to_loop(doc, lambda: ran.append(1))
+    doc.session_context.destroyed = True
+    assert _wait(lambda: not any(h.doc_ref() is doc for h in list(session._HANDOFFS.values())))
+    time.sleep(0.2)
+    assert doc.run_loop() == 0 and ran == []
+
+
+def test_a_notice_lost_by_a_real_documents_hold_release_is_made_again(quick_redelivery):
+    """The race on a real Bokeh document: a thread registers a next-tick callback while the loop holds the
+    document, so Bokeh collects the notice with the held events; the release copies the held events and empties
+    the list, and the notice appended in between is gone (here: the hold is released with the notice dropped, as
+    that interleaving leaves it). The session (a receiver of the document's events) hears of the callback only
+    because it is registered again."""
+    from bokeh.document import Document
+
+    from explorer.ui import session
+
+    class Session:  # what Bokeh's ServerSession does with the notice: schedule the callback on its loop
+        def __init__(self):
+            self.scheduled = []
+
+        def _session_callback_added(self, event):
+            self.scheduled.append(event.callback.callback)
+
+    doc, server, ran = Document(), Session(), []
+    doc.callbacks.on_change_dispatch_to(server)
+    doc.hold("combine")
+    done = threading.Event()
+    threading.Thread(target=lambda: (session.hand_to_loop(doc, lambda: ran.append(1)), done.set())).start()
+    assert done.wait(5)
+    assert any(type(e).__name__ == "SessionCallbackAdded" for e in doc.callbacks._held_events)
+    doc.callbacks._held_events = []  # the release's copy was taken before the notice was appended
+    doc.unhold()
+    assert server.scheduled == []  # the session never heard of it ...
+    assert _wait(lambda: len(server.scheduled) == 1)  # ... until it was registered again
+    server.scheduled[0]()
+    assert ran == [1]

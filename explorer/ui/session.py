@@ -16,6 +16,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import panel as pn
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
-__all__ = ["Redraw", "SessionWorker", "hold", "push", "run_then", "served_doc"]
+__all__ = ["Redraw", "SessionWorker", "hand_to_loop", "hold", "push", "run_then", "served_doc"]
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +107,7 @@ class Redraw:
             if self._scheduled:
                 return
             self._scheduled = True
-        try:
-            doc.add_next_tick_callback(self._run)
-        except Exception:  # the session is gone: nothing to draw for
+        if not hand_to_loop(doc, self._run):  # the session is gone: nothing to draw for
             with self._lock:
                 self._scheduled = False
 
@@ -120,6 +119,95 @@ class Redraw:
             return
         with current(doc):  # see SessionWorker._show: Panel must know whose document this is
             self._draw()
+
+
+#: A callback handed to a session's loop from a thread that has not run after this many seconds is handed over
+#: again (then after twice as long, up to REDELIVER_MAX_S, at most REDELIVER_TRIES times).
+REDELIVER_S = 2.0
+REDELIVER_MAX_S = 30.0
+REDELIVER_TRIES = 8
+
+
+class _Handoff:
+    __slots__ = ("doc_ref", "run", "due", "tries")
+
+    def __init__(self, doc, run):
+        self.doc_ref, self.run = weakref.ref(doc), run
+        self.due, self.tries = time.monotonic() + REDELIVER_S, 0
+
+
+_HANDOFFS: dict[int, _Handoff] = {}  # id(run) -> a callback handed to a loop that has not run yet
+_HANDOFFS_LOCK = threading.Condition()
+_COURIER: list = [None]  # the thread that hands undelivered callbacks over again (while there are any)
+
+
+def hand_to_loop(doc, callback: Callable[[], None]) -> bool:
+    """Run ``callback()`` once on the event loop of ``doc``'s session, from any thread; False if the document is gone.
+
+    Bokeh's ``Document.add_next_tick_callback`` is the way from a thread to the loop, but it is not safe against
+    a hold of the document: when the loop (or Panel's thread pool) holds the document at that moment, the
+    notice of the new callback is collected with the held events, and the release of a hold (Bokeh's
+    ``unhold``, Panel's ``unlocked``) copies the held events and then empties the list. A notice appended in
+    between is left behind in the emptied list with no hold to release it, and the callback runs only at the
+    document's next hold, which a quiet session may never make. Seen in a browser test: a Step's result was
+    computed and never shown, and Play then waited for it for good. So each callback is registered again
+    while it has not run (after :data:`REDELIVER_S` seconds, then twice as long, ...); whichever
+    registration runs first calls it, the others do nothing. A session that ends drops its callbacks.
+    """
+    state = {"done": False}
+
+    def once() -> None:
+        with _HANDOFFS_LOCK:
+            if state["done"]:
+                return
+            state["done"] = True
+            _HANDOFFS.pop(id(once), None)
+        callback()
+
+    with _HANDOFFS_LOCK:  # registered before the loop can run it (``once`` then takes it out again)
+        _HANDOFFS[id(once)] = _Handoff(doc, once)
+    try:
+        doc.add_next_tick_callback(once)
+    except Exception:  # the session is gone
+        with _HANDOFFS_LOCK:
+            _HANDOFFS.pop(id(once), None)
+        return False
+    with _HANDOFFS_LOCK:
+        if _COURIER[0] is None and not state["done"]:
+            _COURIER[0] = threading.Thread(target=_courier, name="explorer-loop-courier", daemon=True)
+            _COURIER[0].start()
+    return True
+
+
+def _courier() -> None:
+    """Hand the callbacks that have not run over again until none is left (then the thread ends)."""
+    while True:
+        with _HANDOFFS_LOCK:
+            if not _HANDOFFS:
+                _COURIER[0] = None
+                return
+            now = time.monotonic()
+            due = [h for h in _HANDOFFS.values() if h.due <= now]
+            for h in due:
+                h.tries += 1
+                h.due = now + min(REDELIVER_S * 2 ** h.tries, REDELIVER_MAX_S)
+            wait = min(h.due for h in _HANDOFFS.values()) - now
+        for h in due:
+            doc = h.doc_ref()
+            context = getattr(doc, "session_context", None)
+            gone = doc is None or bool(getattr(context, "destroyed", False)) or h.tries > REDELIVER_TRIES
+            if not gone:
+                try:
+                    doc.add_next_tick_callback(h.run)
+                    log.debug("a callback handed to the session's loop had not run: handed over again")
+                except Exception:
+                    gone = True
+            if gone:
+                with _HANDOFFS_LOCK:
+                    if _HANDOFFS.get(id(h.run)) is h:
+                        _HANDOFFS.pop(id(h.run))
+        with _HANDOFFS_LOCK:  # new callbacks are due after REDELIVER_S at the earliest
+            _HANDOFFS_LOCK.wait(min(max(0.01, wait), REDELIVER_S))
 
 
 def current(doc):
@@ -236,13 +324,7 @@ class SessionWorker:
                 with current(doc):
                     then(result, error)
 
-        if doc is None or self._stopped:
-            with self._lock:
-                self._pending[key] = max(0, self._pending[key] - 1)
-            return
-        try:
-            doc.add_next_tick_callback(on_loop)
-        except Exception:  # the document went away meanwhile
+        if doc is None or self._stopped or not hand_to_loop(doc, on_loop):  # the document went away meanwhile
             with self._lock:
                 self._pending[key] = max(0, self._pending[key] - 1)
 
