@@ -25,7 +25,8 @@ import panel as pn
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
-__all__ = ["Redraw", "SessionWorker", "hand_to_loop", "hold", "push", "run_then", "served_doc"]
+__all__ = ["Redraw", "SessionWorker", "current", "hand_to_loop", "hold", "holds_document", "push", "run_then",
+           "served_doc"]
 
 log = logging.getLogger(__name__)
 

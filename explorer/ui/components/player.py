@@ -11,16 +11,17 @@ How Play works (see the Panel guide, sections 2.5 and 2.9): Play starts a sessio
 watch (so a view redraws once per tick, however many steps the tick made).
 
 Served, the work is split: the timer's callback runs on the event loop and only hands the steps
-to the session's compute thread (:class:`~explorer.ui.session.SessionWorker`; numpy releases the GIL there); when they are done, the page
-is updated back on the event loop (``add_next_tick_callback``), where the iteration read-out and
-every view change together, under the document's lock, so a counter and the plots never
-disagree and no document is changed from a thread. A tick that comes while the previous one is
-still computing is dropped, not queued (Play then runs slower than asked, and the read-out says
-so with the real rate). A tick finds the session's browser gone (a closed tab) and pauses at
-once: the server stops computing for nobody and sends nothing to a closed connection. Step
-clicks go through the same thread. Creating and stopping the timer is always done on the event
-loop (``pn.state.execute``), from one reconciling method, so Play/Pause clicks, the end of a run
-and the end of the session cannot race; the end of the session also stops the session's worker.
+to the session's compute thread (:class:`~explorer.ui.session.SessionWorker`; numpy releases the GIL
+there); when they are done, the page is updated back on the event loop
+(:func:`~explorer.ui.session.hand_to_loop`), where the iteration read-out and every view change
+together, under the document's lock, so a counter and the plots never disagree and no document is
+changed from a thread. A tick that comes while the previous one is still computing is dropped, not
+queued (Play then runs slower than asked, and the read-out says so with the real rate). A tick finds
+the session's browser gone (a closed tab) and pauses at once: the server stops computing for nobody
+and sends nothing to a closed connection. Step clicks go through the same thread. Creating and
+stopping the timer is always done on the event loop (handed over the same way), from one reconciling
+method, so Play/Pause clicks, the end of a run and the end of the session cannot race; the end of
+the session also stops the session's worker.
 
 With no server (Jupyter, scripts, tests) ``tick()`` and ``step()`` work directly. Outside a server
 (Jupyter, scripts, tests) the same code runs directly; without a running event loop the timer
@@ -41,7 +42,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from explorer.ui.session import SessionWorker, hold, served_doc
+from explorer.ui.session import SessionWorker, current, hand_to_loop, hold, holds_document, served_doc
 
 __all__ = ["NOTEBOOK_PAUSE_S", "StepPlayer"]
 
@@ -310,8 +311,17 @@ class StepPlayer(Viewer):
     @param.depends("playing", "period", watch=True)
     def _request_sync(self):
         self._update_readout()
-        # create / stop / retime the timer on the event loop (scheduled when called from a thread)
-        pn.state.execute(self._sync_timer, schedule="auto")
+        # create / stop / retime the timer on the event loop (handed over when called from a thread: a Play or
+        # Pause click in Panel's thread pool; through hand_to_loop, which makes the hand-over again until it ran)
+        doc = self._served_doc()
+        if doc is None or holds_document(doc):
+            self._sync_timer()
+        elif not hand_to_loop(doc, lambda: self._sync_timer_in(doc)):
+            self._stop_timer()  # the session is gone
+
+    def _sync_timer_in(self, doc):
+        with current(doc):  # the timer is the session's (see explorer.ui.session.current)
+            self._sync_timer()
 
     def _sync_timer(self):
         """Make the timer match ``playing`` and ``period`` (idempotent, runs on the event loop)."""
