@@ -149,9 +149,9 @@ def hand_to_loop(doc, callback: Callable[[], None]) -> bool:
     a hold of the document: when the loop (or Panel's thread pool) holds the document at that moment, the
     notice of the new callback is collected with the held events, and the release of a hold (Bokeh's
     ``unhold``, Panel's ``unlocked``) copies the held events and then empties the list. A notice appended in
-    between is left behind in the emptied list with no hold to release it, and the callback runs only at the
-    document's next hold, which a quiet session may never make. Seen in a browser test: a Step's result was
-    computed and never shown, and Play then waited for it for good. So each callback is registered again
+    between is dropped, or left behind with no hold to release it, and the callback runs only at the document's
+    next hold, which a quiet session may never make: a Step's result computed and never shown, and Play then
+    waiting for it for good. So each callback is registered again
     while it has not run (after :data:`REDELIVER_S` seconds, then twice as long, ...); whichever
     registration runs first calls it, the others do nothing. A session that ends drops its callbacks.
     """
