@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -250,7 +253,36 @@ def test_a_callback_that_runs_is_not_handed_over_again(quick_redelivery):
     assert doc.run_loop() == 1 and ran == [1]
     time.sleep(0.3)
     assert doc.run_loop() == 0 and ran == [1]
-    assert _wait(lambda: session._COURIER[0] is None)  # nothing left: the courier thread ends
+    assert not any(h.doc_ref() is doc for h in list(session._HANDOFFS.values()))  # nothing of it left
+
+
+def test_the_courier_thread_ends_when_every_callback_has_run():
+    """In a fresh process: hand-overs left by other tests of this process (to documents whose loop never runs)
+    would keep the courier alive here for their remaining tries."""
+    script = textwrap.dedent(
+        """
+        import threading, time
+        from explorer.ui import session
+
+        class Doc:
+            def __init__(self):
+                self.calls = []
+            def add_next_tick_callback(self, cb):
+                self.calls.append(cb)
+
+        doc, ran = Doc(), []
+        assert session.hand_to_loop(doc, lambda: ran.append(1))
+        courier = session._COURIER[0]
+        assert courier is not None and courier.is_alive()  # a hand-over outstanding: the courier watches it
+        doc.calls.pop()()
+        courier.join(timeout=5)
+        assert ran == [1] and not courier.is_alive() and session._COURIER[0] is None
+        assert not [t for t in threading.enumerate() if t.name == "explorer-loop-courier"]
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_a_stranded_redraw_is_drawn_and_the_next_request_schedules_again(quick_redelivery):
