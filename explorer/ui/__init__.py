@@ -9,7 +9,8 @@
   another page);
 * :mod:`explorer.ui.page` (the served template and the base of the pages), :mod:`explorer.ui.url`
   (settings in the URL), :mod:`explorer.ui.text` (user strings escaped), :mod:`explorer.ui.session`
-  (the browser session a page belongs to), :mod:`explorer.ui.weak` (callbacks that do not keep a page alive).
+  (the browser session a page belongs to), :mod:`explorer.ui.panel_writes` (every change message Panel queues is
+  sent), :mod:`explorer.ui.weak` (callbacks that do not keep a page alive).
 """
 
 from explorer.core.deprecation import moved_modules

@@ -25,10 +25,14 @@ import panel as pn
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
+from explorer.ui.panel_writes import complete_queued_writes
+
 __all__ = ["Redraw", "SessionWorker", "current", "hand_to_loop", "hold", "holds_document", "push", "run_then",
            "served_doc"]
 
 log = logging.getLogger(__name__)
+
+complete_queued_writes()  # every page's changes reach the browser (see explorer.ui.panel_writes)
 
 
 def served_doc():

@@ -70,8 +70,17 @@ def _server_state(page) -> str:
         parts.append(f"server: model iteration {view.model.iteration}, drawn read-outs "
                      f"{getattr(view.readouts, 'iteration', None)}, frame running {frames._running} / again "
                      f"{frames._again}, redraw scheduled {view._redraw._scheduled}, title "
-                     f"{view._scatter.figure.title.text!r}, player in flight {view.player._inflight}")
+                     f"{view._scatter.figure.title.text!r}, player in flight {view.player._inflight}, "
+                     f"{_queued_writes(view._scatter.figure.document)}")
     return "; ".join(parts)
+
+
+def _queued_writes(doc) -> str:
+    """Panel's queue of change messages not yet written to the websocket (see explorer.ui.panel_writes)."""
+    from panel.io import document as panel_document
+
+    queued = sum(len(msgs) for msgs in panel_document._WRITE_MSGS.get(doc, {}).values())
+    return f"messages queued {queued}, write block {doc in panel_document._WRITE_BLOCK}"
 
 
 def _wait_title(page, part: str, predicate, timeout_s: float = 30.0) -> str:
@@ -150,7 +159,7 @@ def test_regression_page_alone(serve_app, new_page, watch_errors, wait_for_bokeh
     page.get_by_role("button", name="Step", exact=True).click()
     try:
         wait_for_value(page, lambda: _iteration(page), lambda i: i == 1)
-    except AssertionError as exc:  # seen twice in ~220 runs under load (cause not found): say what each side shows
+    except AssertionError as exc:  # say what each side shows, and what Panel left queued (explorer.ui.panel_writes)
         raise AssertionError(f"{exc}; {_server_state(page)}") from exc
     page.mouse.move(5, 5)  # the Step button's tooltip would cover Play
     page.get_by_role("button", name="Play").click()
