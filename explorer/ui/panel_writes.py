@@ -7,8 +7,10 @@ session's websocket is busy writing, Panel serialises the changes into a PATCH-D
 message queued in the same turn of the loop as the first task's writes completed, runs after the first has removed
 the block, finds none and returns: its message stays queued, unsent until a later change queues another. On a page
 that then has nothing more to say, never: a Step computed and drawn on the server while the browser shows the
-previous iteration for good. That is what made ``tests/browser/test_regression_page.py`` fail about once in a
-hundred runs on a loaded machine (the scatter's new title and curve were that message).
+previous iteration for good. That is the signature of the regression page's rare failure under load
+(``tests/browser/test_regression_page.py``, about once in a hundred runs: the read-out's message arrived, the one
+with the scatter's new title and curve did not, and nothing was pending on the server); with the socket's writes
+slowed, Panel's task left messages queued on that page in 2 of 25 runs, this wrapper in none (docs/NOTES.md).
 
 :func:`complete_queued_writes` wraps ``_dispatch_msgs``: when a task has finished and messages are still queued
 with no write block, it sets the block and starts a task for them, as queuing them would have. It is installed
