@@ -418,7 +418,8 @@ def _short(t) -> str:
 
 
 def _write_warnings(progress, caught, columns=None) -> None:
-    """Each distinct warning message once, on stderr; a hint in command-line terms after bound crossings.
+    """Each distinct warning message once, on stderr; a hint in command-line terms after bound crossings and
+    intervals of a positive column that reach below zero.
 
     With ``columns`` (evaluate fits on the bare matrix), "column j" in a message becomes "'name' (column j)".
     """
@@ -445,7 +446,8 @@ def _write_warnings(progress, caught, columns=None) -> None:
         if len(distinct) > 1:
             progress.write(f"explorer: warning: ... and {len(distinct) - 1} more {kind} message(s) like it (other "
                            "repeats, fits or columns)")
-    if any(type(w.message).__name__ == "BoundCrossingWarning" for w in caught):
+    # the library's advice names Python (TransformedImputer); on the command line it is --transform
+    if any(type(w.message).__name__ in ("BoundCrossingWarning", "NegativeIntervalWarning") for w in caught):
         progress.write("explorer: hint: on the command line, --transform COL=log (COL=log:LOWER for a column with "
                        "zeros, LOWER below its smallest value), COL=logit:LO:HI, or --transform auto.")
 

@@ -607,3 +607,4 @@ def test_evaluate_prints_a_warning_of_every_repeat_once(skewed_csv, capsys):
     assert len(negative) == 1 and "'conc' (column 1)" in negative[0]
     more = [line for line in lines if "more NegativeIntervalWarning message(s) like it" in line]
     assert len(more) == 1 and int(more[0].split("... and ")[1].split()[0]) >= 1
+    assert err.count("explorer: hint: on the command line, --transform COL=log") == 1  # the flag, not Python
