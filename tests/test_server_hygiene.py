@@ -61,6 +61,50 @@ def test_the_filter_is_installed_once():
         logger.filters[:] = before
 
 
+def _handler_and_previous():
+    """quiet_closed_tab_writes installed on a fresh loop over a recording handler: (handler, contexts passed on)."""
+    import asyncio
+
+    from explorer.ui.page import quiet_closed_tab_writes
+
+    passed_on = []
+    loop = asyncio.new_event_loop()
+    try:
+        loop.set_exception_handler(lambda loop, context: passed_on.append(context))
+
+        async def install():
+            quiet_closed_tab_writes()
+
+        loop.run_until_complete(install())
+        return loop, loop.get_exception_handler(), passed_on
+    finally:
+        loop.close()
+
+
+def test_an_unread_closed_socket_error_is_dropped_and_everything_else_passed_on():
+    from tornado.websocket import WebSocketClosedError
+
+    loop, handler, passed_on = _handler_and_previous()
+    handler(loop, {"message": "Task exception was never retrieved", "exception": WebSocketClosedError()})
+    assert passed_on == []
+    other = {"message": "Task exception was never retrieved", "exception": ValueError("a real error")}
+    pending = {"message": "Task was destroyed but it is pending!"}
+    handler(loop, other)
+    handler(loop, pending)
+    assert passed_on == [other, pending]
+
+
+def test_the_handler_still_works_when_module_globals_are_gone(monkeypatch):
+    """At interpreter exit the loop reports its last pending tasks after modules' globals may be None."""
+    from explorer.ui import page
+
+    loop, handler, passed_on = _handler_and_previous()
+    monkeypatch.setattr(page, "_CLOSED_SOCKET_ERRORS", None)
+    pending = {"message": "Task was destroyed but it is pending!"}
+    handler(loop, pending)  # raised TypeError ("argument of type 'NoneType' is not iterable")
+    assert passed_on == [pending]
+
+
 def test_malloc_trim_runs():
     assert malloc_trim() in (True, False)
 

@@ -112,9 +112,12 @@ def quiet_closed_tab_writes() -> None:
     if getattr(previous, "_explorer_quiet", False):
         return
 
+    closed_errors = _CLOSED_SOCKET_ERRORS  # held here: at interpreter exit, when the loop's last pending tasks are
+    # reported, module globals may already be None (the handler then raised "argument of type 'NoneType' ...")
+
     def handler(loop, context):
         exc = context.get("exception")
-        if type(exc).__name__ in _CLOSED_SOCKET_ERRORS and "never retrieved" in str(context.get("message", "")):
+        if type(exc).__name__ in closed_errors and "never retrieved" in str(context.get("message", "")):
             return
         if previous is not None:
             previous(loop, context)
