@@ -292,6 +292,11 @@ def test_the_objective_never_decreases_and_everything_sums_to_one(problem):
     X, codes, _, _ = mixed_data(rng, n=n, D=D, levels=levels, K=2, hole=hole)
     for j in range(J):  # every column observed somewhere
         codes[j, j] = max(codes[j, j], 0)
+    for r in range(K):  # and K rows with an observed entry (fewer are refused, rightly: a bad-input test)
+        if J:
+            codes[r, r % J] = max(codes[r, r % J], 0)
+        elif np.isnan(X[r]).all():
+            X[r, 0] = 0.0
     if D:
         X[0, :] = np.where(np.isnan(X[0]), 0.5, X[0])
         X[1, :] = np.where(np.isnan(X[1]), -0.5, X[1])
