@@ -13,6 +13,10 @@ set -euo pipefail
 # shellcheck source=scripts/_env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
+# Hypothesis runs the same examples every time (the "ci" profile of tests/conftest.py: derandomised), so a run of
+# this command is reproducible wherever it runs; HYPOTHESIS_PROFILE=explorer draws new examples each run (exploring).
+export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+
 CHROMIUM="${EXPLORER_CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$CHROMIUM" ]; then
     if [ -n "${EXPLORER_CHROMIUM:-}" ]; then
