@@ -358,7 +358,21 @@ def serve_app():
     pn.config.nthreads = None
     if stuck:
         pytest.fail(f"{len(stuck)} Panel server thread(s) of this test did not stop within {SERVER_STOP_TIMEOUT_S} s "
-                    "(dropped from Panel's registry so that the next tests start clean)")
+                    "(dropped from Panel's registry so that the next tests start clean); where every thread was:\n"
+                    + _thread_stacks())
+
+
+def _thread_stacks() -> str:
+    """The stack of every other thread of this process: for a server that would not stop, what its loop and the
+    session's threads were waiting on."""
+    import sys
+    import threading
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
+    return "\n".join(f"--- thread {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frame, limit=30))
+                     for ident, frame in sys._current_frames().items() if ident != me)
 
 
 def _forget_servers(threads) -> None:

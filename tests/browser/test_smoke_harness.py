@@ -117,3 +117,28 @@ def test_a_server_that_will_not_stop_does_not_break_later_teardowns():
     _stop_all_servers()  # what the harness does: no error, and the registry is clean for the next test
     assert stuck.server_id not in pn.state._threads and stuck.server_id not in pn.state._servers
     _stop_all_servers()
+
+
+def test_a_stuck_servers_failure_shows_where_every_thread_waits():
+    import threading
+
+    from tests.browser.conftest import _thread_stacks
+
+    lock, started = threading.Lock(), threading.Event()
+    lock.acquire()
+
+    def waits_for_the_page_lock():
+        started.set()
+        with lock:
+            pass
+
+    thread = threading.Thread(target=waits_for_the_page_lock, name="pool-thread-stand-in", daemon=True)
+    thread.start()
+    started.wait(5)
+    try:
+        stacks = _thread_stacks()
+    finally:
+        lock.release()
+        thread.join(5)
+    part = stacks.split("--- thread pool-thread-stand-in")[1].split("--- thread")[0]
+    assert "waits_for_the_page_lock" in part and "with lock:" in part
