@@ -147,6 +147,70 @@ def test_runs_across_blocks_and_the_conditional_covariances_of_the_pass(n_missin
     assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
 
 
+@pytest.mark.parametrize("sep", [1.0, 6.0])
+def test_runs_of_many_rows_solved_in_chunks_equal_numpy(sep):
+    """Runs with fewer than M_SWITCH missing entries and at least BATCH_MIN_ROWS rows are solved CHUNK_ROWS rows at
+    a time (rows innermost), shorter runs one row at a time: runs of every kind here (one cut by chunks, one of
+    exactly BATCH_MIN_ROWS rows, some of a few rows, single rows in the lanes), against numpy's kernels."""
+    from explorer.core._compiled import gmm as _kernels
+
+    rng = np.random.default_rng(5)
+    d = 8
+    X = _mixture(n=400, d=d, seed=5, sep=sep)
+    X[np.isnan(X)] = 0.0
+    sizes = [2 * _kernels.CHUNK_ROWS + 9, _kernels.BATCH_MIN_ROWS, _kernels.BATCH_MIN_ROWS - 1, 3, 2]
+    row = 0
+    for size, m in zip(sizes, [3, 1, 5, 2, 4]):
+        X[row:row + size, rng.choice(d, m, replace=False)] = np.nan
+        row += size
+    X[row:][rng.random((400 - row, d)) < 0.3] = np.nan  # single rows mostly (the lanes)
+    data = em_gmm.prepare(X)
+    numpy_cfg = em_gmm.EMConfig(n_components=3, strategy="numpy", reg_covar=1e-3)
+    config = replace(numpy_cfg, strategy="compiled")
+    lay = em_gmm.workspace(data, config).layout
+    lengths, m = np.diff(lay.run_start), np.diff(lay.mis_ptr)
+    short = (m > 0) & (m < _kernels.M_SWITCH)
+    assert np.any(short & (lengths > _kernels.CHUNK_ROWS)) and np.any(short & (lengths == _kernels.BATCH_MIN_ROWS))
+    assert np.any(short & (lengths > 1) & (lengths < _kernels.BATCH_MIN_ROWS)) and np.any(short & (lengths == 1))
+    start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
+    a = _run(data, numpy_cfg, start, 3)[-1]
+    b = _run(data, config, start, 3)[-1]
+    assert _rel(b.covariances, a.covariances) < 1e-10 and _rel(b.means, a.means) < 1e-10
+    assert _rel(b.weights, a.weights) < 1e-10
+    assert b.log_likelihood == pytest.approx(a.log_likelihood, rel=1e-10)
+    np.testing.assert_allclose(b.resp, a.resp, rtol=1e-9, atol=1e-12)
+
+
+def test_the_kernels_exponential_is_within_one_ulp_of_libm():
+    """_exp_neg (the responsibilities' exponentials) on a dense grid of its domain [_LOG_TINY, 0], its ends and the
+    points where the range reduction changes n."""
+    from explorer.core._compiled import gmm as _kernels
+
+    x = np.concatenate([np.linspace(_kernels._LOG_TINY, 0.0, 400_001), [_kernels._LOG_TINY, 0.0, -1e-300, -5e-324],
+                        np.log(2.0) * (np.arange(-995, 1) + 0.5), np.log(2.0) * np.arange(-995, 1)])
+    x = x[(x >= _kernels._LOG_TINY) & (x <= 0.0)]
+    got = np.array([_kernels._exp_neg(v) for v in x[:2000]] + list(_exp_neg_all(x[2000:])))
+    want = np.exp(x)
+    ulps = np.abs(got - want) / np.spacing(want)
+    assert ulps.max() <= 1.0
+    assert _kernels._exp_neg(0.0) == 1.0
+
+
+def _exp_neg_all(x):
+    import numba
+
+    from explorer.core._compiled import gmm as _kernels
+
+    @numba.njit
+    def run(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = _kernels._exp_neg(x[i])
+        return out
+
+    return run(x)
+
+
 def _lanes_off(monkeypatch, data, K):
     """A workspace of ``data`` whose single-row runs take the per-run branches (the lanes switched off)."""
     from explorer.core._compiled import gmm as _kernels

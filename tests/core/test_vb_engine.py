@@ -76,6 +76,29 @@ def test_compiled_equals_numpy_over_steps(update, resp, rate):
     assert "xhat" not in b[-1].cache and "next" in b[-1].cache
 
 
+@pytest.mark.parametrize("update", vb.UPDATES)  # "principled" asks for the conditional means, "thesis" not
+@pytest.mark.parametrize("resp", ["corrected", "augmented"])
+def test_compiled_equals_numpy_on_runs_solved_in_chunks(update, resp):
+    """The shared solves of the EM pass (gmm._maha_rows): a run longer than CHUNK_ROWS rows, one of BATCH_MIN_ROWS
+    rows (rows innermost) and runs of a few rows (one at a time), with and without the conditional means."""
+    from explorer.core._compiled import gmm as _kernels
+
+    rng = np.random.default_rng(3)
+    d, n = 6, 300
+    X = rng.normal(size=(n, d)) @ (np.eye(d) + 0.4 * np.triu(rng.normal(size=(d, d)), 1))
+    X[: n // 2] += 3.0
+    sizes = [2 * _kernels.CHUNK_ROWS + 5, _kernels.BATCH_MIN_ROWS, _kernels.BATCH_MIN_ROWS - 1, 3, 2]
+    row = 0
+    for size, m in zip(sizes, [2, 1, 3, 2, 4]):
+        X[row:row + size, rng.choice(d, m, replace=False)] = np.nan
+        row += size
+    X[row:][rng.random((n - row, d)) < 0.25] = np.nan
+    data = vb.prepare(X[rng.permutation(n)])
+    a, b = _pair(data, VBConfig(n_components=4, update=update, responsibilities=resp), n_steps=3)
+    for sa, sb in zip(a[1:], b[1:]):
+        _assert_same(sa, sb)
+
+
 @pytest.mark.parametrize("stick", vb.STICKS)
 @pytest.mark.parametrize("prior", vb.COVARIANCE_PRIORS)
 def test_compiled_equals_numpy_long_missing_blocks_priors_and_sticks(stick, prior):

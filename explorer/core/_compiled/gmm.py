@@ -15,8 +15,11 @@ at once, so the data are read once per iteration and the block's buffers stay in
    then per row :math:`t = L^{-1} r_m`, the observed Mahalanobis distance
    :math:`d^\top\Lambda d - t^\top t`, :math:`\log|\Sigma_{oo}| = \log|\Sigma| + \log|\Lambda_{mm}|`,
    and the conditional mean written **in place** into ``E`` (``E[k, i, m] = -L^{-\top} t``, i.e. the
-   completion minus :math:`\mu_k`); then, run by run, the responsibilities (log-sum-exp over components),
-   written straight into the caller-order responsibility array, their sums per run :math:`W_{gk}`, the first
+   completion minus :math:`\mu_k`); a run of at least :data:`BATCH_MIN_ROWS` rows is solved
+   :data:`CHUNK_ROWS` rows at a time with the rows innermost (vectorised), a shorter one row by row with the
+   components innermost; then, run by run, the responsibilities (log-sum-exp over components; the
+   exponentials by :func:`_exp_neg`, inline), kept in the block's scratch and put in the caller's row order
+   at the block's end (:func:`_unsort`), their sums per run :math:`W_{gk}`, the first
    statistic :math:`S_k = \sum_i h_{ik} e_{ik}`, and ``E`` scaled by :math:`\sqrt{h_{ik}}`; and, from the
    factors just made, the conditional covariances :math:`W_{gk}\,\Lambda_{k,mm}^{-1}` of the components taking
    part in a run of at least :data:`M_SWITCH` missing entries, or of every component of a shorter run where a
@@ -75,6 +78,11 @@ M_SWITCH = 10
 #: (:func:`_solve_lanes`); about this many lanes (a multiple of K).
 LANES = 32
 LANE_MAX_MISSING = 40
+#: Runs of at least this many rows (and fewer than M_SWITCH missing entries) are solved CHUNK_ROWS rows at a time
+#: with the rows innermost, which the CPU vectorises (W1, runs of about 20 rows: the pass 0.4 ms faster of 5); the
+#: runs of a few rows of W2 stay one row at a time (all its components innermost; batched, its pass was 6 % slower).
+BATCH_MIN_ROWS = 8
+CHUNK_ROWS = 64
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
 
 
@@ -226,6 +234,81 @@ def _ldl_k(P, mis, m, L, LT, inv, wv):
     return logdet + np.log(prod)
 
 
+@numba.njit(cache=True, fastmath=_FAST, inline="always")
+def _maha_rows(a, b, m, mis, E, R, L, inv, t, out, shift, tt, qv):
+    """Rows a..b of one run with m < :data:`M_SWITCH` missing entries (``mis``), every component, from the factors of
+    :func:`_ldl_all` (L (m, m, K), inv (m, K)): ``out[i, k]`` = the observed Mahalanobis distance
+    :math:`d^\\top\\Lambda d - t^\\top D^{-1} t` (:math:`t = L^{-1} r_m`) and, with ``shift``, the conditional
+    mean's shift :math:`-\\Lambda_{mm}^{-1} r_m` written into E's missing entries.
+
+    A run of at least :data:`BATCH_MIN_ROWS` rows is done :data:`CHUNK_ROWS` rows at a time with the rows innermost
+    (loops the CPU vectorises; ``tt`` (M_SWITCH, CHUNK_ROWS) and ``qv`` (CHUNK_ROWS,) scratch), a shorter one a row
+    at a time with the components innermost (``t`` (m, K) scratch). Shared by the EM and the variational passes."""
+    K, D = E.shape[0], E.shape[2]
+    if b - a >= BATCH_MIN_ROWS:  # a run of many rows: its rows innermost, in chunks (vectorised)
+        for c0 in range(a, b, CHUNK_ROWS):  # up to CHUNK_ROWS rows of the run at once, the rows innermost
+            n = min(c0 + CHUNK_ROWS, b) - c0
+            for k in range(K):
+                for i in range(n):  # d' Lambda d
+                    acc = 0.0
+                    for j in range(D):
+                        acc += E[k, c0 + i, j] * R[k, c0 + i, j]
+                    qv[i] = acc
+                for p in range(m):  # t = L^{-1} r_m (unit lower); q -= t' D^{-1} t
+                    jp = mis[p]
+                    for i in range(n):
+                        tt[p, i] = R[k, c0 + i, jp]
+                    for c in range(p):
+                        lpc = L[p, c, k]
+                        for i in range(n):
+                            tt[p, i] -= lpc * tt[c, i]
+                    ivp = inv[p, k]
+                    for i in range(n):
+                        qv[i] -= tt[p, i] * tt[p, i] * ivp
+                if shift:
+                    for p in range(m - 1, -1, -1):  # L^{-T} D^{-1} t = Lambda_mm^{-1} r_m
+                        ivp = inv[p, k]
+                        for i in range(n):
+                            tt[p, i] *= ivp
+                        for c in range(p + 1, m):
+                            lcp = L[c, p, k]
+                            for i in range(n):
+                                tt[p, i] -= lcp * tt[c, i]
+                        jp = mis[p]
+                        for i in range(n):
+                            E[k, c0 + i, jp] = -tt[p, i]
+                for i in range(n):
+                    out[c0 + i, k] = qv[i]
+    else:  # a few rows: one at a time, the components innermost
+        for i in range(a, b):
+            for k in range(K):
+                acc = 0.0
+                for j in range(D):
+                    acc += E[k, i, j] * R[k, i, j]
+                out[i, k] = acc
+            if m > 0:
+                for p in range(m):  # t = L^{-1} r_m (unit lower), all components
+                    jp = mis[p]
+                    for k in range(K):
+                        t[p, k] = R[k, i, jp]
+                    for c in range(p):
+                        for k in range(K):
+                            t[p, k] -= L[p, c, k] * t[c, k]
+                    for k in range(K):
+                        out[i, k] -= t[p, k] * t[p, k] * inv[p, k]
+                if shift:
+                    for p in range(m - 1, -1, -1):  # L^{-T} D^{-1} t = Lambda_mm^{-1} r_m
+                        for k in range(K):
+                            t[p, k] *= inv[p, k]
+                        for c in range(p + 1, m):
+                            for k in range(K):
+                                t[p, k] -= L[c, p, k] * t[c, k]
+                    for p in range(m):
+                        jp = mis[p]
+                        for k in range(K):
+                            E[k, i, jp] = -t[p, k]
+
+
 @numba.njit(cache=True, fastmath=_FAST)
 def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
     """Rows a..b of one run, one component, long missing blocks (see :func:`_solve_block`). True on failure."""
@@ -255,12 +338,47 @@ def _per_component(P, mis, m, logdet_k, a, b, Ek, Rk, ll, k, L, LT, v, D):
     return False
 
 
+#: 2**-n for n = 0..1099 (:func:`_exp_neg`'s scale: n <= 996 for its arguments, which are above _LOG_TINY).
+_POW2_NEG = np.ldexp(1.0, -np.arange(1100))
+
+
+@numba.njit(cache=True, fastmath={"contract"})  # no reassociation: it would undo the two-part ln 2 of the reduction
+def _exp_neg(x):
+    """exp(x) for ``_LOG_TINY <= x <= 0``, within 1 ulp of libm's (tested on a dense grid): x = n ln 2 + r with
+    |r| <= ln 2 / 2 (ln 2 in two parts, FDLIBM's, so n ln 2 is exact), exp(r) by its Taylor polynomial of degree 13
+    (remainder below 1e-17 relative), times 2**n from a table. Inlined straight-line code instead of a libm call,
+    which the CPU overlaps: W1's pass 0.3 ms faster of 5 (``benchmarks/profile_em_step.py``)."""
+    n = np.floor(x * 1.4426950408889634 + 0.5)
+    r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _POW2_NEG[np.int64(-n)]
+
+
 @numba.njit(cache=True, fastmath=_FAST, inline="always")  # one call per run: no call overhead (W2: 68,567 runs)
-def _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, d, wpart):
-    """Responsibilities of the block rows a..b (one run, ``g``) from their log-densities in ``ll``: written in the
-    caller's order, their sums into ``W[g]``, ``wpart`` (this part of the run) and ``nk``, the first statistic, E
-    scaled by :math:`\\sqrt{h}`, the history's summaries into ``rsum``. ``d`` (K,) scratch. Returns the rows'
-    log-likelihood."""
+def _resp_rows(a, b, g, ll, logw, E, W, nk, S, rsum, wpart):
+    """Responsibilities of the block rows a..b (one run, ``g``) from their log-densities in ``ll[:, :K]``, written
+    to ``ll[:, K:2K]`` and the rows' log-likelihoods to ``ll[:, 2K]`` (``ll`` is (block rows, 2K + 1); the block's
+    end puts them in the caller's order, :func:`_unsort`); their sums into ``W[g]``, ``wpart`` (this part of the run)
+    and ``nk``, the first statistic, E scaled by :math:`\\sqrt{h}`, the history's summaries into ``rsum``. Returns the
+    rows' log-likelihood.
+
+    In passes over the rows (their largest log-term; the exponentials; the normalisation and statistics), so that
+    the exponentials of a run are independent calls the CPU overlaps, and the writes go to contiguous rows: at W1
+    (957 runs of about 20 rows) the pass took 6.0 ms with one row at a time and the caller's order, 5.3 ms so
+    (``benchmarks/profile_em_step.py``)."""
     K, D = logw.size, E.shape[2]
     total = 0.0
     for i in range(a, b):
@@ -270,24 +388,27 @@ def _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, d, w
             ll[i, k] = v
             if v > top:
                 top = v
-        acc = 0.0
-        for k in range(K):  # one exp per pair: ll becomes exp(ll - top), its log kept in d
+        ll[i, 2 * K] = top
+    for i in range(a, b):  # one exp per pair: ll[:, :K] becomes log(h) + log(acc), ll[:, K:2K] exp of it
+        top = ll[i, 2 * K]
+        for k in range(K):
             dk = ll[i, k] - top
-            d[k] = dk
-            ev = np.exp(dk) if dk > _LOG_TINY else 0.0  # no subnormal numbers: they slow products 100x
-            ll[i, k] = ev
-            acc += ev
+            ll[i, k] = dk
+            ll[i, K + k] = _exp_neg(max(dk, _LOG_TINY)) if dk > _LOG_TINY else 0.0  # no subnormals: 100x slower
+    for i in range(a, b):
+        acc = 0.0
+        for k in range(K):
+            acc += ll[i, K + k]
         la = np.log(acc)
-        norm = top + la
+        norm = ll[i, 2 * K] + la
         total += norm
-        row = perm[r0 + i]
-        rowll[row] = norm
+        ll[i, 2 * K] = norm
         inv_acc = 1.0 / acc
         best = -1.0
         kb = 0
         for k in range(K):
-            h = ll[i, k] * inv_acc
-            resp[row, k] = h
+            h = ll[i, K + k] * inv_acc
+            ll[i, K + k] = h
             if h > best:
                 best = h
                 kb = k
@@ -299,13 +420,26 @@ def _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, d, w
             W[g, k] += h
             wpart[k] += h
             nk[k] += h
-            rsum[K] -= h * (d[k] - la)  # log h (h > 0 here: finite)
+            rsum[K] -= h * (ll[i, k] - la)  # log h (h > 0 here: finite)
             for j in range(D):
                 e = E[k, i, j]
                 S[k, j] += h * e
                 E[k, i, j] = sh * e
         rsum[kb] += 1.0
     return total
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _unsort(r0, nb, perm, ll, resp, rowll):
+    """The responsibilities and log-likelihoods of the block's ``nb`` rows (:func:`_resp_rows`: in ``ll``) into the
+    caller's rows: ``resp[perm[r0 + i]] = ll[i, K:2K]``, ``rowll[perm[r0 + i]] = ll[i, 2K]``. One tight loop of
+    scattered writes instead of writes spread through the pass (which cost W1 about 1 ms of 6)."""
+    K = resp.shape[1]
+    for i in range(nb):
+        row = perm[r0 + i]
+        rowll[row] = ll[i, 2 * K]
+        for k in range(K):
+            resp[row, k] = ll[i, K + k]
 
 
 @numba.njit(cache=True, fastmath=_FAST, inline="always")
@@ -391,8 +525,8 @@ def _flush_inverses(nq, mis_idx, FL, Finv, FQ, fk, fw, fo, fml, C, acc):
 
 
 @numba.njit(cache=True, fastmath=_FAST)
-def _solve_lanes(r0, pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, logw, E, R, perm, resp, W, nk, S, ll,
-                 rowll, rsum, C, Wd, exact, A, dv, inv, t, lv, iv, qK, fq):
+def _solve_lanes(pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, logw, E, R, W, nk, S, ll,
+                 rsum, C, Wd, exact, A, dv, inv, t, lv, iv, qK, fq):
     """Single-row runs of a block (see :data:`LANES`; ``pend[0, :npend]`` the runs, ``pend[1, :npend]`` their row in
     the block; a longer run counts where only one of its rows is in the block): what :func:`_per_component` and the
     long-block branch of :func:`_solve_block` do, for ``LANES // K`` rows and all their components at once.
@@ -476,7 +610,7 @@ def _solve_lanes(r0, pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, log
             wpart = qK
             for k in range(K):
                 wpart[k] = 0.0
-            total += _resp_rows(r0, i, i + 1, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, s, wpart)
+            total += _resp_rows(i, i + 1, g, ll, logw, E, W, nk, S, rsum, wpart)
             if exact:
                 mass = 0.0
                 for k in range(K):
@@ -525,8 +659,9 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
     largest :math:`h_{ik}` is component k's (the first on ties, as ``argmax``), ``rsum[K]`` the entropy
     :math:`-\\sum_{ik} h_{ik}\\log h_{ik}`."""
     K, D = logdet.size, E.shape[2]
-    ld, const, q = kv[0], kv[1], kv[2]
+    ld, const = kv[0], kv[1]
     pend, A, dvl, invl, tl, lv, iv, fq = lanes
+    tt, qv = np.empty((M_SWITCH, CHUNK_ROWS)), np.empty(CHUNK_ROWS)  # _maha_rows's scratch
     mmax_lanes = A.shape[0]
     npend = np.int64(0)  # see _solve_lanes's nq
     total = 0.0
@@ -549,7 +684,7 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
                     return 0.0, k
             for k in range(K):
                 wpart[k] = 0.0
-            total += _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, q, wpart)
+            total += _resp_rows(a, b, g, ll, logw, E, W, nk, S, rsum, wpart)
             if exact:  # the conditional covariances of the components that take part, from these factors
                 mass = 0.0
                 for k in range(K):
@@ -567,37 +702,13 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
                 return 0.0, bad
         for k in range(K):
             const[k] = (D - m) * LOG_2PI + logdet[k] + (ld[k] if m > 0 else 0.0)
+        _maha_rows(a, b, m, mis, E, R, L, inv, t, ll, True, tt, qv)
         for i in range(a, b):
             for k in range(K):
-                acc = 0.0
-                for j in range(D):
-                    acc += E[k, i, j] * R[k, i, j]
-                q[k] = acc
-            if m > 0:
-                for p in range(m):  # t = L^{-1} r_m (unit lower), all components
-                    jp = mis[p]
-                    for k in range(K):
-                        t[p, k] = R[k, i, jp]
-                    for c in range(p):
-                        for k in range(K):
-                            t[p, k] -= L[p, c, k] * t[c, k]
-                    for k in range(K):
-                        q[k] -= t[p, k] * t[p, k] * inv[p, k]
-                for p in range(m - 1, -1, -1):  # L^{-T} D^{-1} t = Lambda_mm^{-1} r_m, the conditional mean's shift
-                    for k in range(K):
-                        t[p, k] *= inv[p, k]
-                    for c in range(p + 1, m):
-                        for k in range(K):
-                            t[p, k] -= L[c, p, k] * t[c, k]
-                for p in range(m):
-                    jp = mis[p]
-                    for k in range(K):
-                        E[k, i, jp] = -t[p, k]
-            for k in range(K):
-                ll[i, k] = -0.5 * (const[k] + q[k])
+                ll[i, k] = -0.5 * (const[k] + ll[i, k])
         for k in range(K):
             wpart[k] = 0.0
-        total += _resp_rows(r0, a, b, g, ll, logw, perm, rowll, resp, E, W, nk, S, rsum, q, wpart)
+        total += _resp_rows(a, b, g, ll, logw, E, W, nk, S, rsum, wpart)
         if exact and m > 0:
             mass = 0.0
             for k in range(K):
@@ -616,11 +727,12 @@ def _solve_block(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, logw, E,
                     Wd[g, k] += w
         g += 1
     if npend:
-        part, status = _solve_lanes(r0, pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, logw, E, R, perm, resp,
-                                    W, nk, S, ll, rowll, rsum, C, Wd, exact, A, dvl, invl, tl, lv, iv, sc[1], fq)
+        part, status = _solve_lanes(pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, logw, E, R,
+                                    W, nk, S, ll, rsum, C, Wd, exact, A, dvl, invl, tl, lv, iv, sc[1], fq)
         if status >= 0:
             return 0.0, status
         total += part
+    _unsort(r0, r1 - r0, perm, ll, resp, rowll)
     return total, -1
 
 
@@ -732,7 +844,7 @@ class Workspace:
         self.n_components = K
         self.E = np.empty((K, B, D))
         self.R = np.empty((K, B, D))
-        self.ll = np.empty((B, K))
+        self.ll = np.empty((B, 2 * K + 1))  # log-densities, then responsibilities and the rows' log-likelihoods
         self.W = np.empty((layout.n_runs, K))
         self.rowll = np.zeros(layout.X.shape[0])  # per-row log-likelihood of the last E-step (caller's order)
         m = max(layout.max_missing, 1)

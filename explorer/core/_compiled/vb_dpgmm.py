@@ -34,6 +34,7 @@ from explorer.core._compiled import mark_loaded
 from explorer.core._compiled.gmm import (
     _FAST,
     _LOG_TINY,
+    CHUNK_ROWS,
     LOG_2PI,
     M_SWITCH,
     SKIP_RTOL,
@@ -43,6 +44,7 @@ from explorer.core._compiled.gmm import (
     _center,
     _ldl_all,
     _ldl_k,
+    _maha_rows,
 )
 
 __all__ = ["VBWorkspace", "estep", "warm_up"]
@@ -94,8 +96,9 @@ def _solve_block_vb(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, coef,
     and E scaled by sqrt(tau). ``coef`` (5, D + 1, K): a_rho, b_rho, a_plugin, b_plugin, h (entropy constant)
     by number observed. Returns (plug-in log-likelihood of the block, entropy of the block, status)."""
     K, D = logdet.size, E.shape[2]
-    ld, q = kv[0], kv[1]
+    ld = kv[0]
     rho, plug, hk = rv[0], rv[1], rv[2]
+    tt, qv = np.empty((M_SWITCH, CHUNK_ROWS)), np.empty(CHUNK_ROWS)  # _maha_rows's scratch
     total = 0.0
     ent = 0.0
     g = g0
@@ -119,35 +122,7 @@ def _solve_block_vb(r0, r1, run_start, mis_ptr, mis_idx, g0, prec, logdet, coef,
             else:
                 for k in range(K):
                     ld[k] = 0.0
-            for i in range(a, b):
-                for k in range(K):
-                    acc = 0.0
-                    for j in range(D):
-                        acc += E[k, i, j] * R[k, i, j]
-                    q[k] = acc
-                if m > 0:
-                    for p in range(m):  # t = L^{-1} r_m (unit lower), all components
-                        jp = mis[p]
-                        for k in range(K):
-                            t[p, k] = R[k, i, jp]
-                        for c in range(p):
-                            for k in range(K):
-                                t[p, k] -= L[p, c, k] * t[c, k]
-                        for k in range(K):
-                            q[k] -= t[p, k] * t[p, k] * inv[p, k]
-                    if cond_mean:
-                        for p in range(m - 1, -1, -1):  # W_mm^{-1} r_m: the conditional mean's shift
-                            for k in range(K):
-                                t[p, k] *= inv[p, k]
-                            for c in range(p + 1, m):
-                                for k in range(K):
-                                    t[p, k] -= L[c, p, k] * t[c, k]
-                        for p in range(m):
-                            jp = mis[p]
-                            for k in range(K):
-                                E[k, i, jp] = -t[p, k]
-                for k in range(K):
-                    MH[i, k] = q[k]
+            _maha_rows(a, b, m, mis, E, R, L, inv, t, MH, cond_mean, tt, qv)
         # responsibilities, plug-in likelihood, entropy and statistics of the run's rows
         for k in range(K):
             hk[k] = coef[4, o, k] - 0.5 * ld[k]
