@@ -107,6 +107,25 @@ def _center(X, r0, r1, means, run_start, mis_ptr, mis_idx, g0, E):
 
 
 @numba.njit(cache=True, fastmath=_FAST)
+def _gather(P, mis, ml, mg, A, l):
+    """A[:mg, :mg, l] = the lower triangle of P[mis][:, mis] (ml x ml), padded to mg x mg with the identity (a padded
+    pivot is 1 and a padded entry of a solve stays 0). Returns the largest diagonal entry of the block."""
+    big = 0.0
+    for a in range(mg):
+        if a < ml:
+            ja = mis[a]
+            for b in range(a + 1):
+                A[a, b, l] = P[ja, mis[b]]
+            if A[a, a, l] > big:
+                big = A[a, a, l]
+        else:
+            for b in range(a):
+                A[a, b, l] = 0.0
+            A[a, a, l] = 1.0
+    return big
+
+
+@numba.njit(cache=True, fastmath=_FAST)
 def _lane_logdet(dv, l, ml, tol):
     """log|P| of lane l from its first ml pivots (:func:`_ldl_lanes`), or nan when a pivot is at most ``tol`` (not
     numerically positive definite: the rule of :func:`_ldl_k`)."""
@@ -544,34 +563,15 @@ def _solve_lanes(pend, npend, run_start, mis_ptr, mis_idx, prec, logdet, logw, E
         p1 = min(p0 + rows_per, npend)
         nl = (p1 - p0) * K
         mg = ms[order[p1 - 1]]
-        for r in range(p1 - p0):  # the group's rows
+        for r in range(p1 - p0):  # gather the blocks, padded to the group's largest m
             g = pend[0, order[p0 + r]]
             o = mis_ptr[g]
             ml = mis_ptr[g + 1] - o
             rg[r], ri[r], ro[r], rm[r] = g, pend[1, order[p0 + r]], o, ml
             for k in range(K):
                 l = r * K + k
-                big[l] = 0.0
+                big[l] = _PIVOT_TOL * ml * _gather(prec[k], mis_idx[o:o + ml], ml, mg, A, l)
                 mlv[l] = ml
-        # gather the blocks, padded to the group's largest m (a padded pivot is 1 and a padded entry of a solve stays
-        # 0), the lanes innermost: contiguous writes (lane by lane, W2's pass was 11 ms of 170 slower)
-        for a in range(mg):
-            for b in range(a + 1):
-                for r in range(p1 - p0):
-                    ml, o = rm[r], ro[r]
-                    if a < ml:
-                        ja, jb = mis_idx[o + a], mis_idx[o + b]
-                        for k in range(K):
-                            A[a, b, r * K + k] = prec[k, ja, jb]
-                    else:
-                        v = 1.0 if a == b else 0.0
-                        for k in range(K):
-                            A[a, b, r * K + k] = v
-            for l in range(nl):
-                if a < mlv[l] and A[a, a, l] > big[l]:
-                    big[l] = A[a, a, l]
-        for l in range(nl):
-            big[l] *= _PIVOT_TOL * mlv[l]
         _ldl_lanes(A, mg, nl, dv, inv, s)
         for l in range(nl):  # the pivot rule of _ldl_k, and log|P_mm|
             ld[l] = _lane_logdet(dv, l, mlv[l], big[l])
