@@ -37,10 +37,13 @@ import threading
 import numba
 import numpy as np
 
-from explorer.core._compiled import mark_loaded
+from explorer.core._compiled import drop_stale_cache, mark_loaded
 from explorer.core._compiled.gmm import _FAST, BLOCK_BYTES, LOG_2PI, Layout, _center
 
 __all__ = ["FAWorkspace", "estep", "moments", "warm_up"]
+
+# numba keys this module's cache on this file only; its kernels inline gmm's, so an edit of gmm.py must drop it
+drop_stale_cache(__file__, "gmm")
 
 
 @numba.njit(cache=True, fastmath=_FAST)

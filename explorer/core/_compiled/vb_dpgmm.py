@@ -30,7 +30,7 @@ import numba
 import numpy as np
 from scipy.linalg.blas import dsyrk
 
-from explorer.core._compiled import mark_loaded
+from explorer.core._compiled import drop_stale_cache, mark_loaded
 from explorer.core._compiled.gmm import (
     _FAST,
     _LOG_TINY,
@@ -48,6 +48,9 @@ from explorer.core._compiled.gmm import (
 )
 
 __all__ = ["VBWorkspace", "estep", "warm_up"]
+
+# numba keys this module's cache on this file only; its kernels inline gmm's, so an edit of gmm.py must drop it
+drop_stale_cache(__file__, "gmm")
 
 #: Up to this many features the second statistic is accumulated by one batched GEMM per block (all components
 #: in one call: 1.5-1.7x faster than K ``dsyrk`` calls at D = 10-13, N = 250-2,000 rows per block, where call
