@@ -4,18 +4,23 @@ draws against plug-in draws.
 ``FactorAnalysisImputer`` and ``MFAImputer`` are fitted by maximum likelihood; their parameter draws can be refits
 on bootstrap resamples of the rows (``predictive="bootstrap"``) or the states of a Gibbs sampler under a weak
 conjugate prior started at the fit (``predictive="draws"``, :mod:`explorer.core.factor.factor_augmentation`, the
-default since this measurement), instead of the plug-in draws at the fit (``predictive="plugin"``). Two
+default since this measurement), instead of the plug-in draws at the fit (``predictive="plugin"``). Three
 measurements:
 
 * **Per-entry intervals** on the benchmark sets of ``coverage_prior.py`` (standardised on observed entries, 0/1
   columns not scored), whole and in random subsamples of ``--subsamples`` rows, 20 % of the observed entries hidden:
   coverage of the 95 % equal-tailed interval of each hidden entry, NRMSE of ``transform`` (the same for both: the
-  fit's conditional mean), NLL per hidden entry, and the fit's seconds (with its refits or chain). Models: ``FactorAnalysisImputer(n_factors=2)``
-  and ``MFAImputer(n_components=2, n_factors=2)``.
+  fit's conditional mean), NLL per hidden entry, and the fit's seconds (with its refits or chain). Models:
+  ``FactorAnalysisImputer(n_factors=2)`` and ``MFAImputer(n_components=2, n_factors=2)``.
 * **Rubin's rules** (what proper imputation is for): 40 rows of a one-factor model in 4 columns with 40 % of columns
   1-3 missing (MCAR); the mean of column 3 estimated from ``M = 20`` imputations and pooled by Rubin's rules
   (:func:`explorer.core.rubin.rubin_pool`), over ``--rubin-reps`` data sets: the share of 95 % confidence
   intervals that hold the true mean (0), and their mean half-width.
+* **Data from the model** (how the prior's row weight ``TAU`` of :mod:`explorer.core.factor.factor_augmentation`
+  was chosen, on data the model is right for rather than on the benchmark sets): 25, 50 and 200 rows of a
+  two-factor model in 13 and 30 columns, 20 % MCAR, ``--model-seeds`` data sets each; coverage of the default
+  draws' 95 % intervals and the median ratio of the fitted and drawn noise variances to the true ones, with
+  ``TAU`` and with 0.01 (the value until the seventeenth session).
 
 One BLAS thread per worker, ``--jobs`` processes. A benchmark, not a test: it writes numbers and asserts nothing.
 
@@ -45,6 +50,8 @@ from coverage_prior import DATASETS, cell_data  # noqa: E402
 
 MODELS = ("fa", "mfa")
 PREDICTIVES = ("plugin", "bootstrap", "draws")
+MODEL_FEATURES = (13, 30)
+MODEL_ROWS = (25, 50, 200)
 
 
 def _imputer(model: str, predictive: str, seed: int):
@@ -107,6 +114,38 @@ def rubin_cell(args):
             "covers": bool(abs(pooled.estimate[0]) <= half)}
 
 
+def model_cell(args):
+    """Data drawn from a two-factor model (loadings N(0, 1), noise variances U(0.2, 1), standardised), 20 % MCAR: the
+    default draws' per-entry coverage with the prior's row weight ``tau``, and the median ratio of the fitted (ML)
+    and drawn noise variances to the true ones."""
+    n_features, n_rows, seed, tau = args
+    from threadpoolctl import threadpool_limits
+
+    from explorer.core.factor import factor_augmentation
+    from explorer.impute.factor import FactorAnalysisImputer
+
+    rng = np.random.default_rng([seed, 91, n_features, n_rows])
+    W, psi = rng.normal(size=(n_features, 2)), rng.uniform(0.2, 1.0, n_features)
+    X = rng.normal(size=(n_rows, 2)) @ W.T + rng.normal(size=(n_rows, n_features)) * np.sqrt(psi)
+    scale = X.std(axis=0)
+    X, psi = (X - X.mean(axis=0)) / scale, psi / scale ** 2
+    hidden = rng.random(X.shape) < 0.2
+    Xh = np.where(hidden, np.nan, X)
+    default_prior = factor_augmentation.default_prior
+    factor_augmentation.default_prior = lambda data: default_prior(data, tau=tau)  # this worker's prior only
+    try:
+        with threadpool_limits(limits=1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            imp = FactorAnalysisImputer(n_factors=2, random_state=seed).fit(Xh)
+            lo, hi = imp.conditional(Xh).interval(0.95)
+    finally:
+        factor_augmentation.default_prior = default_prior
+    return {"n_features": n_features, "n_rows": n_rows, "seed": seed, "tau": tau,
+            "coverage": float(np.mean((X[hidden] >= lo[hidden]) & (X[hidden] <= hi[hidden]))),
+            "ml_psi_ratio": float(np.median(np.ravel(imp.noise_variance_) / psi)),
+            "drawn_psi_ratio": float(np.median(imp.posterior_noise_variance_[:, 0, :] / psi))}
+
+
 def _summary(rows, **key) -> dict:
     cov = [r["coverage"] for r in rows]
     return {**key, "n_runs": len(rows), "coverage": float(np.mean(cov)), "coverage_min": float(np.min(cov)),
@@ -124,6 +163,7 @@ def main(argv=None):
     ap.add_argument("--rubin-reps", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--predictives", nargs="+", default=list(PREDICTIVES), choices=PREDICTIVES)
+    ap.add_argument("--model-seeds", type=int, default=10)
     ap.add_argument("--out", type=Path, default=ROOT / "results")
     args = ap.parse_args(argv)
     predictives = tuple(args.predictives)
@@ -131,10 +171,15 @@ def main(argv=None):
     cells = [(d, s, m, p, args.rate, n) for d in args.datasets for n in sizes for m in MODELS for p in predictives
              for s in range(args.seeds)]
     rubin = [(r, p, 20) for r in range(args.rubin_reps) for p in predictives]
+    from explorer.core.factor.factor_augmentation import TAU
+
+    taus = (0.01, TAU) if TAU != 0.01 else (TAU,)  # 0.01: the prior's row weight until the seventeenth session
+    model = [(d, n, s, t) for d in MODEL_FEATURES for n in MODEL_ROWS for t in taus for s in range(args.model_seeds)]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(run_cell, cells))
         rubin_rows = list(pool.map(rubin_cell, rubin))
+        model_rows = list(pool.map(model_cell, model))
     wall = time.perf_counter() - t0
     summary = []
     for d in args.datasets:
@@ -158,16 +203,25 @@ def main(argv=None):
               for (m, p), v in overall.items()}
     by_size = {f"{m}/{p}/{n or 'all'}": float(np.mean([s["coverage"] for s in v if s["subsample"] == n]))
                for (m, p), v in overall.items() for n in sizes}
+    model_summary = []
+    for d in MODEL_FEATURES:
+        for n in MODEL_ROWS:
+            for t in taus:
+                r = [x for x in model_rows if (x["n_features"], x["n_rows"], x["tau"]) == (d, n, t)]
+                model_summary.append({"n_features": d, "n_rows": n, "tau": t, **{
+                    k: float(np.mean([x[k] for x in r])) for k in ("coverage", "ml_psi_ratio", "drawn_psi_ratio")},
+                    "coverage_min": float(np.min([x["coverage"] for x in r]))})
     meta = {"python": platform.python_version(), "numpy": np.__version__, "seeds": args.seeds, "rate": args.rate,
-            "subsamples": args.subsamples, "predictives": list(predictives), "rubin_reps": args.rubin_reps, "jobs": args.jobs, "wall_seconds": wall}
+            "subsamples": args.subsamples, "predictives": list(predictives), "rubin_reps": args.rubin_reps,
+            "model_seeds": args.model_seeds, "tau": TAU, "jobs": args.jobs, "wall_seconds": wall}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "factor_bootstrap.json").write_text(json.dumps(
-        {"meta": meta, "summary": summary, "totals": totals, "by_size": by_size, "rubin": rubin_summary, "runs": rows,
-         "rubin_runs": rubin_rows}, indent=1))
+        {"meta": meta, "summary": summary, "totals": totals, "by_size": by_size, "rubin": rubin_summary,
+         "model": model_summary, "runs": rows, "rubin_runs": rubin_rows, "model_runs": model_rows}, indent=1))
     sub = " ".join(map(str, args.subsamples))
     lines = [
         f"Command: `.venv/bin/python benchmarks/factor_bootstrap.py --seeds {args.seeds} --rate {args.rate:g} "
-        f"--subsamples {sub} --rubin-reps {args.rubin_reps} --jobs {args.jobs}"
+        f"--subsamples {sub} --rubin-reps {args.rubin_reps} --model-seeds {args.model_seeds} --jobs {args.jobs}"
         + ("" if predictives == PREDICTIVES else f" --predictives {' '.join(predictives)}") + "`",
         "",
         f"{args.rate:.0%} of the observed entries hidden (MCAR), {args.seeds} seeds per cell, data standardised on "
@@ -193,6 +247,16 @@ def main(argv=None):
     ]
     for p in predictives:
         lines.append(f"| {p} | {rubin_summary[p]['coverage']:.3f} | {rubin_summary[p]['half_width']:.3f} |")
+    lines += ["", "## Data from the model: the prior's row weight", "",
+              f"A two-factor model (loadings N(0, 1), noise variances U(0.2, 1), columns standardised), 20 % MCAR, "
+              f"{args.model_seeds} data sets per row; `FactorAnalysisImputer(n_factors=2)` with its default draws, "
+              "the prior's [mean, loadings] rows weighing tau rows of the regression (tau = 0.01 until the seventeenth "
+              f"session, {TAU:g} now). Coverage of the 95 % intervals of the hidden entries (mean [min]); the median "
+              "ratio of the fitted (ML) and the drawn noise variances to the true ones.",
+              "", "| D | rows | tau | coverage | ML psi / true | drawn psi / true |", "|---|---|---|---|---|---|"]
+    for m in model_summary:
+        lines.append(f"| {m['n_features']} | {m['n_rows']} | {m['tau']:g} | {m['coverage']:.3f} "
+                     f"[{m['coverage_min']:.3f}] | {m['ml_psi_ratio']:.2f} | {m['drawn_psi_ratio']:.2f} |")
     lines += ["", "## Per-entry 95 % intervals, all cells", "",
               "| model | draws | mean coverage | cells in [0.90, 0.98] | mean NLL | mean seconds |",
               "|---|---|---|---|---|---|"]

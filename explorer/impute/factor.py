@@ -20,9 +20,9 @@ Bayesian data augmentation, a Gibbs sampler of the factor model under a weak con
 (:mod:`explorer.core.factor.factor_augmentation`), started at the maximum-likelihood fit, 10 sweeps of burn-in, then
 one state kept every 3 sweeps, ``n_posterior_draws`` states kept; imputation i is drawn at state i % M and the
 conditional is the mixture over the M states. Why it is the default (``results/factor_bootstrap.md``): its 95 %
-intervals covered at least as often as plug-in ones in every cell (FA 0.917 against 0.897, MFA 0.889 against 0.822;
-on 25 rows 0.878 against 0.834 and 0.825 against 0.648), Rubin's confidence intervals 0.935 against 0.925, with a
-far lower NLL per hidden entry (FA 1.333 against 1.615, MFA 1.461 against 5933), at 1.3 to 1.9 times the fit's
+intervals covered at least as often as plug-in ones in every cell (FA 0.928 against 0.897, MFA 0.922 against 0.822;
+on 25 rows 0.905 against 0.834 and 0.900 against 0.648), Rubin's confidence intervals 0.935 against 0.925, with a
+far lower NLL per hidden entry (FA 1.266 against 1.615, MFA 1.054 against 5933), at 1.3 to 1.7 times the fit's
 cost. ``predictive="plugin"`` draws at the fitted (maximum-likelihood) parameters: the cheapest, for when only
 those parameters matter (``n_components="auto"`` scores its candidate fits with it). ``predictive="bootstrap"``:
 after the fit, ``n_posterior_draws`` refits on bootstrap resamples of the rows (the "approximate Bayesian
@@ -272,8 +272,8 @@ class FactorAnalysisImputer(_FactorImputerBase):
         What ``sample`` and :meth:`conditional` draw from. The default, ``"draws"``, is proper multiple imputation
         (the project's rule, as in :class:`~explorer.impute.gaussian_mixture.GaussianMixtureImputer`): in
         ``results/factor_bootstrap.md`` its 95 % intervals covered at least as often as plug-in ones in every cell
-        (FA 0.917 against 0.897, MFA 0.889 against 0.822) with a far lower NLL (FA 1.333 against 1.615, MFA 1.461
-        against 5933), at 1.3 to 1.9 times the fit's cost. ``"plugin"``: the fitted (maximum-likelihood)
+        (FA 0.928 against 0.897, MFA 0.922 against 0.822) with a far lower NLL (FA 1.266 against 1.615, MFA 1.054
+        against 5933), at 1.3 to 1.7 times the fit's cost. ``"plugin"``: the fitted (maximum-likelihood)
         parameters, the cheapest, for when only those matter. ``"bootstrap"``:
         ``n_posterior_draws`` refits on bootstrap resamples of the rows, started at the fit (their tolerance
         ``max(tol, 1e-5)``), so multiple imputations and intervals carry the uncertainty of the parameters (proper
@@ -283,8 +283,9 @@ class FactorAnalysisImputer(_FactorImputerBase):
         (Bayesian data augmentation) of the model under a weak conjugate prior, started at the fit (10 sweeps of
         burn-in, one state in 3; :mod:`explorer.core.factor.factor_augmentation`): per component and feature,
         noise variance :math:`\\psi_{kd} \\sim \\mathrm{IG}(1, 0.1\\,s_d^2)` (:math:`s_d^2` the column's observed
-        variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], 100\\,\\psi_{kd} I)`,
-        weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's conditional mean whatever the predictive.
+        variance) and row :math:`[\\mu_{kd}, W_{kd}] \\mid \\psi_{kd} \\sim N([\\bar x_d, 0], \\psi_{kd} I)` (the
+        weight of one row of the regression), weights :math:`\\mathrm{Dir}(1)`. ``transform`` is the fit's
+        conditional mean whatever the predictive.
     n_posterior_draws : int, default 20
         The parameter draws kept (chain states or bootstrap refits; not used by ``"plugin"``).
     empty_rows : {"raise", "marginal"}, default "raise"
@@ -401,8 +402,8 @@ class MFAImputer(_FactorImputerBase):
     predictive : {"draws", "plugin", "bootstrap"}, default "draws"
         What ``sample`` and :meth:`conditional` draw from, as in :class:`FactorAnalysisImputer` (per component):
         ``"draws"``, the default, the states of the data-augmentation chain (proper multiple imputation; for MFA in
-        ``results/factor_bootstrap.md`` 95 % coverage 0.889 against 0.822 plug-in, NLL per hidden entry 1.461
-        against 5933, on 25 rows coverage 0.825 against 0.648, at about 1.3 times the fit's cost); ``"plugin"``
+        ``results/factor_bootstrap.md`` 95 % coverage 0.922 against 0.822 plug-in, NLL per hidden entry 1.054
+        against 5933, on 25 rows coverage 0.900 against 0.648, at about 1.3 times the fit's cost); ``"plugin"``
         the fitted parameters, the cheapest (the candidates of ``n_components="auto"`` are scored with it);
         ``"bootstrap"`` refits on bootstrap resamples of the rows. ``transform`` is the fit's conditional mean
         whatever the predictive.
