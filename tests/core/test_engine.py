@@ -220,7 +220,7 @@ def _lanes_off(monkeypatch, data, K):
         return _kernels.Workspace(em_gmm._layout(data, em_gmm.EMConfig(n_components=K, strategy="compiled")), K)
 
 
-@pytest.mark.parametrize("K", [1, 3, 7])  # 7: the lanes are not a multiple of 32 / K rows
+@pytest.mark.parametrize("K", [1, 3, 7])  # 7: the lanes are not a multiple of 32 / K rows, and gathered lane by lane
 @pytest.mark.parametrize("sep", [1.0, 6.0])  # overlapping (every pair's covariance in the lanes) and separated
 def test_single_row_runs_in_simd_lanes_equal_numpy(K, sep, monkeypatch):
     """Random masks on wide data (every row its own pattern, m from 1 to 25: groups padded to their largest m) go
@@ -233,6 +233,8 @@ def test_single_row_runs_in_simd_lanes_equal_numpy(K, sep, monkeypatch):
     data = em_gmm.prepare(X)
     m = np.isnan(X).sum(axis=1)
     assert m.min() <= 5 and 20 <= m.max() <= _kernels.LANE_MAX_MISSING
+    # K = 1, 3: the K precisions fit in L1 and the blocks are gathered with the lanes innermost; K = 7: lane by lane
+    assert (K * 30 * 30 * 8 <= _kernels.GATHER_L1_BYTES) == (K < 7)
     numpy_cfg = em_gmm.EMConfig(n_components=K, strategy="numpy", reg_covar=1e-3)
     config = replace(numpy_cfg, strategy="compiled")
     start = em_gmm.init(data, numpy_cfg, np.random.default_rng(0))
