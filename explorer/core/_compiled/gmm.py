@@ -85,9 +85,10 @@ LANE_MAX_MISSING = 40
 BATCH_MIN_ROWS = 8
 CHUNK_ROWS = 64
 #: When the K precisions fit in this many bytes (a 32 KB L1 data cache), :func:`_solve_lanes` gathers a group's
-#: blocks with the lanes innermost (contiguous writes; W2, D = 20 and K = 10 in 32,000 bytes: its pass 172 -> 161
-#: ms); with larger precisions lane by lane, one component's rows at a time (D = 50 overlapping was 15-40 % slower
-#: with the other order: every (a, b) entry read from K precisions beyond L1 for one write).
+#: blocks with the lanes innermost (contiguous writes; W2, D = 20 and K = 10 in 32,000 bytes: its step 217 -> 205
+#: ms separated and 279 -> 260 ms overlapping, medians of six interleaved profiles); with larger precisions lane by
+#: lane, one component's rows at a time (D = 50 overlapping was 15-40 % slower with the other order: every (a, b)
+#: entry read from K precisions beyond L1 for one write).
 GATHER_L1_BYTES = 32 * 1024
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
 
