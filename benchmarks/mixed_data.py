@@ -24,9 +24,10 @@ the hidden cells are scored by ``explorer.evaluation``'s table scoring (the func
 
 Methods:
 
-* ``location model``: ``MixedMixtureImputer(random_state=seed)`` (its defaults, K = 2), on every set;
-* ``location model, K = 5``: ``MixedMixtureImputer(5, random_state=seed)``, on the tables with categories (how much
-  the default K = 2 leaves on the table);
+* ``location model``: ``MixedMixtureImputer(random_state=seed)`` (its defaults: K chosen on held-out cells), on
+  every set;
+* ``location model, K = 2``: ``MixedMixtureImputer(2, random_state=seed)``, the default before the held-out choice
+  of K, on every set (with the same seed, a run where "auto" chose 2 gives the same fit);
 * ``GMM auto``: ``GaussianMixtureImputer(random_state=seed)`` (K = "auto"), on the all-numeric sets only;
 * ``PMM``: ``PMMImputer(random_state=seed)`` (mice-style predictive mean matching, 5 donors, 5 sweeps); on a table,
   :class:`CodedPMM`: every categorical column is replaced by the position of its level (0, 1, ...) and imputed by
@@ -77,7 +78,7 @@ ABALONE_ROWS = 1000
 LEVEL = 0.95
 N_DRAWS = 20
 REFERENCE = "location model"
-METHODS = ("location model", "location model, K = 5", "GMM auto", "PMM", "mean / mode", "trees", "trees, one-hot")
+METHODS = ("location model", "location model, K = 2", "GMM auto", "PMM", "mean / mode", "trees", "trees, one-hot")
 METRICS = ("nrmse", "pfc", "logloss", "coverage", "nll", "seconds")
 LABELS = {"nrmse": "NRMSE (numeric)", "pfc": "PFC (categorical)", "logloss": "log-loss (categorical)",
           "coverage": "coverage of 95 % intervals", "nll": "NLL per numeric cell", "seconds": "s per fit + impute"}
@@ -287,9 +288,8 @@ def methods_for(name: str, seed: int) -> dict:
     from explorer.impute.gaussian_mixture import GaussianMixtureImputer
     from explorer.impute.mixed import MixedMixtureImputer
 
-    out = {"location model": MixedMixtureImputer(random_state=seed)}
-    if name not in NUMERIC_SETS:
-        out["location model, K = 5"] = MixedMixtureImputer(5, random_state=seed)
+    out = {"location model": MixedMixtureImputer(random_state=seed),
+           "location model, K = 2": MixedMixtureImputer(2, random_state=seed)}
     if name in NUMERIC_SETS:
         out["GMM auto"] = GaussianMixtureImputer(random_state=seed)
     out["PMM"] = CodedPMM(random_state=seed)
@@ -329,6 +329,8 @@ def run_cell(args):
                 fitted = clone(est).fit(Xh)
                 filled = fitted.transform(Xh)
                 row["seconds"] = time.perf_counter() - t0
+                if hasattr(fitted, "n_components_"):
+                    row["n_components"] = int(fitted.n_components_)
                 if not keeps_observed(X, Xh, filled):
                     raise AssertionError("the imputation left a gap or changed an observed cell")
                 scores = _table_scores(fitted, X, Xh, hidden, numeric, categorical, scale, LEVEL)
@@ -353,7 +355,8 @@ def summarise(runs, datasets) -> list[dict]:
         entry = {"dataset": d, "n_rows": rs[0]["n_rows"], "n_columns": rs[0]["n_columns"], "methods": {}}
         for m in dict.fromkeys(r["method"] for r in rs):
             ok = [r for r in rs if r["method"] == m and "error" not in r]
-            stats = {"errors": [r["error"] for r in rs if r["method"] == m and "error" in r]}
+            stats = {"errors": [r["error"] for r in rs if r["method"] == m and "error" in r],
+                     "n_components": [r["n_components"] for r in ok if "n_components" in r] or None}
             for key in METRICS:
                 vals = [r[key] for r in ok if r.get(key) is not None]
                 stats[key] = {"mean": float(np.mean(vals)) if vals else None,
@@ -400,6 +403,13 @@ def ratio_row(entry: dict) -> str:
     return "| time / location model's | " + " | ".join(cells) + " |"
 
 
+def k_row(entry: dict) -> str:
+    """The components each seed's fit used (the mixtures only)."""
+    cells = ["n/a" if not s.get("n_components") else ", ".join(map(str, s["n_components"]))
+             for s in entry["methods"].values()]
+    return "| K (per seed) | " + " | ".join(cells) + " |"
+
+
 def set_table(entry: dict) -> list[str]:
     names = list(entry["methods"])
     keys = [k for k in METRICS if any(s[k]["mean"] is not None for s in entry["methods"].values())
@@ -407,6 +417,7 @@ def set_table(entry: dict) -> list[str]:
     lines = ["| metric | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     lines += [metric_row(entry, k) for k in keys]
     lines.append(ratio_row(entry))
+    lines.append(k_row(entry))
     errs = [f"{m}: {len(s['errors'])} failed ({s['errors'][0][:100]})" for m, s in entry["methods"].items()
             if s["errors"]]
     return lines + ([""] + errs if errs else [])
@@ -437,9 +448,9 @@ def render(results: dict) -> str:
         "intervals or density, the trees no level probabilities, PMM no density) or the set has no such cell. "
         "Protocol, methods and encodings: the docstring of `benchmarks/mixed_data.py`.",
         "",
-        "* **location model**: `MixedMixtureImputer` (defaults, K = 2; on the all-numeric sets it is a K = 2 "
-        "Gaussian mixture with its own prior);",
-        "* **location model, K = 5**: the same with 5 components (tables with categories only);",
+        "* **location model**: `MixedMixtureImputer` (defaults: K chosen on held-out cells, per seed in the row "
+        "\"K\"; on the all-numeric sets it is a Gaussian mixture with its own prior and rule for K);",
+        "* **location model, K = 2**: the same with 2 components, the default before the held-out choice;",
         "* **GMM auto**: `GaussianMixtureImputer` (defaults, K = \"auto\"), all-numeric sets only;",
         "* **PMM**: `PMMImputer` (mice-style predictive mean matching); on tables the categorical columns are "
         "replaced by the positions of their levels and imputed as numbers (donors' observed codes, so only known "
@@ -475,41 +486,54 @@ def render(results: dict) -> str:
 
 
 DISCUSSION = """
-**Numbers (NRMSE).** The default location model (K = 2) has the lowest NRMSE on abalone
-({h[abalone][location model][nrmse]:.3f} against {h[abalone][trees][nrmse]:.3f} for the trees), hepatitis
-({h[hepatitis][location model][nrmse]:.3f} against {h[hepatitis][trees][nrmse]:.3f}) and iris (a tie with GMM auto),
-and is within 0.003 of GMM auto on breast cancer ({h[breast_cancer][location model][nrmse]:.3f} against
-{h[breast_cancer][GMM auto][nrmse]:.3f}; trees {h[breast_cancer][trees][nrmse]:.3f}). The tree-based chained equations
-are ahead on penguins ({h[penguins][trees][nrmse]:.3f}, one-hot {h[penguins][trees, one-hot][nrmse]:.3f}, against
-{h[penguins][location model][nrmse]:.3f}), auto_mpg ({h[auto_mpg][trees][nrmse]:.3f} against
-{h[auto_mpg][location model][nrmse]:.3f}), msleep (one-hot {h[msleep][trees, one-hot][nrmse]:.3f} against
-{h[msleep][location model][nrmse]:.3f}) and wine ({h[wine][trees][nrmse]:.3f} against
-{h[wine][location model][nrmse]:.3f}); on wine, iris, hepatitis and msleep the gaps are smaller than the sd over the
-seeds. With K = 5 the location model takes penguins ({h[penguins][location model, K = 5][nrmse]:.3f}) and comes close
-to the trees on auto_mpg ({h[auto_mpg][location model, K = 5][nrmse]:.3f}), but not on msleep
-({h[msleep][location model, K = 5][nrmse]:.3f}, worse than K = 2), and loses hepatitis
-({h[hepatitis][location model, K = 5][nrmse]:.3f}; 155 rows for 6 numeric and 13 yes/no columns seem too few for 5
-components). PMM has the highest NRMSE of the model-based methods everywhere ({pmm_nrmse_lo:.3f}-{pmm_nrmse_hi:.3f};
+**The default's K.** `MixedMixtureImputer` chooses K on held-out cells (row "K (per seed)"): {k[penguins]} components
+on penguins, {k[auto_mpg]} on auto_mpg, {k[abalone]} on abalone, {k[hepatitis]} on hepatitis, {k[msleep]} on msleep,
+{k[iris]} on iris, {k[wine]} on wine and {k[breast_cancer]} on breast cancer. Against K = 2 (the former default, same
+seeds: a seed where 2 was chosen gives the same fit) it lowers NRMSE on penguins
+({h[penguins][location model][nrmse]:.3f} against {h[penguins][location model, K = 2][nrmse]:.3f}) and auto_mpg
+({h[auto_mpg][location model][nrmse]:.3f} against {h[auto_mpg][location model, K = 2][nrmse]:.3f}),
+PFC on penguins ({h[penguins][location model][pfc]:.3f} against
+{h[penguins][location model, K = 2][pfc]:.3f}), auto_mpg ({h[auto_mpg][location model][pfc]:.3f} against
+{h[auto_mpg][location model, K = 2][pfc]:.3f}) and abalone ({h[abalone][location model][pfc]:.3f} against
+{h[abalone][location model, K = 2][pfc]:.3f}), and the NLL of the hidden numbers on penguins
+({h[penguins][location model][nll]:.3f} against {h[penguins][location model, K = 2][nll]:.3f}), auto_mpg
+({h[auto_mpg][location model][nll]:.3f} against {h[auto_mpg][location model, K = 2][nll]:.3f}) and abalone
+({h[abalone][location model][nll]:.3f} against {h[abalone][location model, K = 2][nll]:.3f}). It costs abalone 2 % of
+NRMSE ({h[abalone][location model][nrmse]:.3f} against {h[abalone][location model, K = 2][nrmse]:.3f}). On msleep it
+differs from K = 2 in the one seed where it chose a single component, which lowered NRMSE
+({h[msleep][location model][nrmse]:.3f} against {h[msleep][location model, K = 2][nrmse]:.3f}) and raised the NLL
+({h[msleep][location model][nll]:.3f} against {h[msleep][location model, K = 2][nll]:.3f}); on iris, wine, hepatitis
+and breast cancer NRMSE and NLL moved by less than 0.005. The
+choice costs time: the default took {k2_r_inv_lo:.1f} to {k2_r_inv_hi:.1f} times as long as a K = 2 fit.
+
+**Numbers (NRMSE) against the others.** Of the methods other than K = 2, the default has the lowest NRMSE on penguins
+({h[penguins][location model][nrmse]:.3f}; trees {h[penguins][trees][nrmse]:.3f}, one-hot
+{h[penguins][trees, one-hot][nrmse]:.3f}), abalone ({h[abalone][location model][nrmse]:.3f} against
+{h[abalone][trees][nrmse]:.3f} for the trees), hepatitis ({h[hepatitis][location model][nrmse]:.3f} against
+{h[hepatitis][trees][nrmse]:.3f}) and iris ({h[iris][location model][nrmse]:.3f}, GMM auto
+{h[iris][GMM auto][nrmse]:.3f}), and ties GMM auto on breast cancer ({h[breast_cancer][location model][nrmse]:.3f}
+against {h[breast_cancer][GMM auto][nrmse]:.3f}; trees {h[breast_cancer][trees][nrmse]:.3f}). The tree-based chained
+equations are ahead on auto_mpg ({h[auto_mpg][trees][nrmse]:.3f} against {h[auto_mpg][location model][nrmse]:.3f})
+and msleep (one-hot {h[msleep][trees, one-hot][nrmse]:.3f} against {h[msleep][location model][nrmse]:.3f}), and GMM
+auto and the trees on wine ({h[wine][GMM auto][nrmse]:.3f} and {h[wine][trees][nrmse]:.3f} against
+{h[wine][location model][nrmse]:.3f}); on auto_mpg, wine, iris, hepatitis and msleep the gaps are smaller than the sd
+over the seeds. PMM has the highest NRMSE of the model-based methods everywhere ({pmm_nrmse_lo:.3f}-{pmm_nrmse_hi:.3f};
 above the column mean's on wine and hepatitis): its single imputation is one chain's draw, a donor's observed value,
 not a conditional mean, so it carries the draw's noise by design (it is meant for multiple imputation).
 
-**Categories (PFC, log-loss).** This is where the default location model is weak. On penguins its PFC is
-{h[penguins][location model][pfc]:.3f} against {h[penguins][trees][pfc]:.3f} for the trees and
-{h[penguins][PMM][pfc]:.3f} for PMM; on auto_mpg it is {h[auto_mpg][location model][pfc]:.3f}, worse than always
-answering the most frequent origin ({h[auto_mpg][mean / mode][pfc]:.3f}; trees {h[auto_mpg][trees][pfc]:.3f}). Within
-a component the location model makes the levels independent of the numbers, so it predicts a missing level only
-through the component the row's other cells point to: two components cannot separate three species or three origins,
-which the trees learn directly as a regression of the level on all other columns. K = 5 helps (penguins
-{h[penguins][location model, K = 5][pfc]:.3f}, auto_mpg {h[auto_mpg][location model, K = 5][pfc]:.3f}, msleep
-{h[msleep][location model, K = 5][pfc]:.3f}) without reaching the trees on penguins and auto_mpg. The default has the
-best PFC on abalone ({h[abalone][location model][pfc]:.3f}; trees {h[abalone][trees][pfc]:.3f}, mode
-{h[abalone][mean / mode][pfc]:.3f}) and hepatitis ({h[hepatitis][location model][pfc]:.3f}; trees
-{h[hepatitis][trees][pfc]:.3f}); on abalone the trees' rounded codes of the three sexes do worse than the mode. On
-msleep (83 animals, 19 orders, 6 conservation statuses) the default is no better than the mode
-({h[msleep][location model][pfc]:.3f} against {h[msleep][mean / mode][pfc]:.3f}); the one-hot trees are best
-({h[msleep][trees, one-hot][pfc]:.3f}). Only the location model and the level frequencies of mean / mode give
-probabilities: the location model's log-loss is lower on every table ({loc_ll_lo:.3f}-{loc_ll_hi:.3f} against
-{mode_ll_lo:.3f}-{mode_ll_hi:.3f}), and K = 5's is lower still on all five.
+**Categories (PFC, log-loss).** More components predict levels better (above), but the location model still trails
+the trees on penguins ({h[penguins][location model][pfc]:.3f} against {h[penguins][trees][pfc]:.3f}) and auto_mpg
+({h[auto_mpg][location model][pfc]:.3f} against {h[auto_mpg][trees][pfc]:.3f}), where it is also behind always
+answering the most frequent origin ({h[auto_mpg][mean / mode][pfc]:.3f}). Within a component the location model makes
+the levels independent of the numbers, so it predicts a missing level only through the component the row's other
+cells point to, while the trees learn a regression of the level on all other columns. It has the best PFC on abalone
+({h[abalone][location model][pfc]:.3f}; trees {h[abalone][trees][pfc]:.3f}, mode {h[abalone][mean / mode][pfc]:.3f})
+and hepatitis ({h[hepatitis][location model][pfc]:.3f}; trees {h[hepatitis][trees][pfc]:.3f}); on abalone the trees'
+rounded codes of the three sexes do worse than the mode. On msleep (83 animals, 19 orders, 6 conservation statuses) it
+is no better than the mode ({h[msleep][location model][pfc]:.3f} against {h[msleep][mean / mode][pfc]:.3f}); the
+one-hot trees are best ({h[msleep][trees, one-hot][pfc]:.3f}). Only the location model and the level frequencies of
+mean / mode give probabilities: the location model's log-loss is lower on every table ({loc_ll_lo:.3f}-{loc_ll_hi:.3f}
+against {mode_ll_lo:.3f}-{mode_ll_hi:.3f}).
 
 **Intervals.** The location model's 95 % intervals cover {loc_cov_lo:.3f}-{loc_cov_hi:.3f} of the hidden numbers on
 the eight sets (lowest on hepatitis; GMM auto {gmm_cov_lo:.3f}-{gmm_cov_hi:.3f} on the numeric sets). PMM's cover
@@ -518,11 +542,11 @@ the eight sets (lowest on hepatitis; GMM auto {gmm_cov_lo:.3f}-{gmm_cov_hi:.3f} 
 1.475) / 21 = 0.86 even for a perfectly calibrated sampler. Neither the trees nor mean / mode give intervals or a
 density; NLL is the mixtures' only.
 
-**Time.** On this shared machine one fit + impute of the default location model took {loc_s_lo:.2f}-{loc_s_hi:.2f} s
-per set (mean over seeds). The trees took {trees_r_lo:.0f} to {trees_r_hi:.0f} times as long ({oh_r_lo:.0f} to
-{oh_r_hi:.0f} with one-hot dummies), GMM auto {gmm_r_lo:.1f} to {gmm_r_hi:.1f} times (it fits several K, and on these small sets chooses the
-prior's shrinkage on held-out entries), K = 5
-{k5_r_lo:.1f} to {k5_r_hi:.1f} times; PMM ({pmm_r_lo:.2f} to {pmm_r_hi:.2f} times) and mean / mode were faster.
+**Time.** On this shared machine one fit + impute of the default location model (the choice of K included) took
+{loc_s_lo:.2f}-{loc_s_hi:.2f} s per set (mean over seeds). The trees took {trees_r_lo:.1f} to {trees_r_hi:.1f} times as
+long ({oh_r_lo:.1f} to {oh_r_hi:.1f} with one-hot dummies), GMM auto {gmm_r_lo:.1f} to {gmm_r_hi:.1f} times (it fits
+several K, and on these small sets chooses the prior's shrinkage on held-out entries); PMM ({pmm_r_lo:.2f} to
+{pmm_r_hi:.2f} times) and mean / mode were faster.
 
 **The trees' categories.** How the levels reach the trees matters more than the trees: the one-hot dummies
 (IterativeImputer regresses each dummy on the others, which determine it exactly on observed rows) give PFC
@@ -557,8 +581,14 @@ def fmt_args(results: dict) -> dict:
             "gmm_cov": ("GMM auto", "coverage", sets), "pmm_cov": ("PMM", "coverage", sets),
             "loc_s": ("location model", "seconds", sets), "trees_r": ("trees", "time_ratio", sets),
             "oh_r": ("trees, one-hot", "time_ratio", sets), "gmm_r": ("GMM auto", "time_ratio", sets),
-            "k5_r": ("location model, K = 5", "time_ratio", sets), "pmm_r": ("PMM", "time_ratio", sets)}.items():
+            "k2_r": ("location model, K = 2", "time_ratio", sets), "pmm_r": ("PMM", "time_ratio", sets)}.items():
         out[f"{name}_lo"], out[f"{name}_hi"] = span(method, key, where)
+    out["k2_r_inv_lo"], out["k2_r_inv_hi"] = 1.0 / out["k2_r_hi"], 1.0 / out["k2_r_lo"]
+    out["k"] = {}
+    for entry in results["summary"]:  # the range of the default's K over the seeds, "2" or "1-3"
+        ks = entry["methods"]["location model"].get("n_components") or []
+        lo, hi = (min(ks), max(ks)) if ks else (None, None)
+        out["k"][entry["dataset"]] = "n/a" if lo is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
     auto = next(s for s in results["summary"] if s["dataset"] == "auto_mpg")
     out["sd_oh_auto"] = auto["methods"]["trees, one-hot"]["pfc"]["sd"]
     return out

@@ -574,7 +574,7 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     n_missing = int(missing.sum())
     print(f"{args.input}: {_table_size(table)}, {n_missing} missing "
           f"value(s) ({n_missing / (n * d):.1%}) imputed with MixedMixtureImputer, K = {estimator.n_components_}"
-          f"{' chosen on the data (BIC)' if args.components == 'auto' else ''} "
+          f"{' chosen on the data (held-out cells)' if estimator.n_components == 'auto' else ''} "
           "(numeric and categorical columns together; a missing category gets its most probable level)"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
     print(f"wrote {args.out}")

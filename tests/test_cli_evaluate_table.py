@@ -95,6 +95,6 @@ def test_components_auto_on_a_csv_with_text_columns(tmp_path, capsys):
     assert main(["impute", str(src), "--components", "auto", "--seed", "0", "-q", "-o", str(tmp_path / "o.csv")]) == 0
     said = capsys.readouterr().out
     lib = MixedMixtureImputer(n_components="auto", random_state=0).fit(read_csv_table(src))
-    assert f"MixedMixtureImputer, K = {lib.n_components_} chosen on the data (BIC)" in said
+    assert f"MixedMixtureImputer, K = {lib.n_components_} chosen on the data (held-out cells)" in said
     assert main(["evaluate", str(src), "--components", "auto", "--repeats", "1", "--no-baseline", "-q"]) == 0
     assert "MixedMixtureImputer" in capsys.readouterr().out

@@ -266,7 +266,7 @@ def test_categories_only_and_the_auto_rule():
     df, _ = _table(80, seed=4)
     cats = df[["group", "colour"]].copy()
     cats.loc[cats.isna().all(axis=1), "group"] = "g0"
-    imp = MixedMixtureImputer(prior=None, n_posterior_draws=3, random_state=0).fit(cats)
+    imp = MixedMixtureImputer(2, prior=None, n_posterior_draws=3, random_state=0).fit(cats)
     assert imp.predictive_ == "draws" and imp.posterior_means_.shape == (3, 2, 0)
     np.testing.assert_allclose(imp.predict_proba(cats)["group"].sum(axis=1), 1.0, rtol=1e-12)
     assert len(imp.sample(cats, 4, random_state=0)) == 4

@@ -56,7 +56,7 @@ def test_json_structure(results, bench):
     assert {"penguins", "msleep", "auto_mpg"} <= set(mixed) and len(numeric) >= 3
     assert [s["dataset"] for s in summary] == meta["datasets"]
     for d in meta["datasets"]:
-        tables_only = ("trees, one-hot", "location model, K = 5")
+        tables_only = ("trees, one-hot",)
         expected = [m for m in bench.METHODS if (m != "GMM auto" or d in bench.NUMERIC_SETS)
                     and (m not in tables_only or d not in bench.NUMERIC_SETS)]
         for m in expected:
@@ -71,10 +71,13 @@ def test_json_structure(results, bench):
             assert r["n_hidden_categorical"] == 0 and r["pfc"] is None and r["logloss"] is None
         else:
             assert r["n_hidden_categorical"] > 0 and r["pfc"] is not None
-        has_density = r["method"] in ("location model", "location model, K = 5", "GMM auto")
+        has_density = r["method"] in ("location model", "location model, K = 2", "GMM auto")
+        if r["method"].startswith("location model") or r["method"] == "GMM auto":
+            k = r["n_components"]
+            assert k == 2 if r["method"] == "location model, K = 2" else 1 <= k <= 8, r
         assert (r["nll"] is not None) == has_density, r
         assert (r["coverage"] is not None) == (has_density or r["method"] == "PMM"), r
-        assert (r["logloss"] is not None) == (r["method"] in ("location model", "location model, K = 5", "mean / mode")
+        assert (r["logloss"] is not None) == (r["method"] in ("location model", "location model, K = 2", "mean / mode")
                                               and r["dataset"] not in bench.NUMERIC_SETS), r
         if r["coverage"] is not None:
             assert 0.0 <= r["coverage"] <= 1.0
@@ -112,7 +115,10 @@ def test_md_rows_and_best_marks(results, md, bench):
             assert bench.metric_row(s, key) in lines, (s["dataset"], key)
         if s["dataset"] not in bench.NUMERIC_SETS:
             assert bench.metric_row(s, "pfc") in lines and bench.metric_row(s, "logloss") in lines
-        assert bench.ratio_row(s) in lines
+        assert bench.ratio_row(s) in lines and bench.k_row(s) in lines
+        ks = [r["n_components"] for r in results["runs"] if r["dataset"] == s["dataset"]
+              and r["method"] == "location model"]
+        assert s["methods"]["location model"]["n_components"] == ks
         nrmse = {m: v["nrmse"]["mean"] for m, v in s["methods"].items()}
         assert bench.best_method(s, "nrmse") == min(nrmse, key=nrmse.get)
     for package in ("palmerpenguins", "plotnine", "vega_datasets", "scikit-lego"):
@@ -147,7 +153,7 @@ def test_user_guide_paragraph_quotes_the_results(results):
     assert f"coverage of its 95 % intervals is {min(covs):.2f}-{max(covs):.2f}" in text
     pmm_covs = [h[d]["PMM"]["coverage"] for d in results["meta"]["datasets"]]
     assert f"PMM's {min(pmm_covs):.2f}-{max(pmm_covs):.2f}" in text
-    assert f"`n_components=5` brings penguins' PFC to {h['penguins']['location model, K = 5']['pfc']:.3f}" in text
+    assert f"penguins' PFC with K = 2: {h['penguins']['location model, K = 2']['pfc']:.3f}" in text
     ratios = [h[d]["trees"]["time_ratio"] for d in results["meta"]["datasets"]]
     assert f"{min(ratios):.0f} to {max(ratios):.0f} times" in text
 

@@ -73,18 +73,20 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_components : int or "auto", default 2
-        Number of mixture components K. ``"auto"`` chooses K on the data by BIC (the observed-data
-        log-likelihood of numbers and levels at the MAP-EM fit, :math:`-2\\ell + p\\log n`) over
-        K = 1 .. min(8, n_rows // (D + 1)), D the number of columns, each K fitted with at least 3 restarts, never
-        choosing a fit with a component of fewer than D expected rows
-        (:func:`explorer.core.mixtures.location_model.select_components`); the table is ``selection_``.
-        Measured with :func:`explorer.evaluation.evaluate` (MCAR 20 %, 5 seeds; K = 2 -> "auto", mean over the
-        seeds): penguins NRMSE 0.654 -> 0.599, NLL 3.08 -> 3.00, PFC 0.348 -> 0.289, log-loss 0.598 -> 0.437 (K = 3-4
-        chosen); auto_mpg NRMSE 0.465 -> 0.453, NLL 3.32 -> 3.26, PFC 0.384 -> 0.363, log-loss 0.647 -> 0.673 (K = 2-3);
-        msleep (83 rows) NRMSE 0.677 -> 0.689, NLL 2.95 -> 3.65, PFC 0.596 -> 0.582, log-loss 1.86 -> 1.94 (K = 1:
-        BIC's K = 2 has a component of 2 rows, which the guard refuses). On average NRMSE 0.599 -> 0.580, PFC
-        0.443 -> 0.411 and log-loss 1.035 -> 1.015 improve but NLL 3.12 -> 3.30 does not, so the default stays 2.
+    n_components : int or "auto", default "auto"
+        Number of mixture components K. ``"auto"`` chooses K on the data by held-out cells
+        (:func:`explorer.core.mixtures.location_model.select_components`): two masks each hide 10 % of the observed
+        cells (numbers and levels), every K = 1 .. min(8, n_rows // (D + 1)) (D the number of columns) is fitted on
+        the masked tables and scored by the log predictive of the hidden cells given the rest of their row; the
+        smallest K within one standard error of the best score is then fitted on all the data exactly as
+        ``n_components=K`` with the same ``random_state`` fits it. A K whose fit leaves a component fewer expected
+        rows than there are numeric columns is never chosen. The table is ``selection_``. The default since the
+        measurement in ``results/mixed_data.md`` (MCAR 20 %, 5 seeds, 8 data sets) against K = 2, the former
+        default: on penguins NRMSE 0.635 -> 0.580, PFC 0.329 -> 0.224 and NLL 0.835 -> 0.730 (K = 4-7 chosen);
+        lower PFC and NLL on auto_mpg and abalone too, but abalone's NRMSE 2 % higher (0.330 -> 0.337); on msleep
+        one seed chose K = 1 (NLL 0.182 -> 0.248); within 0.005 on the numeric sets and hepatitis. It took 2.9 to
+        10.8 times as long as one K = 2 fit (0.8-4.5 s per table there). BIC (the earlier rule) is
+        ``select_components(criterion="bic")``; it chose K = 1 on msleep and wine. Give an int for a fixed K.
     covariance_type : {"full", "diag"}, default "full"
         Of the numeric block.
     reg_covar : float, default 1e-6
@@ -147,8 +149,9 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
     n_components_ : int
         The K fitted (the chosen one with ``n_components="auto"``).
     selection_ : DataFrame
-        With ``n_components="auto"`` only: one row per K tried, with its ``bic``, ``log_likelihood``,
-        ``n_parameters``, ``min_rows`` (the smallest expected component size) and ``refused`` (the guard). A table
+        With ``n_components="auto"`` only: one row per K tried, with its ``heldout`` score (mean log predictive per
+        hidden cell), ``log_likelihood`` (the chosen K's fit on all the data), ``n_parameters``, ``min_rows`` (the
+        smallest expected component size of its fits) and ``refused`` (the guard). A table
         rather than the :class:`~explorer.model_selection.KSelection` of the Gaussian imputers:
         :mod:`explorer.model_selection` imports :mod:`explorer.evaluation`, which imports this module.
 
@@ -165,7 +168,7 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
     (False, True)
     """
 
-    def __init__(self, n_components=2, covariance_type="full", reg_covar=1e-6, prior="auto", alpha=1.0, phi=None,
+    def __init__(self, n_components="auto", covariance_type="full", reg_covar=1e-6, prior="auto", alpha=1.0, phi=None,
                  tol=1e-5, max_iter=300, n_init=1, init="kmeans", max_levels=100, predictive="auto",
                  n_posterior_draws=20, random_state=None):
         self.n_components = n_components
@@ -285,9 +288,11 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         data = self._prepare(num, codes)
         rng = check_random_state(self.random_state)
         if auto:
-            result, rows = lm.select_components(data, config, rng)
+            # the masks and candidates draw from a generator of their own, so that the chosen K is fitted exactly as
+            # MixedMixtureImputer(n_components=K, random_state=...) fits it
+            result, rows = lm.select_components(data, config, check_random_state(self.random_state), refit_rng=rng)
             self.selection_ = pd.DataFrame(list(rows))
-            self.selection_.attrs["criterion"] = "bic"
+            self.selection_.attrs["criterion"] = "heldout"
         else:
             if hasattr(self, "selection_"):
                 del self.selection_

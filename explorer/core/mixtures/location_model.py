@@ -121,7 +121,7 @@ per-row log-likelihood term.
 API (as :mod:`explorer.core.mixtures.em_gmm` and :mod:`explorer.core.discrete.categorical_mixture`):
 :class:`LocationConfig`, :func:`prepare` -> :class:`LocationData`, :func:`init` /
 :func:`init_from_parameters` -> :class:`LocationState`, :func:`step` (pure), :func:`fit` (a loop over
-:func:`step`, :mod:`explorer.core.loop`), :func:`select_components` (K by BIC, guarded),
+:func:`step`, :mod:`explorer.core.loop`), :func:`select_components` (K by held-out cells or BIC, guarded),
 :func:`log_likelihood_rows`, :func:`posterior`,
 :func:`predict_proba`, :func:`conditional_numeric`, :func:`impute`, :func:`sample`. States are immutable.
 
@@ -185,6 +185,13 @@ __all__ = [
     "select_components",
     "SELECT_MAX_K",
     "SELECT_N_INIT",
+    "SELECT_CRITERIA",
+    "HELDOUT_RATE",
+    "HELDOUT_REPEATS",
+    "HELDOUT_TOL",
+    "guard_rows",
+    "heldout_masks",
+    "heldout_log_predictive",
     "log_likelihood_rows",
     "posterior",
     "predict_proba",
@@ -900,8 +907,17 @@ def fit(data: LocationData, config: LocationConfig, rng: np.random.Generator, *,
 # ----------------------------------------------------------------------------- choosing K
 #: Largest K :func:`select_components` tries.
 SELECT_MAX_K = 8
-#: Restarts of every fit of :func:`select_components` with K >= 2 (at least; more when the config asks).
+#: Restarts of every BIC candidate of :func:`select_components` with K >= 2 (at least; more when the config asks).
 SELECT_N_INIT = 3
+#: Share of the observed cells (numbers and levels) hidden by each mask of the held-out criterion.
+HELDOUT_RATE = 0.1
+#: Masks of the held-out criterion (every candidate K is fitted once per mask).
+HELDOUT_REPEATS = 2
+#: The held-out candidates' stopping tolerance (at least; the final fit keeps the config's): on abalone, penguins,
+#: auto_mpg and breast cancer (two seeds each) it moved the scores by at most 0.013 nats per hidden cell against 1e-5
+#: and changed the choice once in eight (auto_mpg, 5 -> 6), for 10-55 % less time (1e-3 changed it three times).
+HELDOUT_TOL = 1e-4
+SELECT_CRITERIA = ("heldout", "bic")
 
 
 def n_parameters(state: LocationState) -> int:
@@ -913,61 +929,161 @@ def n_parameters(state: LocationState) -> int:
     return (K - 1) + K * (D + cov + sum(int(p.shape[1]) - 1 for p in state.probs))
 
 
-def select_components(data: LocationData, config: LocationConfig, rng: np.random.Generator, *,
-                      max_components: int = SELECT_MAX_K, n_init: int = SELECT_N_INIT, patience: int | None = 2,
-                      callback=None) -> tuple[LocationResult, tuple]:
-    r"""Choose K by BIC among the fits that leave every component at least D expected rows.
+def guard_rows(data: LocationData) -> int:
+    """The fewest expected rows :func:`select_components` lets a component of K >= 2 have: the numeric columns
+    (a component's covariance needs as many rows as it has dimensions, the guard of
+    :func:`explorer.model_selection.fit_auto` for the Gaussian mixture; level tables have a Dirichlet prior of
+    their own), at least 1 (no empty component)."""
+    return max(int(data.n_numeric), 1)
 
-    There is no variational rule for the location model, so K minimises
-    :math:`\mathrm{BIC} = -2\,\ell(\hat\theta) + p \log n`: :math:`\ell` the observed-data log-likelihood of
-    numbers and levels (``LocationState.log_likelihood``; the prior left out) at the MAP-EM fit
-    :math:`\hat\theta`, :math:`p` = :func:`n_parameters`, :math:`n` the rows with an observed entry. K runs over
-    1 .. min(``max_components``, n // (D + 1)), D the number of columns (numeric and categorical); K = 1 is
-    fitted with ``config.n_init`` restarts, larger K with at least ``n_init``. The guard (as
-    :func:`explorer.model_selection.fit_auto` for the Gaussian mixture): a fit with a component of fewer than D
-    expected rows (:math:`N_k < D`, a component described more by its prior than by its rows) is never chosen.
-    The scan stops after ``patience`` successive K that do not lower the best allowed BIC (None: all of them).
+
+def heldout_masks(data: LocationData, rate: float, n_repeats: int,
+                  rng: np.random.Generator) -> list[tuple[LocationData, int]]:
+    """``n_repeats`` copies of ``data`` with about ``rate`` of its observed cells hidden completely at random.
+
+    A row left with no observed cell and a column left with fewer than two observed values get their hidden
+    cells back (so every masked table can be fitted as the whole one can). Returns ``(masked data, hidden cells
+    per row)`` per mask; the masked data keep the levels of ``data``.
+    """
+    D = data.n_numeric
+    observed = np.concatenate([~data.missing, data.codes >= 0], axis=1)
+    out = []
+    for _ in range(int(n_repeats)):
+        hidden = observed & (rng.random(observed.shape) < rate)
+        hidden[~(observed & ~hidden).any(axis=1)] = False
+        hidden[:, (observed & ~hidden).sum(axis=0) < 2] = False
+        X = np.where(hidden[:, :D], np.nan, data.X) if D else None
+        codes = np.where(hidden[:, D:], -1, data.codes) if data.n_categorical else None
+        masked = prepare(X, codes, data.n_levels, numeric_columns=data.numeric_columns,
+                         categorical_columns=data.categorical_columns, max_levels=max(max(data.n_levels, default=1), 1))
+        out.append((masked, hidden.sum(axis=1)))
+    return out
+
+
+def heldout_log_predictive(state: LocationState, data: LocationData, masked: LocationData) -> np.ndarray:
+    r"""Per row (caller's order), the log predictive of the cells ``masked`` hides given the ones it keeps, at the
+    state's parameters: :math:`\log p(\text{hidden}_n \mid \text{kept}_n) = \log p(\text{observed}_n) -
+    \log p(\text{kept}_n)` (numbers as densities, levels as probabilities; 0 for a row with nothing hidden). The
+    rows of both tables are the same, ``masked`` hiding a subset of the cells ``data`` observes."""
+    return log_likelihood_rows(state, data) - log_likelihood_rows(state, masked)
+
+
+def select_components(data: LocationData, config: LocationConfig, rng: np.random.Generator, *,
+                      criterion: str = "heldout", max_components: int = SELECT_MAX_K, n_init: int = SELECT_N_INIT,
+                      patience: int | None = 2, rate: float = HELDOUT_RATE, n_repeats: int = HELDOUT_REPEATS,
+                      refit_rng: np.random.Generator | None = None, callback=None) -> tuple[LocationResult, tuple]:
+    r"""Choose K among 1 .. min(``max_components``, n // (D + 1)) by held-out cells (default) or BIC, guarded.
+
+    n is the number of rows with an observed entry, D the number of columns (numeric and categorical).
+
+    ``criterion="heldout"`` (the default, what ``MixedMixtureImputer(n_components="auto")`` uses): ``n_repeats``
+    masks each hide ``rate`` of the observed cells, numbers and levels (:func:`heldout_masks`); every K is fitted
+    on every masked table (``config.n_init`` restarts, tolerance at least ``HELDOUT_TOL``) and scored by the log
+    predictive of the hidden cells given the row's kept ones (:func:`heldout_log_predictive`), per hidden cell and
+    pooled over the masks. The score is the one the imputation is judged by
+    (the predictive of a missing cell), so it trades the fit of more
+    components against their estimation error on the data at hand, where BIC's penalty is asymptotic. K is the
+    smallest allowed one whose score is within one standard error of the best score (Breiman's one-standard-error
+    rule; the error of the paired difference to the best K over the rows with hidden cells): beyond the true
+    number of components the scores differ by less than their noise (the Gaussian mixture's held-out rule,
+    :func:`explorer.model_selection.select_n_components`, uses a fixed 0.02 nats instead). Then the chosen K is
+    fitted on all the data as a fixed K would be (``config.n_init`` restarts; ``n_init`` is BIC's), with
+    ``refit_rng`` when given (a fresh generator of the caller's seed makes the fit the one ``fit`` gives at that K)
+    and ``rng``, continued, otherwise.
+
+    ``criterion="bic"``: K minimises :math:`\mathrm{BIC} = -2\,\ell(\hat\theta) + p \log n`, :math:`\ell` the
+    observed-data log-likelihood of numbers and levels (``LocationState.log_likelihood``; the prior left out) at
+    the MAP-EM fit on all the data, :math:`p` = :func:`n_parameters`; K = 1 with ``config.n_init`` restarts,
+    larger K with at least ``n_init``.
+
+    The guard (either criterion): a K >= 2 whose fit has a component of fewer expected rows than
+    :func:`guard_rows` (the numeric columns; with held-out cells, in any mask's fit) is never chosen. The scan stops
+    after ``patience`` successive K that do not improve the best allowed score (None: all of them). With a single
+    candidate (K = 1) nothing is scored: the fit is returned with its row.
 
     Returns
     -------
     (LocationResult, tuple of dict)
         The fit at the chosen K (its warnings re-emitted, the candidates' not) and one dict per K tried:
-        ``n_components``, ``bic``, ``log_likelihood``, ``n_parameters``, ``min_rows`` (the smallest
-        :math:`N_k`) and ``refused`` (the guard; also True for a K that could not be fitted, with ``error``).
+        ``n_components``, ``heldout`` (mean log predictive per hidden cell; NaN with BIC) and ``heldout_se`` (the
+        standard error of its difference to the best allowed K's) or ``bic`` (NaN with held-out cells),
+        ``log_likelihood`` (of the fit on all the data; NaN for a held-out candidate not chosen),
+        ``n_parameters``, ``min_rows`` (the smallest :math:`N_k`) and ``refused`` (the guard; also True for a K
+        that could not be fitted, with ``error``).
     """
+    if criterion not in SELECT_CRITERIA:
+        raise BadInputError(f"criterion must be one of {SELECT_CRITERIA}, got {criterion!r}.")
     _check_fit(data, replace(config, n_components=1))
     n = data.n_fit
     D = data.n_numeric + data.n_categorical
     top = max(1, min(int(max_components), n // (D + 1)))
-    rows, fits, best, stale = [], {}, np.inf, 0
+    guard = guard_rows(data)
+    heldout = criterion == "heldout" and top > 1
+    masks = heldout_masks(data, rate, n_repeats, rng) if heldout else []
+    n_hidden = max(sum(int(per_row.sum()) for _, per_row in masks), 1)
+    rows, fits, row_scores, best, stale = [], {}, {}, -np.inf, 0
     for K in range(1, top + 1):
-        cfg = replace(config, n_components=K, n_init=config.n_init if K == 1 else max(config.n_init, n_init))
+        restarts = config.n_init if K == 1 else max(config.n_init, n_init)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                result = fit(data, cfg, rng, callback=callback)
+                if heldout:
+                    cfg = replace(config, n_components=K, tol=max(config.tol, HELDOUT_TOL))
+                    per_row, min_rows, stop = [], np.inf, None
+                    for masked, _ in masks:
+                        result = fit(masked, cfg, rng, callback=callback)
+                        per_row.append(heldout_log_predictive(result.state, data, masked))
+                        min_rows = min(min_rows, float(np.min(result.state.nk)))
+                        stop = stop or (result.stop_reason == "interrupted")
+                    row_scores[K] = np.concatenate(per_row)
+                    score = float(row_scores[K].sum()) / n_hidden
+                    row = {"n_components": K, "heldout": score, "heldout_se": float("nan"), "bic": float("nan"),
+                           "log_likelihood": float("nan"), "n_parameters": int(n_parameters(result.state)),
+                           "min_rows": min_rows}
+                else:
+                    result = fit(data, replace(config, n_components=K, n_init=restarts), rng, callback=callback)
+                    state = result.state
+                    p = n_parameters(state)
+                    bic = -2.0 * float(state.log_likelihood) + p * np.log(n)
+                    score = -bic
+                    row = {"n_components": K, "heldout": float("nan"), "heldout_se": float("nan"), "bic": float(bic),
+                           "log_likelihood": float(state.log_likelihood), "n_parameters": int(p),
+                           "min_rows": float(np.min(state.nk))}
+                    stop = result.stop_reason == "interrupted"
+                    fits[K] = (result, caught)
         except (BadInputError, ArithmeticError, np.linalg.LinAlgError) as exc:
             if K == 1:
                 raise
-            rows.append({"n_components": K, "bic": float("nan"), "log_likelihood": float("nan"),
-                         "n_parameters": 0, "min_rows": float("nan"), "refused": True, "error": str(exc)})
+            rows.append({"n_components": K, "heldout": float("nan"), "heldout_se": float("nan"), "bic": float("nan"),
+                         "log_likelihood": float("nan"), "n_parameters": 0, "min_rows": float("nan"), "refused": True,
+                         "error": str(exc)})
             break  # a larger K will not fit either
-        state = result.state
-        p = n_parameters(state)
-        bic = -2.0 * float(state.log_likelihood) + p * np.log(n)
-        min_rows = float(np.min(state.nk))
-        refused = bool(K > 1 and (min_rows < D or not np.isfinite(bic)))
-        rows.append({"n_components": K, "bic": float(bic), "log_likelihood": float(state.log_likelihood),
-                     "n_parameters": int(p), "min_rows": min_rows, "refused": refused})
-        fits[K] = (result, caught)
-        if not refused and bic < best:
-            best, stale = bic, 0
+        row["refused"] = bool(K > 1 and (row["min_rows"] < guard or not np.isfinite(score)))
+        rows.append(row)
+        if not row["refused"] and score > best:
+            best, stale = score, 0
         else:
             stale += 1
-        if result.stop_reason == "interrupted" or (patience is not None and stale >= patience):
+        if stop or (patience is not None and stale >= patience):
             break  # (Ctrl-C means stop: the fits so far are compared)
     allowed = [r for r in rows if not r["refused"]]
-    chosen = min(allowed, key=lambda r: r["bic"])["n_components"]
+    if not heldout:
+        chosen = min(allowed, key=lambda r: r["bic"])["n_components"]
+    else:  # one standard error: the smallest K within the noise of the best score
+        best_k = max(allowed, key=lambda r: r["heldout"])["n_components"]
+        hidden_rows = np.concatenate([per_row > 0 for _, per_row in masks])
+        n_rows = int(hidden_rows.sum())
+        for r in allowed:
+            diff = (row_scores[best_k] - row_scores[r["n_components"]])[hidden_rows]
+            r["heldout_se"] = float(np.sqrt(n_rows) * np.std(diff, ddof=1) / n_hidden) if n_rows > 1 else 0.0
+        chosen = min(r["n_components"] for r in allowed if r["heldout"] >= best - r["heldout_se"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fit(data, replace(config, n_components=chosen), rng if refit_rng is None else refit_rng,
+                         callback=callback)
+        fits[chosen] = (result, caught)
+        row = next(r for r in rows if r["n_components"] == chosen)
+        row["log_likelihood"] = float(result.state.log_likelihood)
     result, caught = fits[chosen]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
