@@ -186,3 +186,14 @@ def test_auto_fits_the_chosen_k_as_a_fixed_k_fits_it():
     np.testing.assert_array_equal(imp.covariances_, fixed.covariances_)
     np.testing.assert_array_equal(imp.posterior_means_, fixed.posterior_means_)  # the chain too
     pd.testing.assert_frame_equal(imp.transform(df), fixed.transform(df))
+
+
+def test_no_further_mask_once_the_masks_hold_enough_cells():
+    df = _location_data(2, n=300, seed=5)
+    imp = MixedMixtureImputer(n_components=1)
+    data = imp._prepare(*imp._split(df, fitting=True))
+    one = lm.heldout_masks(data, 0.1, 2, np.random.default_rng(0), enough=1)
+    both = lm.heldout_masks(data, 0.1, 2, np.random.default_rng(0), enough=10**6)
+    assert len(one) == 1 and len(both) == 2 and len(lm.heldout_masks(data, 0.1, 2, np.random.default_rng(0))) == 2
+    np.testing.assert_array_equal(one[0][1], both[0][1])  # the same first mask either way
+    assert int(one[0][1].sum()) < lm.HELDOUT_ENOUGH_CELLS  # (so this table's choice uses both)
