@@ -577,6 +577,8 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
           f"{' chosen on the data (held-out cells)' if estimator.n_components == 'auto' else ''} "
           "(numeric and categorical columns together; a missing category gets its most probable level)"
           + (f" ({args.multiple} multiple imputations)" if args.multiple else ""))
+    if "row names" in table.attrs.get("description", ""):
+        print(f"{args.input}: {table.attrs['description'].split('; ')[-1]}")
     print(f"wrote {args.out}")
     return 0
 

@@ -37,6 +37,10 @@ __all__ = [
 
 #: Default size limit for uploaded CSV content (bytes or file-like objects).
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+#: A first column with a header, text in every row (no gap; not all numbers) and a different value in each of at least
+#: this many rows names the rows, as R's row names do: it is read as the index, not as data (a column of names or
+#: identifiers carries nothing a model could use, and as a category it would have a level per row).
+ROW_NAME_MIN_ROWS = 20
 _NA_DEFAULT = ("?", "NA", "")
 
 
@@ -419,6 +423,15 @@ def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, s
             note = (f"the first column (no header, {len(first)} distinct values such as {str(first.iloc[0])!r}) "
                     "read as row names, not as data")
             description = f"{description}; {note}" if description else note
+    elif has_header and raw.shape[1] > 1 and len(raw) >= ROW_NAME_MIN_ROWS and (columns is None or head[0] not in
+                                                                                  [str(c) for c in columns]):
+        first = raw.iloc[:, 0]
+        names_ = [str(v).strip() for v in first] if first.notna().all() else []
+        if names_ and len(set(names_)) == len(names_) and _column_to_float(first, na)[0] is None:
+            raw = raw.iloc[:, 1:].set_axis(pd.Index(names_, name=head[0]), axis=0)
+            note = (f"the first column {head[0]!r} ({len(names_)} distinct text values, one per row, such as "
+                    f"{names_[0]!r}) read as row names, not as data")
+            description = f"{description}; {note}" if description else note
     raw = _select(raw, columns)
     return raw, label, description
 
@@ -455,7 +468,9 @@ def from_csv(
         Whether the first row names the columns. 'infer' treats it as a header when it holds text
         above numbers (or only text). A header whose first name is empty, over a first column of distinct
         values with no gap, is the row names R's ``write.csv`` and pandas' ``to_csv`` write: that column is
-        not data; it is dropped and ``description`` says so (rows keep their order).
+        not data; it is dropped and ``description`` says so (rows keep their order). So is a named first column
+        of text with a different value in each of at least ``ROW_NAME_MIN_ROWS`` (20) rows and no gap (names or
+        identifiers, e.g. msleep's animal names), unless ``columns`` asks for it.
     names : sequence of str, optional
         Column names for files without a header (default ``x0, x1, ...``).
     sep : str or None, default ','
@@ -493,10 +508,11 @@ def read_csv_table(
 ) -> pd.DataFrame:
     """Read a delimited text table with numeric **and text** columns into a DataFrame.
 
-    The same reading as :func:`from_csv` (header inference, NA tokens, size limit, row names as the index), but
-    a column that is not all numbers becomes a pandas ``category`` column (cells stripped of spaces; the NA
-    tokens are missing) instead of an error: the input of :class:`explorer.impute.mixed.MixedMixtureImputer`.
-    Numeric columns are float64 with NaN for missing cells.
+    The same reading as :func:`from_csv` (header inference, NA tokens, size limit, row names as the index: R's
+    unnamed first column, or a named first column of distinct texts in at least ``ROW_NAME_MIN_ROWS`` rows, becomes
+    the index and ``frame.attrs["description"]`` says so), but a column that is not all numbers becomes a pandas
+    ``category`` column (cells stripped of spaces; the NA tokens are missing) instead of an error: the input of
+    :class:`explorer.impute.mixed.MixedMixtureImputer`. Numeric columns are float64 with NaN for missing cells.
 
     Raises
     ------
@@ -504,8 +520,8 @@ def read_csv_table(
         As :func:`from_csv`; a column with no observed value; a text column with more than ``max_levels``
         distinct values (an identifier or free text, not a category).
     """
-    raw, _, _ = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes, header=header,
-                          names=names, sep=sep, description="")
+    raw, _, description = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes,
+                                    header=header, names=names, sep=sep, description="")
     na = {str(t).strip() for t in na_values}
     out = {}
     for label in raw.columns:
@@ -525,6 +541,8 @@ def read_csv_table(
     empty = [c for c in frame.columns if frame[c].isna().all()]
     if empty:
         raise BadInputError(f"column(s) {empty} have no observed value; drop them (columns=...).")
+    if description:
+        frame.attrs["description"] = description
     return frame
 
 

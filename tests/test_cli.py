@@ -586,6 +586,25 @@ def test_a_csv_with_a_yes_no_column_is_imputed_as_categories(tmp_path, capsys):
     assert (first["smoker"].to_numpy()[hidden] == truth["smoker"].to_numpy()[hidden]).mean() > 0.7
 
 
+def test_a_named_first_column_of_names_labels_the_rows_of_the_output(tmp_path, capsys):
+    """A CSV whose first column names the rows ('name': msleep's animals, a customer id) is imputed without it, on
+    the table path and on the numeric path, and the output's ``row`` column carries the names."""
+    _, holes = _text_csv(tmp_path / "base.csv", n=60)
+    numbers = holes[["age", "bmi"]][holes[["age", "bmi"]].notna().any(axis=1)]  # (no row with nothing observed)
+    for path, frame in ((tmp_path / "people.csv", holes), (tmp_path / "numbers.csv", numbers)):
+        names = [f"person {i:02d}" for i in range(len(frame))]
+        frame.set_axis(pd.Index(names, name="name")).to_csv(path)
+        out = tmp_path / f"{path.stem}_imputed.csv"
+        assert main(["impute", str(path), "--seed", "0", "-q", "-o", str(out)]) == 0
+        said = capsys.readouterr().out
+        assert (f"first column 'name' ({len(frame)} distinct text values, one per row, such as 'person 00') read as "
+                "row names") in said
+        assert f"{len(frame)} rows x {frame.shape[1]} columns" in said  # the names are not a column
+        table = pd.read_csv(out, keep_default_na=False, na_values=[""])
+        assert list(table["row"]) == names and "name" not in table.columns
+        assert not table[["age", "bmi"]].isna().any().any()
+
+
 def test_a_csv_with_text_columns_refuses_what_does_not_apply(tmp_path, capsys):
     src = tmp_path / "survey.csv"
     _text_csv(src)

@@ -72,6 +72,37 @@ def test_csv_row_names_written_by_r_or_pandas_are_not_data():
     assert gap.columns == ("x0", "a", "b")
 
 
+def _named_csv(n, first="name", names=None, gap=False):
+    rng = np.random.default_rng(n)
+    names = [f"animal {i}" for i in range(n)] if names is None else names
+    lines = [f"{first},kind,x,y"]
+    for i in range(n):
+        name = "" if gap and i == 3 else names[i]
+        lines.append(f"{name},{'ab'[i % 2]},{rng.normal():.3f},{'NA' if i % 5 == 0 else 1}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_named_first_column_of_distinct_texts_names_the_rows():
+    """msleep's animal names, a customer id: read as the index (and said so), not as a category of a level per row."""
+    from explorer.io import ROW_NAME_MIN_ROWS, read_csv_table
+
+    n = ROW_NAME_MIN_ROWS
+    table = read_csv_table(io.StringIO(_named_csv(n)))
+    assert list(table.columns) == ["kind", "x", "y"] and list(table.index) == [f"animal {i}" for i in range(n)]
+    assert table.index.name == "name" and "'name' (20 distinct text values" in table.attrs["description"]
+    assert isinstance(table["kind"].dtype, pd.CategoricalDtype)
+    data = from_csv(io.StringIO(_named_csv(n)), drop_non_numeric=True)  # the numeric reader likewise
+    assert data.columns == ("x", "y") and "'name'" in data.description and "row names" in data.description
+    # data, not names: too few rows, a gap, a repeated value, numbers, or a column asked for by name
+    for text in (_named_csv(n - 1), _named_csv(n, gap=True), _named_csv(n, names=["a"] * n),
+                 _named_csv(n, names=[str(i) for i in range(n)])):
+        kept = read_csv_table(io.StringIO(text))
+        assert list(kept.columns)[0] == "name" and "description" not in kept.attrs
+    asked = read_csv_table(io.StringIO(_named_csv(n)), columns=["name", "x"])
+    assert list(asked.columns) == ["name", "x"]
+    assert list(read_csv_table(io.StringIO(_named_csv(n)), columns=["x"]).columns) == ["x"]
+
+
 def test_read_csv_table_keeps_text_columns_as_categories():
     from explorer.io import read_csv_table
 
@@ -81,7 +112,7 @@ def test_read_csv_table_keeps_text_columns_as_categories():
     assert isinstance(frame["smoker"].dtype, pd.CategoricalDtype) and list(frame["smoker"].cat.categories) == ["no", "yes"]
     assert frame["smoker"].isna().tolist() == [False, False, True, False]  # '?' is missing, ' no ' stripped
     assert frame["age"].dtype == float and np.isnan(frame["age"].iloc[1]) and frame["city"].isna().sum() == 1
-    many = "id,x\n" + "".join(f"p{i},{i}\n" for i in range(150))
+    many = "x,id\n" + "".join(f"{i},p{i}\n" for i in range(150))  # (first, it would name the rows)
     with pytest.raises(BadInputError, match=r"'id' has 150 distinct text values.*identifier or free text"):
         read_csv_table(io.StringIO(many))
     with pytest.raises(BadInputError, match="no observed value"):

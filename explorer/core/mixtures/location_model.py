@@ -1084,7 +1084,7 @@ def select_components(data: LocationData, config: LocationConfig, rng: np.random
         for r in allowed:
             diff = (row_scores[best_k] - row_scores[r["n_components"]])[hidden_rows]
             r["heldout_se"] = float(np.sqrt(n_rows) * np.std(diff, ddof=1) / n_hidden) if n_rows > 1 else 0.0
-        chosen = min(r["n_components"] for r in allowed if r["heldout"] >= best - r["heldout_se"])
+        chosen = min([r["n_components"] for r in allowed if r["heldout"] >= best - r["heldout_se"]] or [best_k])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = fit(data, replace(config, n_components=chosen), rng if refit_rng is None else refit_rng,
