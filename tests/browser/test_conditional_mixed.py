@@ -105,6 +105,25 @@ def test_a_link_to_a_mixed_table_opens_it(serve_app, new_page, watch_errors, wai
     errors.assert_none()
 
 
+def test_an_uploaded_table_with_a_column_of_names_is_read_with_them_as_row_names(serve_app, new_page, watch_errors,
+                                                                                wait_for_bokeh, tmp_path):
+    """msleep written with its animal names as a first column named 'name': the names label the rows, they are not
+    a category of 83 levels."""
+    from explorer import datasets as ds
+
+    path = tmp_path / "msleep.csv"
+    ds.load_mixed("msleep").reset_index().to_csv(path, index=False, na_rep="NA")
+    assert path.read_text().startswith("name,")
+    page, errors = _open(serve_app, new_page, watch_errors, wait_for_bokeh)
+    page.get_by_text(STATUS).wait_for()
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    wait_until(lambda: "location model" in status_text(page) and STATUS.search(status_text(page)), page)
+    chosen = page.locator("select").filter(has=page.locator("option", has_text="penguins:")).first
+    assert chosen.evaluate("s => s.options[s.selectedIndex].text") == (
+        "uploaded msleep.csv: 83 rows, categories vore, order, conservation")
+    errors.assert_none()
+
+
 def test_an_uploaded_csv_with_text_columns_is_shown_under_the_location_model(serve_app, new_page, watch_errors,
                                                                              wait_for_bokeh, tmp_path):
     """A CSV of one's own with real gaps and text columns (the penguins written out, R-style row names, NA gaps):
