@@ -37,6 +37,9 @@ A file with text columns (``impute`` and ``evaluate``, unless ``--drop-non-numer
 the baseline) with :func:`explorer.evaluation.evaluate` on the table (cells hidden completely at random; NRMSE,
 MAE, coverage and NLL on the numeric columns, PFC and log-loss on the text ones). Options that do not apply
 to it (other models, ``--transform``, ``--factors``, another ``--mechanism``, ...) are refused by name.
+``--exclude COL[,COL...]`` (``-x``, repeatable) leaves columns out of the model and the output (an identifier, free
+text); a first column that names the rows (no header, or text with a different value in each of 20 rows or more)
+is read as the row names and written back as the ``row`` labels.
 """
 
 from __future__ import annotations
@@ -141,6 +144,20 @@ class _Stages:
 
 
 # ---------------------------------------------------------------------------- options
+def _names(text: str) -> list[str]:
+    """``--exclude a,b``: the column names, stripped; empty names refused."""
+    names = [t.strip() for t in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
+    return names
+
+
+def _excluded(args) -> list[str] | None:
+    """The columns of every ``--exclude``, in order, once each (None without one)."""
+    given = getattr(args, "exclude", None)
+    return list(dict.fromkeys(n for group in given for n in group)) if given else None
+
+
 def _components(text: str):
     if text == "auto":
         return "auto"
@@ -267,6 +284,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="also save the fitted model as JSON (explorer.persistence.load_model reads it)")
     imp.add_argument("--drop-non-numeric", action="store_true",
                      help="drop text columns instead of stopping with an error")
+    imp.add_argument("--exclude", "-x", action="append", type=_names, default=None, metavar="COL[,COL...]",
+                     help="leave these columns out of the model and of the output (an identifier, free text); "
+                          "repeatable")
     imp.add_argument("--empty-rows", choices=("raise", "marginal"), default="raise",
                      help="rows with every value missing: stop with an error (default) or impute them from the "
                           "marginal distribution")
@@ -306,6 +326,8 @@ def _add_evaluate(sub) -> None:
                                                       "metric) to this CSV file")
     ev.add_argument("--drop-non-numeric", action="store_true",
                     help="drop text columns instead of scoring them as categories")
+    ev.add_argument("--exclude", "-x", action="append", type=_names, default=None, metavar="COL[,COL...]",
+                    help="leave these columns out (an identifier, free text); repeatable")
     _add_transform_options(ev)
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     ev.set_defaults(run=_evaluate, empty_rows="marginal")
@@ -476,7 +498,7 @@ def _impute(args, progress: _Stages) -> int:
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
         try:
-            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric, exclude=_excluded(args))
         except NonNumericError:  # text columns: the table imputer takes them as categories
             data = None
         if data is not None:
@@ -553,7 +575,7 @@ def _impute_table(args, progress: _Stages, transforms) -> int:
     if Path(args.out).suffix.lower() == ".nc":
         raise CommandError(f"{args.input} has text columns and netCDF holds numbers only: write --out to .csv or "
                            ".parquet (or --drop-non-numeric).")
-    table = read_csv_table(args.input)  # (the "read" stage found the text columns)
+    table = read_csv_table(args.input, exclude=_excluded(args))  # (the "read" stage found the text columns)
     estimator = _mixed_imputer(args)
     with progress.stage("fit"):
         with warnings.catch_warnings(record=True) as caught:
@@ -631,7 +653,7 @@ def _evaluate(args, progress: _Stages) -> int:
         if not Path(args.input).exists():
             raise CommandError(f"no such file: {args.input!r}.")
         try:
-            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric)
+            data = from_csv(args.input, drop_non_numeric=args.drop_non_numeric, exclude=_excluded(args))
         except NonNumericError:  # text columns: scored as a table, as impute imputes them
             data = None
         if data is not None:
@@ -684,7 +706,7 @@ def _evaluate_table(args, progress: _Stages, transforms) -> int:
             f"{args.input} has text columns, which evaluate scores as a table with MixedMixtureImputer (in place of "
             f"--model gmm) and cells hidden completely at random; {', '.join(refused)} does not apply to it. Drop "
             f"--{refused[0].split()[0][2:]}, or keep numeric columns only with --drop-non-numeric.")
-    table = read_csv_table(args.input)  # (the "read" stage found the text columns)
+    table = read_csv_table(args.input, exclude=_excluded(args))  # (the "read" stage found the text columns)
     imputers = {"MixedMixtureImputer": _mixed_imputer(args)}
     if not args.no_baseline:
         imputers["column mean / mode"] = MeanModeImputer()

@@ -162,15 +162,27 @@ def _infer_header(rows: pd.DataFrame, na: set[str]) -> bool:
     return False
 
 
-def _select(df: pd.DataFrame, columns) -> pd.DataFrame:
-    if columns is None:
-        return df
+def _known(df: pd.DataFrame, columns, what: str) -> list[str]:
+    """``columns`` as strings, every one a column of ``df`` (else a BadInputError that lists the columns)."""
     names = [str(c) for c in columns]
     unknown = [c for c in names if c not in df.columns]
     if unknown:
         shown = ", ".join(map(repr, list(df.columns)[:20]))
-        raise BadInputError(f"unknown column(s) {unknown}; available columns: {shown}.")
-    return df[names]
+        raise BadInputError(f"{what}unknown column(s) {unknown}; available columns: {shown}.")
+    return names
+
+
+def _select(df: pd.DataFrame, columns) -> pd.DataFrame:
+    return df if columns is None else df[_known(df, columns, "")]
+
+
+def _exclude(df: pd.DataFrame, exclude) -> pd.DataFrame:
+    if not exclude:
+        return df
+    names = _known(df, exclude, "cannot leave out ")
+    if len(set(names)) >= df.shape[1]:
+        raise BadInputError(f"leaving out {names} leaves no column.")
+    return df.drop(columns=names)
 
 
 def _column_to_float(s: pd.Series, na: set[str]) -> tuple[np.ndarray | None, str | None]:
@@ -375,7 +387,7 @@ def _frame_to_data(
     return IncompleteData.from_array(X, columns=cols, name=name, description=description)
 
 
-def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, sep, description):
+def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, sep, description, exclude=None):
     """``(frame of the cells as pandas parsed them, label, description)``: the shared reading of :func:`from_csv`
     and :func:`read_csv_table` (header inference, row names, NA tokens, column selection)."""
     text, label = _read_text(path_or_buffer, max_bytes)
@@ -423,8 +435,8 @@ def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, s
             note = (f"the first column (no header, {len(first)} distinct values such as {str(first.iloc[0])!r}) "
                     "read as row names, not as data")
             description = f"{description}; {note}" if description else note
-    elif has_header and raw.shape[1] > 1 and len(raw) >= ROW_NAME_MIN_ROWS and (columns is None or head[0] not in
-                                                                                  [str(c) for c in columns]):
+    elif (has_header and raw.shape[1] > 1 and len(raw) >= ROW_NAME_MIN_ROWS
+          and head[0] not in [str(c) for c in (columns or [])] + [str(c) for c in (exclude or [])]):
         first = raw.iloc[:, 0]
         names_ = [str(v).strip() for v in first] if first.notna().all() else []
         if names_ and len(set(names_)) == len(names_) and _column_to_float(first, na)[0] is None:
@@ -432,7 +444,7 @@ def _read_raw(path_or_buffer, *, columns, na_values, max_bytes, header, names, s
             note = (f"the first column {head[0]!r} ({len(names_)} distinct text values, one per row, such as "
                     f"{names_[0]!r}) read as row names, not as data")
             description = f"{description}; {note}" if description else note
-    raw = _select(raw, columns)
+    raw = _exclude(_select(raw, columns), exclude)
     return raw, label, description
 
 
@@ -449,6 +461,7 @@ def from_csv(
     sep: str | None = ",",
     name: str | None = None,
     description: str = "",
+    exclude: Sequence[str] | None = None,
 ) -> IncompleteData:
     """Read a delimited text table into :class:`IncompleteData`.
 
@@ -458,6 +471,8 @@ def from_csv(
         A file path, or uploaded content (bytes, ``io.BytesIO``/``io.StringIO``...).
     columns : sequence of str, optional
         Keep only these columns, in this order (applied before the numeric check).
+    exclude : sequence of str, optional
+        Leave these columns out (after ``columns``; an identifier, free text, a column not to impute).
     na_values : sequence of str, default ('?', 'NA', '')
         Cell texts (after stripping spaces) that mean "missing".
     max_bytes : int or None, default 20 MB
@@ -484,8 +499,9 @@ def from_csv(
         Oversized upload, unparsable text, unknown or non-numeric columns, columns with no
         observed value, inf values.
     """
-    raw, label, description = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes,
-                                        header=header, names=names, sep=sep, description=description)
+    raw, label, description = _read_raw(path_or_buffer, columns=columns, exclude=exclude, na_values=na_values,
+                                        max_bytes=max_bytes, header=header, names=names, sep=sep,
+                                        description=description)
     return _frame_to_data(
         raw,
         na_values=na_values,
@@ -505,6 +521,7 @@ def read_csv_table(
     names: Sequence[str] | None = None,
     sep: str | None = ",",
     max_levels: int = 100,
+    exclude: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read a delimited text table with numeric **and text** columns into a DataFrame.
 
@@ -513,6 +530,7 @@ def read_csv_table(
     the index and ``frame.attrs["description"]`` says so), but a column that is not all numbers becomes a pandas
     ``category`` column (cells stripped of spaces; the NA tokens are missing) instead of an error: the input of
     :class:`explorer.impute.mixed.MixedMixtureImputer`. Numeric columns are float64 with NaN for missing cells.
+    ``columns`` keeps only the named columns and ``exclude`` leaves the named ones out, as in :func:`from_csv`.
 
     Raises
     ------
@@ -520,8 +538,8 @@ def read_csv_table(
         As :func:`from_csv`; a column with no observed value; a text column with more than ``max_levels``
         distinct values (an identifier or free text, not a category).
     """
-    raw, _, description = _read_raw(path_or_buffer, columns=columns, na_values=na_values, max_bytes=max_bytes,
-                                    header=header, names=names, sep=sep, description="")
+    raw, _, description = _read_raw(path_or_buffer, columns=columns, exclude=exclude, na_values=na_values,
+                                    max_bytes=max_bytes, header=header, names=names, sep=sep, description="")
     na = {str(t).strip() for t in na_values}
     out = {}
     for label in raw.columns:
@@ -535,7 +553,8 @@ def read_csv_table(
         if len(levels) > max_levels:
             raise BadInputError(
                 f"column {str(label)!r} has {len(levels)} distinct text values, more than max_levels={max_levels}: "
-                "it looks like an identifier or free text, not a category; drop it (columns=...) or raise max_levels.")
+                "it looks like an identifier or free text, not a category; leave it out (exclude=[...]; on the "
+                "command line --exclude NAME) or raise max_levels.")
         out[str(label)] = pd.Categorical(cells, categories=levels)
     frame = pd.DataFrame(out, index=raw.index)
     empty = [c for c in frame.columns if frame[c].isna().all()]

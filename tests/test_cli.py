@@ -605,6 +605,28 @@ def test_a_named_first_column_of_names_labels_the_rows_of_the_output(tmp_path, c
         assert not table[["age", "bmi"]].isna().any().any()
 
 
+def test_exclude_leaves_an_identifier_out_of_impute_and_evaluate(tmp_path, capsys):
+    """An id column in the middle of a table (150 distinct texts, too many levels for a category): refused with a
+    message that names --exclude, which leaves it out of the model and the output."""
+    truth, holes = _text_csv(tmp_path / "base.csv", n=150)
+    frame = holes.copy()
+    frame.insert(1, "id", [f"c{i:04d}" for i in range(len(frame))])
+    src = tmp_path / "customers.csv"
+    frame.to_csv(src, index=False)
+    out = tmp_path / "out.csv"
+    assert main(["impute", str(src), "-q", "-o", str(out)]) == 2
+    assert "'id' has 150 distinct text values" in capsys.readouterr().err
+    assert main(["impute", str(src), "--exclude", "id", "--seed", "0", "-q", "-o", str(out)]) == 0
+    assert "150 rows x 3 columns (1 text / category: smoker)" in capsys.readouterr().out
+    table = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    assert "id" not in table.columns and not table[["smoker", "age", "bmi"]].isna().any().any()
+    assert main(["evaluate", str(src), "-x", "id,bmi", "--repeats", "1", "--no-baseline", "-q"]) == 0
+    said = capsys.readouterr().out
+    assert "150 rows x 2 columns" in said and "MixedMixtureImputer" in said
+    assert main(["impute", str(src), "--exclude", "nope", "-q", "-o", str(out)]) == 2
+    assert "cannot leave out unknown column(s) ['nope']" in capsys.readouterr().err
+
+
 def test_a_csv_with_text_columns_refuses_what_does_not_apply(tmp_path, capsys):
     src = tmp_path / "survey.csv"
     _text_csv(src)

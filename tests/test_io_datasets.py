@@ -360,3 +360,23 @@ def test_assets_are_up_to_date():
 def test_dataset_parameters_rejects_unknown_options():
     with pytest.raises(BadInputError, match="does not take \\['noise'\\]"):
         dataset_parameters("three_blobs", noise=0.1)
+
+
+def test_exclude_leaves_columns_out_and_names_unknown_ones():
+    from explorer.io import read_csv_table
+
+    text = "x,id,kind,y\n" + "".join(f"{i},p{i},{'ab'[i % 2]},{'NA' if i % 4 == 0 else i % 3}\n" for i in range(150))
+    with pytest.raises(BadInputError, match=r"'id' has 150 distinct text values.*--exclude NAME"):
+        read_csv_table(io.StringIO(text))
+    table = read_csv_table(io.StringIO(text), exclude=["id"])
+    assert list(table.columns) == ["x", "kind", "y"] and isinstance(table["kind"].dtype, pd.CategoricalDtype)
+    data = from_csv(io.StringIO(text), exclude=["id", "kind"])
+    assert data.columns == ("x", "y") and int(data.missing.sum()) == 38
+    with pytest.raises(BadInputError, match=r"cannot leave out unknown column\(s\) \['ID'\]"):
+        read_csv_table(io.StringIO(text), exclude=["ID"])
+    with pytest.raises(BadInputError, match="leaves no column"):
+        from_csv(io.StringIO(text), exclude=["x", "id", "kind", "y"])
+    # a first column of names left out is left out, not read as row names first
+    named = read_csv_table(io.StringIO(_named_csv(30)), exclude=["name"])
+    assert list(named.columns) == ["kind", "x", "y"] and list(named.index) == list(range(30))
+    assert "description" not in named.attrs
