@@ -47,6 +47,30 @@ def _screen(page) -> dict:
     return page.evaluate(_SCREEN_JS)
 
 
+def _server_state() -> str:
+    """What the server (this process) holds, for a failure message: per live gallery its page, the page parts its
+    sidebar and main hold, whether main shows the loading spinner, and Panel's queue of change messages not yet
+    written to the websocket (explorer.ui.panel_writes), so a failure says which side lost the switch."""
+    import gc
+
+    from panel.io import document as panel_document
+
+    def marks(column) -> list:
+        return [c.split("-", 2)[2] for o in column.objects for c in getattr(o, "css_classes", [])
+                if c.startswith(("page-main-", "page-sidebar-"))]
+
+    parts = []
+    for gallery in [o for o in gc.get_objects() if type(o).__name__ == "Gallery" and hasattr(o, "page_sidebar")]:
+        docs = {doc for doc in (getattr(model, "document", None) for model, _ in gallery.main._models.values())
+                if doc is not None}
+        queued = sum(len(msgs) for d in docs for msgs in panel_document._WRITE_MSGS.get(d, {}).values())
+        blocked = any(d in panel_document._WRITE_BLOCK for d in docs)
+        parts.append(f"server: page {gallery.page!r}, main {marks(gallery.main)}, sidebar "
+                     f"{marks(gallery.page_sidebar)}, loading {gallery.main.loading}, messages queued {queued}, "
+                     f"write block {blocked}")
+    return "; ".join(parts) or "server: no live gallery"
+
+
 def _expect(page, slug: str, timeout_s: float = 30.0) -> dict:
     """Wait until the screen shows ``slug`` (menu, URL, parts) and return what is on screen."""
     from playwright.sync_api import Error as PlaywrightError
@@ -66,7 +90,7 @@ def _expect(page, slug: str, timeout_s: float = 30.0) -> dict:
         page.wait_for_timeout(250)
     raise AssertionError(f"expected page {slug!r}; on screen: active={screen.get('active')!r}, "
                          f"url={page.url[-80:]!r}, main={screen.get('main')}, "
-                         f"sidebar={screen.get('sidebar')}")
+                         f"sidebar={screen.get('sidebar')}; {_server_state()}")
 
 
 def _heading_sizes(screen: dict) -> dict:
