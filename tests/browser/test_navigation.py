@@ -71,8 +71,9 @@ def _server_state() -> str:
     return "; ".join(parts) or "server: no live gallery"
 
 
-def _expect(page, slug: str, timeout_s: float = 30.0) -> dict:
-    """Wait until the screen shows ``slug`` (menu, URL, parts) and return what is on screen."""
+def _expect(page, slug: str, timeout_s: float = 30.0, errors=None) -> dict:
+    """Wait until the screen shows ``slug`` (menu, URL, parts) and return what is on screen (``errors``: the page's
+    browser errors so far go into the failure message)."""
     from playwright.sync_api import Error as PlaywrightError
 
     screen = {}
@@ -90,7 +91,7 @@ def _expect(page, slug: str, timeout_s: float = 30.0) -> dict:
         page.wait_for_timeout(250)
     raise AssertionError(f"expected page {slug!r}; on screen: active={screen.get('active')!r}, "
                          f"url={page.url[-80:]!r}, main={screen.get('main')}, "
-                         f"sidebar={screen.get('sidebar')}; {_server_state()}")
+                         f"sidebar={screen.get('sidebar')}; {_server_state()}; browser errors: {list(errors or [])}")
 
 
 def _heading_sizes(screen: dict) -> dict:
@@ -104,7 +105,7 @@ def test_any_sequence_of_clicks_back_forward_and_reloads_lands_on_the_page(serve
     errors = watch_errors(page)
     page.goto(f"{url}/apps?page=em_playground")
     wait_for_bokeh(page)
-    _expect(page, "em_playground")
+    _expect(page, "em_playground", errors=errors)
     # every page, then back and forth (the reported trap: neumann, then back to em_playground did nothing)
     sequence = ["neumann", "em_playground", "conditional", "data_mechanism", "variational", "benchmark",
                 "inpainting", "responsibilities", "performance", "home", "data_mechanism", "neumann", "em_playground",
@@ -115,32 +116,32 @@ def test_any_sequence_of_clicks_back_forward_and_reloads_lands_on_the_page(serve
     visited = ["em_playground"]
     for slug in sequence:
         page.get_by_role("button", name=TITLES[slug], exact=True).first.click()
-        screen = _expect(page, slug)
+        screen = _expect(page, slug, errors=errors)
         visited.append(slug)
         for key, size in _heading_sizes(screen).items():  # the same heading keeps its size between visits
             key = (slug, *key)
             assert sizes.setdefault(key, size) == size, f"heading {key} changed size: {sizes[key]} -> {size}"
     # browser back / forward follow the history of the clicks
     page.go_back()
-    _expect(page, visited[-2])
+    _expect(page, visited[-2], errors=errors)
     page.go_back()
-    _expect(page, visited[-3])
+    _expect(page, visited[-3], errors=errors)
     page.go_forward()
-    _expect(page, visited[-2])
+    _expect(page, visited[-2], errors=errors)
     # a reload shows the page of the URL
     page.reload()
     wait_for_bokeh(page)
-    _expect(page, visited[-2])
+    _expect(page, visited[-2], errors=errors)
     page.get_by_role("button", name=TITLES["neumann"], exact=True).first.click()
-    _expect(page, "neumann")
+    _expect(page, "neumann", errors=errors)
     page.get_by_role("button", name=TITLES["em_playground"], exact=True).first.click()
-    _expect(page, "em_playground")
+    _expect(page, "em_playground", errors=errors)
     # Back right after a reload, before the page has rendered: Chromium keeps the earlier entries
     # same-document, so popstate reaches the new page early (a listener installed by a component missed
     # it under load in CI: the address said em_playground, the screen stayed on Home)
     page.reload(wait_until="domcontentloaded")
     page.go_back()
-    _expect(page, "neumann")
+    _expect(page, "neumann", errors=errors)
     errors.assert_none()
 
 
@@ -152,7 +153,7 @@ def test_a_malformed_link_never_blanks_the_page(serve_app, new_page, watch_error
     page.goto(f"{url}/apps?page=data_mechanism&data_mechanism.data_seed={nines}&data_mechanism.rate=7"
               "&data_mechanism.dataset=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&data_mechanism.mask_seed=abc")
     wait_for_bokeh(page)
-    _expect(page, "data_mechanism")
+    _expect(page, "data_mechanism", errors=errors)
     for expected in ("data_mechanism.data_seed='9999", "too large",  # each value that cannot be used is said
                      "data_mechanism.mask_seed='abc' was ignored: it is not a whole number",
                      "data_mechanism.dataset='<img src=x onerror=alert(1)>' was ignored",  # shown as text
@@ -163,6 +164,6 @@ def test_a_malformed_link_never_blanks_the_page(serve_app, new_page, watch_error
     # an unknown page name: the home page and a notice
     page.goto(f"{url}/apps?page=nosuchpage")
     wait_for_bokeh(page)
-    _expect(page, "home")
+    _expect(page, "home", errors=errors)
     page.get_by_text("The link's page='nosuchpage' was ignored", exact=False).first.wait_for()
     errors.assert_none()
