@@ -1007,7 +1007,7 @@ def select_components(data: LocationData, config: LocationConfig, rng: np.random
     The guard (either criterion): a K >= 2 whose fit has a component of fewer expected rows than
     :func:`guard_rows` (the numeric columns; with held-out cells, in any mask's fit) is never chosen. The scan stops
     after ``patience`` successive K that do not improve the best allowed score (None: all of them). With a single
-    candidate (K = 1) nothing is scored: the fit is returned with its row.
+    candidate (K = 1) no cell is hidden: K = 1 is fitted once on all the data (its row has its BIC).
 
     Returns
     -------
@@ -1031,7 +1031,6 @@ def select_components(data: LocationData, config: LocationConfig, rng: np.random
     n_hidden = max(sum(int(per_row.sum()) for _, per_row in masks), 1)
     rows, fits, row_scores, best, stale = [], {}, {}, -np.inf, 0
     for K in range(1, top + 1):
-        restarts = config.n_init if K == 1 else max(config.n_init, n_init)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -1049,6 +1048,7 @@ def select_components(data: LocationData, config: LocationConfig, rng: np.random
                            "log_likelihood": float("nan"), "n_parameters": int(n_parameters(result.state)),
                            "min_rows": min_rows}
                 else:
+                    restarts = config.n_init if K == 1 else max(config.n_init, n_init)
                     result = fit(data, replace(config, n_components=K, n_init=restarts), rng, callback=callback)
                     state = result.state
                     p = n_parameters(state)
