@@ -65,7 +65,7 @@ def profile(case: str, repeats: int, warm: int, seed: int = 0, rate: float = 0.3
         lay = ws.layout
         weights, means, covs = m_step(state.stats, reg_covar=config.reg_covar, prior=None)
         prec, logdet = precision_and_logdet(np.asarray(covs))
-        logw = np.log(weights)
+        logw = np.ascontiguousarray(np.log(weights)[None, :])  # (1, K): no per-row offset
         blocks = [(b, r0, min(r0 + ws.block_rows, lay.n_fit)) for b, r0 in enumerate(ws.blocks)]
         resp = np.empty((lay.X.shape[0], k))
         Tt = [ws.T[j].T for j in range(k)]

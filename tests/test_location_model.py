@@ -85,6 +85,38 @@ def test_without_categorical_columns_it_is_em_gmm_step_by_step(covariance_type, 
         est, lst = em_gmm.step(est, edata, ecfg), lm.step(lst, data, cfg)
 
 
+@pytest.mark.parametrize("strategy", ["compiled", "covariance"])
+def test_every_numeric_kernel_gives_the_numpy_kernels_fit(strategy):
+    """The categorical log-probabilities enter the numeric block's E-step as a per-row offset: the compiled kernel
+    and the covariance side give the reference (numpy) kernels' iterates, with rows that have no numeric entry and
+    rows that have nothing observed."""
+    rng = np.random.default_rng(5)
+    X, codes, _, _ = mixed_data(rng, n=300, D=4, levels=(3, 2), K=3, hole=0.35)
+    X[:6] = np.nan  # categories only
+    X[6:8], codes[6:8] = np.nan, -1  # nothing observed
+    K = 3
+    w0, mu0, cov0, p0 = random_parameters(rng, K, 4, (3, 2))
+    states = {}
+    for kernel in ("numpy", strategy):
+        cfg = lm.LocationConfig(n_components=K, strategy=kernel)
+        data = lm.prepare(X, codes)
+        state = lm.init_from_parameters(data, cfg, w0, mu0, cov0, p0)
+        trace = [state]
+        for _ in range(10):
+            trace.append(state := lm.step(state, data, cfg))
+        states[kernel] = trace
+    assert states["numpy"][-1].objective > states["numpy"][0].objective + 1.0  # the fit moved
+    for a, b in zip(states["numpy"], states[strategy]):
+        np.testing.assert_allclose(b.resp, a.resp, atol=1e-10)
+        np.testing.assert_allclose(b.means, a.means, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.covariances, a.covariances, rtol=1e-10, atol=1e-12)
+        for p, q in zip(b.probs, a.probs):
+            np.testing.assert_allclose(p, q, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(b.objective, a.objective, rtol=1e-12)
+    last = states[strategy][-1]
+    np.testing.assert_allclose(last.resp[6:8], np.tile(last.weights, (2, 1)), rtol=1e-12)  # nothing observed
+
+
 # ----------------------------------------------------------------------------- oracle (b): the categorical mixture
 def _as_ratings(codes):
     return np.where(codes >= 0, codes, np.nan).astype(float)
@@ -484,7 +516,7 @@ def test_bad_fits_are_refused_with_a_message():
     ({"alpha": 0.5}, "alpha"), ({"phi": 0.9}, "phi"), ({"phi": True}, "phi"), ({"n_components": 0}, "n_components"),
     ({"covariance_type": "tied"}, "covariance_type"), ({"prior": "flat"}, "prior"), ({"init": "truth"}, "init"),
     ({"reg_covar": -1.0}, "reg_covar"), ({"tol": -1.0}, "tol"), ({"max_iter": 1.5}, "max_iter"),
-    ({"n_init": 0}, "n_init"),
+    ({"n_init": 0}, "n_init"), ({"strategy": "gpu"}, "strategy"),
 ])
 def test_bad_configs_are_refused(kwargs, match):
     with pytest.raises(BadInputError, match=match):

@@ -87,3 +87,44 @@ def test_compiled_estep_statistics_equal_the_reference(sort, exact):
     np.testing.assert_allclose(ll, ll_ref, rtol=1e-10, atol=1e-10)
     with pytest.raises(BadInputError, match="strategy"):
         estep_statistics(*args, strategy="tree")
+
+
+@pytest.mark.parametrize("strategy", ["numpy", "compiled", "covariance"])
+@pytest.mark.parametrize("sort", [False, True])
+def test_a_log_offset_per_row_enters_the_responsibilities(strategy, sort):
+    """``log_offset`` (the location model's categorical term): resp_ik proportional to
+    w_k N(x_i^o; mu_k^o, Sigma_k^oo) exp(offset_ik), from scipy's densities; the row log-likelihoods include it;
+    a row with nothing observed keeps the weights and 0; the statistics equal the offset-free kernel's weighted
+    by these responsibilities (checked through nk and the first moments' totals)."""
+    from scipy.special import logsumexp
+    from scipy.stats import multivariate_normal
+
+    X = _data(n=160, seed=7)
+    miss = np.isnan(X)
+    patterns = group_patterns(miss, sort=sort)
+    Xf = np.where(miss, 0.0, X)
+    if sort:
+        Xf, X, miss = Xf[patterns.perm], X[patterns.perm], miss[patterns.perm]
+    data = em_gmm.prepare(np.where(np.isnan(X), np.nan, X))
+    state = em_gmm.init(data, em_gmm.EMConfig(n_components=3), np.random.default_rng(3))
+    w, mu, cov = state.weights, state.means, state.covariances
+    offset = np.random.default_rng(8).normal(scale=3.0, size=(X.shape[0], 3))
+    stats, resp, row_ll = estep_statistics(Xf, patterns, w, mu, cov, strategy=strategy, log_offset=offset)
+    table = np.log(w) + offset
+    for i in range(X.shape[0]):
+        o = ~miss[i]
+        for k in range(3):
+            table[i, k] += multivariate_normal(mu[k][o], cov[k][np.ix_(o, o)]).logpdf(X[i, o]) if o.any() else 0.0
+    empty = ~(~miss).any(axis=1)
+    assert empty.sum() == 1
+    want = np.exp(table - logsumexp(table, axis=1, keepdims=True))
+    want[empty] = w
+    np.testing.assert_allclose(resp, want, rtol=1e-9, atol=1e-12)
+    want_ll = np.where(empty, 0.0, logsumexp(table, axis=1))
+    np.testing.assert_allclose(row_ll, want_ll, rtol=1e-10, atol=1e-10)
+    assert stats.log_likelihood == pytest.approx(want_ll.sum(), rel=1e-12)
+    np.testing.assert_allclose(stats.nk, want[~empty].sum(axis=0), rtol=1e-10)
+    _, resp0, _ = estep_statistics(Xf, patterns, w, mu, cov, strategy=strategy)
+    assert np.abs(resp0 - resp).max() > 0.1  # the offset moved the responsibilities
+    with pytest.raises(BadInputError, match="log_offset"):
+        estep_statistics(Xf, patterns, w, mu, cov, strategy=strategy, log_offset=offset[:, :2])

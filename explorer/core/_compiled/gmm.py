@@ -406,7 +406,8 @@ def _exp_neg(x):
 def _resp_rows(a, b, g, ll, logw, E, W, nk, S, rsum, wpart):
     """Responsibilities of the block rows a..b (one run, ``g``) from their log-densities in ``ll[:, :K]``, written
     to ``ll[:, K:2K]`` and the rows' log-likelihoods to ``ll[:, 2K]`` (``ll`` is (block rows, 2K + 1); the block's
-    end puts them in the caller's order, :func:`_unsort`); their sums into ``W[g]``, ``wpart`` (this part of the run)
+    end puts them in the caller's order, :func:`_unsort`); ``logw`` (1, K) the log-weights, or (block rows, K) the
+    log-weights plus each row's offset; their sums into ``W[g]``, ``wpart`` (this part of the run)
     and ``nk``, the first statistic, E scaled by :math:`\\sqrt{h}`, the history's summaries into ``rsum``. Returns the
     rows' log-likelihood.
 
@@ -414,12 +415,14 @@ def _resp_rows(a, b, g, ll, logw, E, W, nk, S, rsum, wpart):
     the exponentials of a run are independent calls the CPU overlaps, and the writes go to contiguous rows: at W1
     (957 runs of about 20 rows) the pass took 6.0 ms with one row at a time and the caller's order, 5.3 ms so
     (``benchmarks/profile_em_step.py``)."""
-    K, D = logw.size, E.shape[2]
+    K, D = logw.shape[1], E.shape[2]
+    per_row = logw.shape[0] > 1  # a log-term per block row (an offset, see estep), else one row for all
     total = 0.0
     for i in range(a, b):
         top = -np.inf
+        li = i if per_row else 0
         for k in range(K):
-            v = ll[i, k] + logw[k]
+            v = ll[i, k] + logw[li, k]
             ll[i, k] = v
             if v > top:
                 top = v
@@ -933,8 +936,13 @@ class Workspace:
         return (Workspace, (self.layout, self.n_components, self.block_rows))
 
 
-def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = True, skip_rtol: float = SKIP_RTOL):
+def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = True, skip_rtol: float = SKIP_RTOL,
+          log_offset=None):
     """One E-step over the layout of ``ws``.
+
+    ``log_offset`` (n_rows, K) in the caller's order, optional: a term added to every fitted row's component
+    log-densities before the responsibilities (the location model's categorical log-probabilities,
+    :mod:`explorer.core.mixtures.location_model`); the log-likelihoods then include it.
 
     Returns ``(nk, first, second, log_likelihood, resp, summary)`` with ``resp`` of shape (n_rows, K) in the
     caller's row order (rows outside the fit get ``weights``), ``second`` the full :math:`T_k`, ``summary`` a
@@ -947,7 +955,10 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
     precision = np.ascontiguousarray(precision, dtype=float)
     logdet = np.ascontiguousarray(logdet, dtype=float)
     with np.errstate(divide="ignore"):
-        logw = np.log(np.asarray(weights, dtype=float))
+        logw = np.ascontiguousarray(np.log(np.asarray(weights, dtype=float))[None, :])
+    if log_offset is not None:  # one row of log-terms per fitted row, in the layout's order
+        logw = np.ascontiguousarray(np.asarray(log_offset, dtype=float)[lay.perm[:lay.n_fit]] + logw)
+    per_row = log_offset is not None
     resp = np.empty((lay.X.shape[0], K))
     if lay.n_fit < lay.X.shape[0]:
         resp[lay.perm[lay.n_fit:]] = weights
@@ -968,7 +979,8 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         E, R = ws.E[:, :nb], ws.R[:, :nb]
         _center(lay.X, r0, r1, means, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, ws.E)
         np.matmul(E, precision, out=R)
-        part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet, logw,
+        part, status = _solve_block(r0, r1, lay.run_start, lay.mis_ptr, lay.mis_idx, g0, precision, logdet,
+                                    logw[r0:r1] if per_row else logw,
                                     ws.E, ws.R, lay.perm, resp, W, nk, S, ws.LK, ws.tK, ws.ll, ws.invK, ws.dK,
                                     ws.sc, ws.kv, ws.LK1, ws.LTK1, ws.vK1, ws.rowll, rsum, ws.QK, ws.C, ws.Wd,
                                     bool(exact), ws.Linv, ws.lanes)

@@ -55,13 +55,15 @@ def _symmetric_times(low: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.einsum("nij,nj->ni", low, d) + np.einsum("nji,nj->ni", low, d) - diag * d
 
 
-def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covariances, *, exact: bool = True):
+def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covariances, *, exact: bool = True,
+                          log_offset=None):
     """One E-step of EM (full covariances) by the covariance side: ``(nk, first, second, ll_total, resp, row_ll)``.
 
     Parameters and results as :func:`explorer.core.mixtures.suffstats.estep_statistics` (statistics about
     ``shift = means``, rows with nothing observed not counted, their log-likelihood 0), unpacked: ``nk`` (K,),
     ``first`` (K, D), ``second`` (K, D, D), the total log-likelihood, the responsibilities (n, K) and the per-row
-    log-likelihoods (n,), in the row order of ``Xf``.
+    log-likelihoods (n,), in the row order of ``Xf``; ``log_offset`` (n, K), optional, is added to the component
+    log-densities before the responsibilities.
 
     Raises
     ------
@@ -101,6 +103,8 @@ def covariance_side_estep(Xf, patterns: MissingPatterns, weights, means, covaria
             Z[k, rows[:, None], obs[g.inverse]] = w
             invs.append(inv)
         blocks.append((g, flat, invs))
+    if log_offset is not None:
+        ll += log_offset
     with np.errstate(divide="ignore"):  # a component with weight exactly 0 gets log-weight -inf
         weighted = ll + np.log(weights)
     norm = logsumexp(weighted, axis=1)

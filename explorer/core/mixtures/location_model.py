@@ -35,10 +35,11 @@ E-step (in log space):
 and for the numeric block the conditional completions and covariances of
 :mod:`explorer.core.mixtures.em_gmm`, :math:`\hat x_{nk}^m = \mu_k^m + \Sigma_k^{mo}(\Sigma_k^{oo})^{-1}
 (x_n^o - \mu_k^o)`, :math:`Q_{nk} = \Sigma_k^{mm} - \Sigma_k^{mo}(\Sigma_k^{oo})^{-1}\Sigma_k^{om}`.
-The Gaussian engine computes them: :func:`~explorer.core.mixtures.suffstats.component_loglik` gives the
-per-component log-densities of the observed numeric entries, the categorical term is added to that matrix,
-and :func:`~explorer.core.mixtures.suffstats.statistics_from_loglik` turns it into the responsibilities and the
-expected Gaussian sufficient statistics :math:`N_k^x, S_k, T_k` (:mod:`explorer.core.mixtures.suffstats`).
+The Gaussian engine computes them: :func:`~explorer.core.mixtures.suffstats.estep_statistics` takes the
+categorical term as a per-row offset of the numeric block's per-component log-densities and gives the
+responsibilities and the expected Gaussian sufficient statistics :math:`N_k^x, S_k, T_k`
+(:mod:`explorer.core.mixtures.suffstats`) by any of its kernels, the compiled one on larger data
+(``LocationConfig.strategy``); rows with no numeric observation get theirs from the categorical term alone.
 
 Which entries are "missing data" of the EM (a choice; every choice below is an EM, increases the
 objective, and has the same fixed points, the stationary points of the observed-data log posterior):
@@ -152,10 +153,11 @@ from explorer.core.mixtures.prior import PRIORS, NIWPrior, log_prior, resolved_a
 from explorer.core.mixtures.suffstats import (
     SufficientStatistics,
     check_finite_log_likelihood,
+    choose_strategy,
     component_loglik,
+    estep_statistics,
     m_step,
     statistics_from_completions,
-    statistics_from_loglik,
 )
 from explorer.core.validation import (
     BadInputError,
@@ -175,6 +177,7 @@ __all__ = [
     "LocationResult",
     "ConvergenceWarning",
     "INIT_METHODS",
+    "STRATEGIES",
     "MAX_LEVELS",
     "prepare",
     "init",
@@ -202,6 +205,8 @@ __all__ = [
 ]
 
 INIT_METHODS = ("kmeans", "random")
+#: The numeric block's E-step kernels (:func:`~explorer.core.mixtures.suffstats.estep_statistics`).
+STRATEGIES = ("auto", "compiled", "numpy", "covariance")
 #: Default of :func:`prepare`'s ``max_levels``: a categorical column with more levels is refused.
 MAX_LEVELS = 100
 _EPS10 = 10 * np.finfo(float).eps
@@ -256,6 +261,10 @@ class LocationConfig:
         squared distance 1, as one standard deviation); ``"random"``: responsibilities drawn from a flat
         Dirichlet per row. Either way one M-step from those responsibilities gives the parameters (missing
         numeric entries filled by the cluster's observed mean), then the E-step.
+    strategy : {"auto", "compiled", "numpy", "covariance"}
+        The numeric block's E-step kernel, as ``EMConfig.strategy`` of :mod:`explorer.core.mixtures.em_gmm`
+        (the categorical log-probabilities enter it as a per-row offset; every kernel gives the same fit to
+        round-off). ``"auto"``: :func:`~explorer.core.mixtures.suffstats.choose_strategy`, once per data and K.
     """
 
     n_components: int = 2
@@ -268,6 +277,7 @@ class LocationConfig:
     max_iter: int = 300
     n_init: int = 1
     init: str = "kmeans"
+    strategy: str = "auto"
 
     def __post_init__(self):
         if not is_int(self.n_components) or self.n_components < 1:
@@ -287,6 +297,8 @@ class LocationConfig:
         check_int("n_init", self.n_init, 1)
         if self.init not in INIT_METHODS:
             raise BadInputError(f"init must be one of {INIT_METHODS}, got {self.init!r}.")
+        if self.strategy not in STRATEGIES:
+            raise BadInputError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}.")
 
     def em_config(self) -> EMConfig:
         """The :class:`~explorer.core.mixtures.em_gmm.EMConfig` of the numeric block (its prior's defaults)."""
@@ -599,6 +611,70 @@ def _log_joint(data: LocationData, weights, means, covariances, probs, condition
     return table, numeric
 
 
+def _estep(data: LocationData, config: LocationConfig, weights, means, covariances, probs):
+    """The E-step: responsibilities and per-row log-likelihoods (layout), and the numeric block's statistics (None
+    without numeric columns).
+
+    The numeric block goes through :func:`~explorer.core.mixtures.suffstats.estep_statistics` (the compiled kernel
+    on larger data) with the categorical log-probabilities as its per-row offset; rows with no numeric observation
+    (last in the layout) get theirs from the categorical columns alone."""
+    K = weights.shape[0]
+    cat = _categorical_loglik(data, probs, K)
+    if not data.n_numeric:
+        with np.errstate(divide="ignore"):  # a weight exactly 0 gets log-weight -inf
+            return (*_responsibilities(data, cat + np.log(weights), weights), None)
+    p = data.patterns
+    strategy = _strategy(data, config, K)
+    ws = _workspace(data, K) if strategy == "compiled" else None
+    stats, resp, norm = estep_statistics(data.Xp, p, weights, means, covariances,
+                                         covariance_type=config.covariance_type, strategy=strategy, workspace=ws,
+                                         log_offset=cat)
+    resp, norm = resp.copy(), norm.copy()  # the compiled kernel's row log-likelihoods are its scratch
+    empty = p.empty_rows
+    if empty.size:  # no numeric observation: the categorical columns alone (rows with nothing at all: weights, 0)
+        with np.errstate(divide="ignore"):
+            resp[empty], norm[empty] = _responsibilities_of(cat[empty] + np.log(weights))
+        outside = np.ones(data.n_samples, dtype=bool)
+        outside[data.fit_p] = False
+        resp[outside] = weights
+        norm[outside] = 0.0
+    return resp, norm, stats
+
+
+def _strategy(data: LocationData, config: LocationConfig, K: int) -> str:
+    """The numeric block's kernel, chosen once per data and K (a fit never switches kernel half-way)."""
+    if config.strategy != "auto" or config.covariance_type != "full":
+        return choose_strategy(0, K, data.n_numeric, config.covariance_type, config.strategy)
+    key = ("strategy", K)
+    chosen = data.cache.get(key)
+    if chosen is None:
+        n_rows = data.n_samples - data.patterns.empty_rows.size
+        chosen = data.cache[key] = choose_strategy(n_rows, K, data.n_numeric, "full", "auto", data.patterns)
+    return chosen
+
+
+def _workspace(data: LocationData, K: int):
+    """The compiled kernel's layout and buffers for the numeric block (cached on ``data`` per K)."""
+    from explorer.core._compiled.gmm import Layout, Workspace
+
+    key = ("workspace", K)
+    ws = data.cache.get(key)
+    if ws is None:
+        lay = data.cache.get("layout")
+        if lay is None:  # data.Xp is in runs of one pattern, rows with no numeric observation last
+            p = data.patterns
+            lay = data.cache["layout"] = Layout(data.Xp, p.missing, data.n_samples - p.empty_rows.size, None)
+        ws = data.cache[key] = Workspace(lay, K)
+    return ws
+
+
+def _responsibilities_of(table: np.ndarray):
+    """Softmax of the rows of a log-joint table, and their log-normalisers."""
+    norm = logsumexp(table, axis=1)
+    with np.errstate(under="ignore"):
+        return np.exp(table - norm[:, None]), norm
+
+
 def _responsibilities(data: LocationData, table: np.ndarray, weights: np.ndarray):
     """Responsibilities and per-row log-likelihoods (layout) from the log-joint table; rows with nothing
     observed get :math:`\\pi` and 0."""
@@ -635,14 +711,7 @@ def _log_prior(weights, means, covariances, probs, alpha: float, phis: tuple, pr
 def _state(data: LocationData, config: LocationConfig, iteration: int, weights, means, covariances, probs,
            prior) -> LocationState:
     """The E-step at the given parameters, packaged as a state."""
-    table, numeric = _log_joint(data, weights, means, covariances, probs, conditionals=True)
-    resp_p, norm = _responsibilities(data, table, weights)
-    stats = None
-    if numeric is not None:
-        # rows with no numeric observation are the patterns' empty rows: not counted in the Gaussian statistics
-        joint, xhat, cond = numeric
-        stats, _, _ = statistics_from_loglik(joint, xhat, cond, data.patterns, weights, means, covariances,
-                                             covariance_type=config.covariance_type)
+    resp_p, norm, stats = _estep(data, config, weights, means, covariances, probs)
     total = float(norm.sum())
     check_finite_log_likelihood(total)
     nk = resp_p[data.fit_p].sum(axis=0)

@@ -315,7 +315,7 @@ def statistics_from_loglik(ll, completions, cond_cov, patterns: MissingPatterns,
 
 def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances, *,
                      covariance_type: str = "full", exact: bool = True, strategy: str = "auto", workspace=None,
-                     with_summary: bool = False):
+                     with_summary: bool = False, log_offset=None):
     """The E-step of EM for Gaussian mixtures on a block of rows: statistics and responsibilities.
 
     The one E-step dispatcher: EM (:mod:`explorer.core.mixtures.em_gmm`, its whole data set), the Dask E-step
@@ -341,6 +341,10 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
     workspace : explorer.core._compiled.gmm.Workspace, optional
         The compiled kernel's layout and buffers for these rows, reused across steps (EM caches one per data
         set); without it one is built. If another thread holds it, a private copy is used.
+    log_offset : ndarray of shape (n_rows, n_components), optional
+        A term added to each row's component log-densities before the responsibilities, in the row order of ``Xf``
+        (the location model's categorical log-probabilities); the log-likelihoods include it. Rows with nothing
+        observed still get ``weights`` and 0.
     with_summary : bool
         Also return the compiled kernel's :class:`explorer.core._compiled.gmm.RespSummary` of the responsibilities
         (entropy and hard counts over the counted rows, summed in its pass), or None from the other kernels.
@@ -363,26 +367,36 @@ def estep_statistics(Xf, patterns: MissingPatterns, weights, means, covariances,
     n, D = Xf.shape
     if strategy not in ("auto", "compiled", "numpy", "covariance"):
         raise BadInputError(f"strategy must be 'auto', 'compiled', 'numpy' or 'covariance', got {strategy!r}.")
+    if log_offset is not None:
+        log_offset = np.asarray(log_offset, dtype=float)
+        if log_offset.shape != (n, means.shape[0]):
+            raise BadInputError(f"log_offset must have shape {(n, means.shape[0])}, got {log_offset.shape}.")
+        if patterns.empty_rows.size:  # rows with nothing observed: weights and 0, as without an offset
+            log_offset = log_offset.copy()
+            log_offset[patterns.empty_rows] = 0.0
     chosen = choose_strategy(n, means.shape[0], D, covariance_type, strategy, patterns)
     if chosen == "compiled":
-        out = _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace)
+        out = _estep_compiled(np.asarray(Xf, dtype=float), patterns, weights, means, covariances, exact, workspace,
+                              log_offset)
         return out if with_summary else out[:3]
     if chosen == "covariance":
         from explorer.core.mixtures.covariance_side import covariance_side_estep
 
         nk, first, second, total, resp, row_ll = covariance_side_estep(Xf, patterns, weights, means, covariances,
-                                                                       exact=exact)
+                                                                       exact=exact, log_offset=log_offset)
         check_finite_log_likelihood(total)
         stats = SufficientStatistics(nk=nk, shift=means.copy(), first=first, second=second, log_likelihood=total,
                                      n_rows=n - patterns.empty_rows.size)
         return (stats, resp, row_ll, None) if with_summary else (stats, resp, row_ll)
     ll, completions, cond = component_loglik(Xf, patterns.missing, patterns, means, covariances, covariance_type, True)
+    if log_offset is not None:
+        ll += log_offset
     out = statistics_from_loglik(ll, completions, cond, patterns, weights, means, covariances,
                                  covariance_type=covariance_type, exact=exact)
     return (*out, None) if with_summary else out
 
 
-def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact, workspace):
+def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, exact, workspace, log_offset=None):
     """:func:`estep_statistics` by the compiled kernel (rows sorted by pattern unless they already are)."""
     from explorer.core._compiled.gmm import Layout, NotPositiveDefinite, Workspace, estep
 
@@ -401,7 +415,8 @@ def _estep_compiled(Xf, patterns: MissingPatterns, weights, means, covariances, 
         ws = Workspace(ws.layout, means.shape[0], ws.block_rows)
         ws.lock.acquire()
     try:
-        nk, first, second, total, resp, summary = estep(ws, weights, means, precision, logdet, exact=exact)
+        nk, first, second, total, resp, summary = estep(ws, weights, means, precision, logdet, exact=exact,
+                                                        log_offset=log_offset)
     except NotPositiveDefinite as exc:
         raise DegenerateCovarianceError(
             f"The missing-block precision (component {exc.args[0]}) is singular or not positive definite: "
