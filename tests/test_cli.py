@@ -625,6 +625,13 @@ def test_exclude_leaves_an_identifier_out_of_impute_and_evaluate(tmp_path, capsy
     assert "150 rows x 2 columns" in said and "MixedMixtureImputer" in said
     assert main(["impute", str(src), "--exclude", "nope", "-q", "-o", str(out)]) == 2
     assert "cannot leave out unknown column(s) ['nope']" in capsys.readouterr().err
+    # 60 rows: the id column is under max_levels, so it is modelled, and the warning names it and --exclude
+    small = frame.iloc[:60]
+    small.to_csv(src, index=False)
+    assert main(["impute", str(src), "--components", "2", "--seed", "0", "-q", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ("explorer: warning: MixedMixtureImputer: column 'id' has a different value in each of its 60 observed "
+            "rows") in err and "--exclude 'id'" in err
 
 
 def test_a_csv_with_text_columns_refuses_what_does_not_apply(tmp_path, capsys):

@@ -170,3 +170,23 @@ def test_evaluate_on_a_table_refuses_other_mechanisms():
     _, df, _ = _table(50, seed=9)
     with pytest.raises(BadInputError, match="completely at random"):
         evaluate(MixedMixtureImputer(), df, mechanism="mar")
+
+
+def test_an_identifier_column_is_named_in_a_warning():
+    """A text column with a different value in every observed row (20 or more) is an identifier: fitted, with an
+    IdentifierWarning that names it and how to leave it out; 19 rows, or one repeated value, are not."""
+    from explorer.impute.mixed import IDENTIFIER_MIN_ROWS, IdentifierWarning
+
+    frame, holes, _ = _table(n=60, seed=3)
+    holes.insert(2, "code", [f"k{i:03d}" for i in range(len(holes))])
+    holes.loc[[4, 9], "code"] = None  # gaps do not count: 58 observed values, all different
+    with pytest.warns(IdentifierWarning, match=r"'code' has a different value in each of its 58 observed rows.*"
+                                               r"--exclude 'code'"):
+        MixedMixtureImputer(n_components=2, random_state=0, n_posterior_draws=2).fit(holes)
+    import warnings as _w
+
+    for table in (holes.iloc[:IDENTIFIER_MIN_ROWS + 1].drop([4, 9]).iloc[:IDENTIFIER_MIN_ROWS - 1],
+                  holes.assign(code=holes["code"].where(holes.index != 7, "k000"))):
+        with _w.catch_warnings():
+            _w.simplefilter("error", IdentifierWarning)
+            MixedMixtureImputer(n_components=1, random_state=0, n_posterior_draws=2).fit(table)

@@ -19,12 +19,14 @@ anywhere; Ghahramani & Jordan 1994 treat real and discrete features in one mixtu
   the posterior draws.
 
 A level met only in new rows cannot be predicted and is refused by name; a column of more than ``max_levels``
-distinct values is refused as an identifier or free text.
+distinct values is refused as an identifier or free text, and one with a different value in each of its observed
+rows (at least ``IDENTIFIER_MIN_ROWS``) is fitted with an :class:`IdentifierWarning` that names it.
 """
 
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -37,7 +39,16 @@ from explorer.core.mixtures import location_model as lm
 from explorer.core.validation import BadInputError, check_int
 from explorer.utils.random_state import check_random_state
 
-__all__ = ["MixedMixtureImputer", "categorical_columns"]
+__all__ = ["MixedMixtureImputer", "IdentifierWarning", "IDENTIFIER_MIN_ROWS", "categorical_columns"]
+
+#: A categorical column with a different value in each of at least this many observed rows gets an
+#: :class:`IdentifierWarning` (the rule by which a CSV's first column becomes row names, ``explorer.io``).
+IDENTIFIER_MIN_ROWS = 20
+
+
+class IdentifierWarning(UserWarning):
+    """A categorical column has a different value in every observed row: an identifier (a name, a code), which
+    tells nothing about the other columns and whose missing cells cannot be imputed; leave it out."""
 
 _PREDICTIVE = ("auto", "draws", "plugin")
 #: The data-augmentation chain behind predictive="draws", as GaussianMixtureImputer's (DA_BURN, DA_THIN there: this
@@ -84,8 +95,8 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
         measurement in ``results/mixed_data.md`` (MCAR 20 %, 5 seeds, 8 data sets) against K = 2, the former
         default: on penguins NRMSE 0.635 -> 0.580, PFC 0.329 -> 0.224 and NLL 0.835 -> 0.730 (K = 4-7 chosen);
         lower PFC and NLL on auto_mpg and abalone too, but abalone's NRMSE 2 % higher (0.330 -> 0.337); on msleep
-        one seed chose K = 1 (NLL 0.182 -> 0.248); within 0.005 on the numeric sets and hepatitis. It took 2.9 to
-        10.8 times as long as one K = 2 fit (0.8-4.5 s per table there). BIC (the earlier rule) is
+        one seed chose K = 1 (NLL 0.182 -> 0.248); within 0.005 on the numeric sets and hepatitis. It took 3.0 to
+        11.0 times as long as one K = 2 fit (0.7-4.7 s per table there). BIC (the earlier rule) is
         ``select_components(criterion="bic")``; it chose K = 1 on msleep and wine. Give an int for a fixed K.
     covariance_type : {"full", "diag"}, default "full"
         Of the numeric block.
@@ -226,6 +237,13 @@ class MixedMixtureImputer(TransformerMixin, BaseEstimator):
                         f"max_levels={self.max_levels}: it looks like an identifier or free text, not a category. "
                         "Drop it, or raise max_levels if it really is a category.")
                 levels[c] = lv
+                seen = df[c].dropna()
+                if len(seen) >= IDENTIFIER_MIN_ROWS and seen.nunique() == len(seen):
+                    warnings.warn(IdentifierWarning(
+                        f"MixedMixtureImputer: column {str(c)!r} has a different value in each of its {len(seen)} "
+                        "observed rows: an identifier tells nothing about the other columns, and its missing "
+                        f"cells cannot be imputed. Leave it out (exclude=[{str(c)!r}] when reading the CSV, "
+                        f"--exclude {str(c)!r} on the command line) or use it as the row index."), stacklevel=3)
             self.categories_ = levels
         else:
             names = [str(c) for c in df.columns]
