@@ -8,6 +8,8 @@ with, where there is one.
   (:mod:`explorer.core.mixtures.em_gmm`, through :func:`explorer.core.mixtures.suffstats.estep_statistics`);
 * ``vb_dpgmm``: the E-step of the variational DP mixture (:mod:`explorer.core.mixtures.vb_dpgmm`) on ``gmm``'s
   layout and workspace;
+* ``draws``: the I-step of the data-augmentation chains, each row's gaps drawn from its drawn component
+  (:mod:`explorer.core.mixtures.gap_draws`);
 * ``factor``: the E-step and M-step sums of factor analysis / PPCA (:mod:`explorer.core.factor.factor_analysis`);
 * ``pattern_tree``: Prim's tree, the incremental Cholesky updates and small triangular solves of
   :mod:`explorer.core.mixtures.pattern_tree`;

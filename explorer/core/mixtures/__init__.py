@@ -9,6 +9,8 @@ Modules (imported explicitly, nothing here is imported eagerly):
 * :mod:`~explorer.core.mixtures.data_augmentation`: Bayesian data augmentation for the Gaussian mixture on
   incomplete data: draws of the parameters and of the gaps.
 * :mod:`~explorer.core.mixtures.em_gmm`: EM for Gaussian mixtures on data with missing values.
+* :mod:`~explorer.core.mixtures.gap_draws`: The I-step of the data-augmentation chains on the compiled kernels:
+  labels, then each row's gaps from its label.
 * :mod:`~explorer.core.mixtures.gaussian_selection`: A selection model for the Gaussian mixture: logistic
   self-masking, fitted jointly with the mixture.
 * :mod:`~explorer.core.mixtures.kmeans`: k-means(++) on incomplete data, used to initialise the mixture
@@ -27,4 +29,4 @@ Modules (imported explicitly, nothing here is imported eagerly):
   (the POIGMM).
 """
 
-__all__ = ["covariance_side", "data_augmentation", "em_gmm", "gaussian_selection", "kmeans", "location_augmentation", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]
+__all__ = ["covariance_side", "data_augmentation", "em_gmm", "gap_draws", "gaussian_selection", "kmeans", "location_augmentation", "location_model", "pattern_tree", "prior", "suffstats", "vb_dpgmm"]

@@ -48,6 +48,7 @@ from explorer.core.gaussians.conditional import ConditionalMixture
 from explorer.core.gaussians.gaussian import LOG_2PI, cholesky, tril_inverse
 from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.loop import run_thinned
+from explorer.core.mixtures.gap_draws import GapPlan, draw_labels_and_gaps
 from explorer.core.mixtures.prior import ResolvedPrior
 from explorer.core.validation import BadInputError, check_int
 
@@ -253,8 +254,10 @@ def _impute_diag(X_nan: np.ndarray, weights, means, variances, rng: np.random.Ge
 
 
 def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str, rng: np.random.Generator,
-            patterns=None):
-    """The I-step: ``(labels, X)`` drawn at the parameters (``patterns``: the grouping of the gaps, if known)."""
+            patterns=None, plan: GapPlan | None = None):
+    """The I-step: ``(labels, X)`` drawn at the parameters (``patterns``: the grouping of the gaps, if known;
+    ``plan``: a :class:`~explorer.core.mixtures.gap_draws.GapPlan` of ``X_nan``, which takes the compiled kernels
+    where the E-step's rule does, with the same draws to round-off)."""
     X_nan = np.asarray(X_nan, dtype=float)
     if covariance_type == "diag":
         return _impute_diag(X_nan, np.asarray(weights, dtype=float), np.asarray(means, dtype=float),
@@ -264,6 +267,8 @@ def _impute(X_nan: np.ndarray, weights, means, covariances, covariance_type: str
         o = X_nan.shape[1] - m
         if np.sum(o.astype(float) ** 3) < np.sum(m.astype(float) ** 3):  # mostly-missing rows: factor o x o blocks
             return _impute_full(X_nan, weights, means, covariances, rng, patterns)
+        if plan is not None and plan.strategy(np.asarray(weights).shape[0]) == "compiled":
+            return draw_labels_and_gaps(plan, weights, means, covariances, rng)
     cm = ConditionalMixture.from_gaussian_mixture(X_nan, weights, means, covariances, covariance_type=covariance_type,
                                                   patterns=patterns)
     resp = np.asarray(cm.weights)
@@ -337,23 +342,28 @@ def init(X_nan, weights, means, covariances, config: DAConfig, rng: np.random.Ge
 
 
 def step(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, rng: np.random.Generator,
-         fit_rows=None, *, patterns=None) -> DAState:
+         fit_rows=None, *, patterns=None, plan: GapPlan | None = None) -> DAState:
     """One sweep: a P-step on the completed rows (``fit_rows``: the rows with an observed entry; default all),
     then an I-step at the drawn parameters (``patterns``: :func:`~explorer.core.gaussians.patterns.group_patterns`
-    of the gaps, to skip grouping them again)."""
+    of the gaps, to skip grouping them again; ``plan``: a :class:`~explorer.core.mixtures.gap_draws.GapPlan` of
+    ``X_nan``, for the compiled I-step on larger data)."""
     rows = slice(None) if fit_rows is None else fit_rows
     K = state.weights.shape[0]
     weights, means, covs = _draw_parameters(state.X[rows], state.labels[rows], K, prior, config, rng)
-    labels, X = _impute(np.asarray(X_nan, dtype=float), weights, means, covs, config.covariance_type, rng, patterns)
+    if plan is not None:
+        patterns = plan.patterns
+    labels, X = _impute(np.asarray(X_nan, dtype=float), weights, means, covs, config.covariance_type, rng, patterns,
+                        plan)
     return DAState(state.iteration + 1, *_readonly(weights, means, covs, labels, X))
 
 
 def run(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, n_draws: int, rng: np.random.Generator,
         fit_rows=None) -> list[DAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
-    ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped by pattern once)."""
+    ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped and laid out once, a
+    :class:`~explorer.core.mixtures.gap_draws.GapPlan`)."""
     _check_prior(prior)
     X_nan = np.asarray(X_nan, dtype=float)
-    patterns = group_patterns(np.isnan(X_nan))
-    return run_thinned(lambda s: step(s, X_nan, prior, config, rng, fit_rows, patterns=patterns), state,
+    plan = GapPlan(X_nan)
+    return run_thinned(lambda s: step(s, X_nan, prior, config, rng, fit_rows, plan=plan), state,
                        config.n_burn, config.n_thin, n_draws)

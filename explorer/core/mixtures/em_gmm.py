@@ -597,7 +597,8 @@ def workspace(data: EMData, config: EMConfig):
 
 
 def warm_up_kernels(*, background: bool = True):
-    """Load (or, with an empty numba cache, compile) the compiled E-step now, e.g. when an app starts.
+    """Load (or, with an empty numba cache, compile) the compiled E-step now, e.g. when an app starts, and the
+    compiled I-step of the data-augmentation chains (:mod:`explorer.core.mixtures.gap_draws`).
 
     The first compiled step of a process otherwise pays it: about 1 s with a filled on-disk cache
     (importing numba and loading the machine code), several seconds on the very first run (compiling;
@@ -605,9 +606,10 @@ def warm_up_kernels(*, background: bool = True):
     """
     def run():
         try:
-            from explorer.core._compiled.gmm import warm_up
+            from explorer.core._compiled import draws, gmm
 
-            warm_up()
+            gmm.warm_up()
+            draws.warm_up()
         except Exception:  # pragma: no cover - best effort: the first step reports any real problem
             pass
 

@@ -60,10 +60,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from explorer.core.gaussians.conditional import ConditionalMixture
-from explorer.core.gaussians.patterns import group_patterns
 from explorer.core.loop import run_thinned
 from explorer.core.mixtures import data_augmentation as da
 from explorer.core.mixtures import location_model as lm
+from explorer.core.mixtures.gap_draws import GapPlan, draw_labels_and_gaps
 from explorer.core.validation import BadInputError, check_dirichlet
 
 __all__ = ["LocationDAConfig", "LocationDAState", "init", "step", "run"]
@@ -121,23 +121,29 @@ def _draw_levels(p: np.ndarray, labels: np.ndarray, rng: np.random.Generator) ->
 
 
 def _impute(data: lm.LocationData, weights, means, covariances, probs, covariance_type: str,
-            rng: np.random.Generator, patterns=None):
-    """The I-step: ``(labels, X, codes)`` drawn at the parameters (caller's order)."""
+            rng: np.random.Generator, patterns=None, plan: GapPlan | None = None):
+    """The I-step: ``(labels, X, codes)`` drawn at the parameters (caller's order). ``plan``: a
+    :class:`~explorer.core.mixtures.gap_draws.GapPlan` of ``data.X``, which takes the compiled kernels where the
+    E-step's rule does (the same draws to round-off)."""
     K = weights.shape[0]
     evidence = lm._to_original(lm._categorical_loglik(data, probs, K), data.perm)
     cm = None
     diag = data.n_numeric and covariance_type == "diag"
+    fast = (data.n_numeric and not diag and plan is not None and plan.strategy(K) == "compiled")
     with np.errstate(divide="ignore"):  # a weight of exactly 0 is log-weight -inf
         if diag:  # the Gaussian chain's diagonal I-step: no per-pattern conditional to build
             log_resp = da._diag_log_weighted(data.X, weights, means, covariances) + evidence
+        elif fast:  # labels and numbers drawn together, as below
+            labels, X = draw_labels_and_gaps(plan, weights, means, covariances, rng, log_offset=evidence)
         elif data.n_numeric:
             cm = ConditionalMixture.from_gaussian_mixture(data.X, weights, means, covariances,
                                                           covariance_type=covariance_type, patterns=patterns)
             log_resp = np.log(cm.weights) + evidence  # the numbers' responsibilities times the levels' evidence
         else:
             log_resp = np.log(weights) + evidence
-    labels = da._draw_labels(log_resp, rng)
-    X = np.array(data.X, dtype=float)
+    if not fast:
+        labels = da._draw_labels(log_resp, rng)
+        X = np.array(data.X, dtype=float)
     if diag:
         X = da._diag_draw(data.X, labels, means, covariances, rng)
     elif cm is not None and data.missing.any():  # one-hot weights: the draw comes from the chosen component
@@ -202,21 +208,25 @@ def init(data: lm.LocationData, weights, means, covariances, probs, config: Loca
 
 
 def step(state: LocationDAState, data: lm.LocationData, prior, config: LocationDAConfig, rng: np.random.Generator,
-         *, patterns=None) -> LocationDAState:
+         *, patterns=None, plan: GapPlan | None = None) -> LocationDAState:
     """One sweep: a P-step on the completed rows with an observed entry, then an I-step at the drawn parameters
     (``patterns``: :func:`~explorer.core.gaussians.patterns.group_patterns` of the numeric gaps, to skip grouping
-    them again). ``prior``: the fit's resolved numeric prior (None only without numeric columns)."""
+    them again; ``plan``: a :class:`~explorer.core.mixtures.gap_draws.GapPlan` of ``data.X``, for the compiled
+    I-step on larger data). ``prior``: the fit's resolved numeric prior (None only without numeric columns)."""
     _check_prior(prior, data)
     weights, means, covs, probs = _draw_parameters(state, data, prior, config, rng)
-    labels, X, codes = _impute(data, weights, means, covs, probs, config.covariance_type, rng, patterns)
+    if plan is not None:
+        patterns = plan.patterns
+    labels, X, codes = _impute(data, weights, means, covs, probs, config.covariance_type, rng, patterns, plan)
     return _state(state.iteration + 1, weights, means, covs, probs, labels, X, codes)
 
 
 def run(state: LocationDAState, data: lm.LocationData, prior, config: LocationDAConfig, n_draws: int,
         rng: np.random.Generator) -> list[LocationDAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
-    ``config.n_thin`` steps (a loop over :func:`step`; the numeric gaps are grouped by pattern once)."""
+    ``config.n_thin`` steps (a loop over :func:`step`; the numeric gaps are grouped and laid out once, a
+    :class:`~explorer.core.mixtures.gap_draws.GapPlan`)."""
     _check_prior(prior, data)
-    patterns = group_patterns(data.missing) if data.n_numeric else None
-    return run_thinned(lambda s: step(s, data, prior, config, rng, patterns=patterns), state, config.n_burn,
+    plan = GapPlan(data.X) if data.n_numeric else None
+    return run_thinned(lambda s: step(s, data, prior, config, rng, plan=plan), state, config.n_burn,
                        config.n_thin, n_draws)
