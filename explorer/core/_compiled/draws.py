@@ -29,40 +29,12 @@ _FAST = {"nsz", "arcp", "contract", "reassoc"}
 
 
 @numba.njit(cache=True, fastmath=_FAST)
-def _factor(P, mis, m, Q, C):
-    """``Q`` = inverse of ``P[mis, mis]`` and ``C`` = the lower Cholesky factor of ``Q`` (both (m, m), top-left).
-    Returns False when a block is not positive definite."""
-    for a in range(m):  # Cholesky of the block, lower, into C
-        for b in range(a + 1):
-            acc = P[mis[a], mis[b]]
-            for c in range(b):
-                acc -= C[a, c] * C[b, c]
-            if a == b:
-                if not acc > 0.0:
-                    return False
-                C[a, a] = np.sqrt(acc)
-            else:
-                C[a, b] = acc / C[b, b]
-    for a in range(m):  # its inverse (lower) into Q's lower triangle, column by column
-        Q[a, a] = 1.0 / C[a, a]
-        for b in range(a):
-            acc = 0.0
-            for c in range(b, a):
-                acc -= C[a, c] * Q[c, b]
-            Q[a, b] = acc / C[a, a]
-    for a in range(m):  # the block's inverse = L^{-T} L^{-1}, symmetric, into the upper triangle then mirrored
-        for b in range(a, m):
-            acc = 0.0
-            for c in range(b, m):
-                acc += Q[c, a] * Q[c, b]
-            C[b, a] = acc  # C's lower part is free now: park the inverse there
+def _cholesky(A, m, C):
+    """The lower Cholesky factor of ``A[:m, :m]`` into ``C`` (its upper part zeroed). False when a pivot is not
+    positive."""
     for a in range(m):
         for b in range(a + 1):
-            Q[a, b] = C[a, b]
-            Q[b, a] = C[a, b]
-    for a in range(m):  # Cholesky of the inverse, lower, into C
-        for b in range(a + 1):
-            acc = Q[a, b]
+            acc = A[a, b]
             for c in range(b):
                 acc -= C[a, c] * C[b, c]
             if a == b:
@@ -74,6 +46,35 @@ def _factor(P, mis, m, Q, C):
         for b in range(a + 1, m):
             C[a, b] = 0.0
     return True
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _factor(P, mis, m, Q, C):
+    """``Q`` = inverse of ``P[mis, mis]`` and ``C`` = the lower Cholesky factor of ``Q`` (both (m, m), top-left).
+    Returns False when a block is not positive definite."""
+    for a in range(m):  # the block
+        for b in range(m):
+            Q[a, b] = P[mis[a], mis[b]]
+    if not _cholesky(Q, m, C):  # C = L, the block = L L'
+        return False
+    for a in range(m):  # L^{-1} (lower) into Q's lower triangle, row by row
+        Q[a, a] = 1.0 / C[a, a]
+        for b in range(a):
+            acc = 0.0
+            for c in range(b, a):
+                acc -= C[a, c] * Q[c, b]
+            Q[a, b] = acc / C[a, a]
+    for a in range(m):  # the block's inverse L^{-T} L^{-1}: its entry (a, b), a <= b, parked in C[b, a]
+        for b in range(a, m):
+            acc = 0.0
+            for c in range(b, m):
+                acc += Q[c, a] * Q[c, b]
+            C[b, a] = acc
+    for a in range(m):
+        for b in range(a + 1):
+            Q[a, b] = C[a, b]
+            Q[b, a] = C[a, b]
+    return _cholesky(Q, m, C)
 
 
 @numba.njit(cache=True, fastmath=_FAST)
