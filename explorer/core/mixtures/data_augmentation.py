@@ -358,12 +358,12 @@ def step(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, rng: np.
 
 
 def run(state: DAState, X_nan, prior: ResolvedPrior, config: DAConfig, n_draws: int, rng: np.random.Generator,
-        fit_rows=None) -> list[DAState]:
+        fit_rows=None, *, plan: GapPlan | None = None) -> list[DAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
-    ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped and laid out once, a
-    :class:`~explorer.core.mixtures.gap_draws.GapPlan`)."""
+    ``config.n_thin`` steps (a loop over :func:`step`; the gaps are grouped and laid out once, in ``plan``, a
+    :class:`~explorer.core.mixtures.gap_draws.GapPlan` of ``X_nan``, by default one with ``strategy="auto"``)."""
     _check_prior(prior)
     X_nan = np.asarray(X_nan, dtype=float)
-    plan = GapPlan(X_nan)
+    plan = GapPlan(X_nan) if plan is None else plan
     return run_thinned(lambda s: step(s, X_nan, prior, config, rng, fit_rows, plan=plan), state,
                        config.n_burn, config.n_thin, n_draws)

@@ -222,11 +222,12 @@ def step(state: LocationDAState, data: lm.LocationData, prior, config: LocationD
 
 
 def run(state: LocationDAState, data: lm.LocationData, prior, config: LocationDAConfig, n_draws: int,
-        rng: np.random.Generator) -> list[LocationDAState]:
+        rng: np.random.Generator, *, plan: GapPlan | None = None) -> list[LocationDAState]:
     """``n_draws`` states of the chain from ``state``: ``config.n_burn`` steps discarded, then one state kept every
-    ``config.n_thin`` steps (a loop over :func:`step`; the numeric gaps are grouped and laid out once, a
-    :class:`~explorer.core.mixtures.gap_draws.GapPlan`)."""
+    ``config.n_thin`` steps (a loop over :func:`step`; the numeric gaps are grouped and laid out once, in ``plan``,
+    a :class:`~explorer.core.mixtures.gap_draws.GapPlan` of ``data.X``, by default one with ``strategy="auto"``)."""
     _check_prior(prior, data)
-    plan = GapPlan(data.X) if data.n_numeric else None
+    if plan is None and data.n_numeric:
+        plan = GapPlan(data.X)
     return run_thinned(lambda s: step(s, data, prior, config, rng, plan=plan), state, config.n_burn,
                        config.n_thin, n_draws)
