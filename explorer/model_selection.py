@@ -255,22 +255,38 @@ def fit_auto(estimator, X, values=None):
     selection = select_n_components(estimator, arr, criterion=estimator._auto_criterion, random_state=seed)
     K = selection.n_components
     refits = []
-    while True:
+    # the posterior draws (the data-augmentation chain, or the factor models' bootstrap) wait until K is final:
+    # a fit that collapses is refitted with fewer components, and its draws would be thrown away
+    estimator._defer_posterior = True
+    try:
+        while True:
+            estimator._auto_k = K
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    estimator.fit(X)
+            finally:
+                del estimator._auto_k
+            collapsed = [w for w in caught if issubclass(w.category, ComponentCollapseWarning)]
+            if not collapsed or K == 1 or getattr(estimator, "stop_reason_", None) == "interrupted":
+                break  # (an interrupted fit is kept as it is: Ctrl-C means stop, not refit)
+            # the rule must not choose components the fit then warns about: fewer, until none collapses
+            n_rows = int((~np.isnan(arr)).any(axis=1).sum())
+            small = int(np.sum(np.asarray(estimator.weights_) * n_rows < np.asarray(estimator.means_).shape[1]))
+            refits.append(K)
+            K = max(1, K - max(1, small))
+    finally:
+        del estimator._defer_posterior
+        deferred = estimator.__dict__.pop("_deferred_posterior", None)
+    if deferred is not None:  # the last fit's data and generator: the draws a fit at this K makes
         estimator._auto_k = K
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with warnings.catch_warnings(record=True) as drawn:
                 warnings.simplefilter("always")
-                estimator.fit(X)
+                estimator._fit_posterior(*deferred)
         finally:
             del estimator._auto_k
-        collapsed = [w for w in caught if issubclass(w.category, ComponentCollapseWarning)]
-        if not collapsed or K == 1 or getattr(estimator, "stop_reason_", None) == "interrupted":
-            break  # (an interrupted fit is kept as it is: Ctrl-C means stop, not refit)
-        # the rule must not choose components the fit then warns about: fewer, until none collapses
-        n_rows = int((~np.isnan(arr)).any(axis=1).sum())
-        small = int(np.sum(np.asarray(estimator.weights_) * n_rows < np.asarray(estimator.means_).shape[1]))
-        refits.append(K)
-        K = max(1, K - max(1, small))
+        caught = list(caught) + list(drawn)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if refits:

@@ -182,6 +182,29 @@ def test_auto_refits_with_fewer_components_when_the_fit_still_collapses(monkeypa
     assert imp.get_params()["n_components"] == "auto"
 
 
+def test_auto_draws_the_posterior_once_at_the_final_k(monkeypatch):
+    """A refit after a collapse does not throw a chain away: the data-augmentation chain runs once, at the final K,
+    and gives exactly the draws of a fit with that K and the same seed."""
+    from explorer import model_selection
+    from explorer.core.mixtures import data_augmentation
+
+    X = _one_cloud_and_two_small_groups()
+    chosen = model_selection.KSelection(n_components=3, criterion="dpgmm", table=({"n_components": 3},), rate=0.0,
+                                        n_repeats=0)
+    monkeypatch.setattr(model_selection, "select_n_components", lambda *a, **k: chosen)
+    runs = []
+    real_run = data_augmentation.run
+    monkeypatch.setattr(data_augmentation, "run", lambda *a, **k: runs.append(a[0].means.shape[0]) or real_run(*a, **k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = GaussianMixtureImputer(random_state=0).fit(X)
+        fixed = GaussianMixtureImputer(n_components=1, random_state=0).fit(X)
+    assert auto.selection_.table[-1]["collapsed_at"] == (3,) and runs == [1, 1]  # auto's one chain, then fixed's
+    np.testing.assert_array_equal(auto.posterior_means_, fixed.posterior_means_)
+    np.testing.assert_array_equal(auto.posterior_covariances_, fixed.posterior_covariances_)
+    assert not hasattr(auto, "_deferred_posterior") and not hasattr(auto, "_defer_posterior")
+
+
 def test_an_interrupted_auto_fit_is_kept_not_refitted():
     from explorer import FitInterruptedWarning
 

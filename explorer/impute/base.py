@@ -218,7 +218,10 @@ class _MixtureImputerBase(TransformerMixin, BaseEstimator):
         self._store_fit(result, data, config, columns, context)
         if not all(np.isfinite(a).all() for a in (self.weights_, self.means_, self.covariances_)):
             raise BadInputError(self._breakdown_message(Xn, columns, "the fitted parameters are not finite"))
-        self._fit_posterior(data, rng)
+        if getattr(self, "_defer_posterior", False):  # n_components="auto": drawn once K is final (fit_auto)
+            self._deferred_posterior = (data, rng)
+        else:
+            self._fit_posterior(data, rng)
         self.converged_ = bool(result.converged)
         self.n_iter_ = int(result.n_iter)
         self.stop_reason_ = result.stop_reason
