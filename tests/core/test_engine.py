@@ -477,3 +477,38 @@ def test_profile_em_step_times_every_part(monkeypatch):
                         "scikit-learn step, complete data"}
     assert all(v > 0 for v in sec.values())
     assert res["n_runs"] > 100 and res["n_features"] == 10
+
+
+@pytest.mark.parametrize("share", [1.0, 0.25])
+def test_the_sparse_scatter_gives_the_dense_moments(monkeypatch, share):
+    """Components that take part in few rows of a block have their second moments summed over those rows only
+    (responsibility above 1e-12, ``_scatter_sparse``): the statistics equal the numpy kernels' to 1e-10 (relative),
+    with the sparse path forced for every component (share 1) and at the default share on separated components,
+    where it is taken."""
+    from explorer.core._compiled import gmm as kernels
+
+    monkeypatch.setattr(kernels, "SCATTER_SPARSE_SHARE", share)
+    rng = np.random.default_rng(21)  # eight well separated groups: each component takes part in about 1/8 of a block
+    centers = rng.normal(0.0, 8.0, (8, 7))
+    X = centers[rng.integers(8, size=1600)] + rng.normal(size=(1600, 7)) @ rng.normal(size=(7, 7)) / 3
+    X[rng.random(X.shape) < 0.3] = np.nan
+    data = em_gmm.prepare(X)
+    config = em_gmm.EMConfig(n_components=8, strategy="compiled")
+    state = em_gmm.init(data, config, np.random.default_rng(3))
+    for _ in range(3):
+        state = em_gmm.step(state, data, config)
+    ws = em_gmm.workspace(data, config)
+    taken = []
+    real = kernels._scatter_sparse
+
+    def spy(E, ll, nb, T, s, done):
+        real(E, ll, nb, T, s, done)
+        taken.append(done.copy())
+
+    monkeypatch.setattr(kernels, "_scatter_sparse", spy)
+    w, m, c = m_step(state.stats, reg_covar=config.reg_covar, prior=None)
+    prec, logdet = precision_and_logdet(np.asarray(c))
+    nk, first, second, *_ = kernels.estep(ws, w, m, prec, logdet)
+    assert any(d.any() for d in taken)  # the sparse sum ran
+    ref = em_gmm._estep(data, replace(config, strategy="numpy"), w, m, c)[0]
+    assert _rel(second, ref.second) < 1e-10 and _rel(first, ref.first) < 1e-10 and _rel(nk, ref.nk) < 1e-12

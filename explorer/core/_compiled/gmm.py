@@ -91,6 +91,12 @@ CHUNK_ROWS = 64
 #: entry read from K precisions beyond L1 for one write).
 GATHER_L1_BYTES = 32 * 1024
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
+#: A component's second moments over a block are summed row by row over its rows with a positive responsibility when
+#: they are at most this share of the block (:func:`_scatter_sparse`), else by one ``dsyrk`` over every row.
+SCATTER_SPARSE_SHARE = 0.25
+#: ... rows whose responsibility is at most this are left out of that sum (their share of T_k is below 1e-12 of a
+#: row's; the conditional covariances skip such pairs too, ``SKIP_RTOL``)
+SCATTER_MIN_RESP = 1e-12
 
 
 @numba.njit(cache=True, fastmath=_FAST)
@@ -478,6 +484,30 @@ def _unsort(r0, nb, perm, ll, resp, rowll):
         rowll[row] = ll[i, 2 * K]
         for k in range(K):
             resp[row, k] = ll[i, K + k]
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _scatter_sparse(E, ll, nb, T, share, done):
+    """The block's second moments :math:`T_k \mathrel{+}= \sum_i h_{ik} e_{ik} e_{ik}^\top` (upper triangle, as
+    ``dsyrk`` leaves it; E holds :math:`\sqrt{h} e`, rows with :math:`h = 0` zeroed) for each component k whose
+    rows with :math:`h_{ik} > 0` (``ll[:, K + k]``) are at most ``share`` of the block's ``nb``: only those rows are
+    read. ``done[k]`` says which; the caller gives the others to BLAS (a dense ``dsyrk`` over every row of the
+    block, which well separated components mostly leave at zero)."""
+    K, D = T.shape[0], T.shape[1]
+    for k in range(K):
+        count = 0
+        for i in range(nb):
+            if ll[i, K + k] > SCATTER_MIN_RESP:
+                count += 1
+        done[k] = count <= share * nb
+        if not done[k]:
+            continue
+        for i in range(nb):
+            if ll[i, K + k] > SCATTER_MIN_RESP:
+                for a in range(D):
+                    ea = E[k, i, a]
+                    for b in range(a, D):
+                        T[k, a, b] += ea * E[k, i, b]
 
 
 @numba.njit(cache=True, fastmath=_FAST, inline="always")
@@ -923,6 +953,7 @@ class Workspace:
                       (np.zeros((ml, ml, nq)), np.zeros((ml, nq)), np.zeros((ml, ml, nq)), np.zeros(nq, dtype=np.int64),
                        np.zeros(nq), np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=np.int64)))
         self.T = np.empty((K, D, D))
+        self.done = np.zeros(K, dtype=np.bool_)  # components whose block scatter _scatter_sparse did
         self.C = np.empty((K, D, D))  # conditional covariances added in the pass (see _solve_block)
         self.Wd = np.empty((layout.n_runs, K))  # the responsibility mass they were added for
         # first run of every block
@@ -987,8 +1018,10 @@ def estep(ws: Workspace, weights, means, precision, logdet, *, exact: bool = Tru
         if status >= 0:
             raise NotPositiveDefinite(status)
         total += part
+        _scatter_sparse(ws.E, ws.ll, nb, T, SCATTER_SPARSE_SHARE, ws.done)
         for k in range(K):
-            dsyrk(1.0, E[k].T, beta=1.0, c=Tt[k], trans=0, lower=1, overwrite_c=1)
+            if not ws.done[k]:
+                dsyrk(1.0, E[k].T, beta=1.0, c=Tt[k], trans=0, lower=1, overwrite_c=1)
     second = np.triu(T) + np.triu(T, 1).transpose(0, 2, 1)  # dsyrk filled the upper triangle (C order)
     ws.last_pairs_added = 0
     if exact and lay.n_runs_missing:
