@@ -91,11 +91,12 @@ CHUNK_ROWS = 64
 #: entry read from K precisions beyond L1 for one write).
 GATHER_L1_BYTES = 32 * 1024
 BLOCK_ROWS = None  # fixed block size (tuning), None: from BLOCK_BYTES
-#: A component's second moments over a block are summed row by row over its rows with a positive responsibility when
-#: they are at most this share of the block (:func:`_scatter_sparse`), else by one ``dsyrk`` over every row.
+#: A component's second moments over a block are summed row by row over its rows with a responsibility above
+#: ``SCATTER_MIN_RESP`` when they are at most this share of the block (:func:`_scatter_sparse`), else by one ``dsyrk``
+#: over every row.
 SCATTER_SPARSE_SHARE = 0.25
-#: ... rows whose responsibility is at most this are left out of that sum (their share of T_k is below 1e-12 of a
-#: row's; the conditional covariances skip such pairs too, ``SKIP_RTOL``)
+#: ... rows whose responsibility is at most this are left out of that sum (each would add less than 1e-12 of a row's
+#: share of T_k; the conditional covariances skip such pairs too, ``SKIP_RTOL``). N_k and S_k keep them.
 SCATTER_MIN_RESP = 1e-12
 
 
@@ -489,10 +490,10 @@ def _unsort(r0, nb, perm, ll, resp, rowll):
 @numba.njit(cache=True, fastmath=_FAST)
 def _scatter_sparse(E, ll, nb, T, share, done):
     """The block's second moments :math:`T_k \mathrel{+}= \sum_i h_{ik} e_{ik} e_{ik}^\top` (upper triangle, as
-    ``dsyrk`` leaves it; E holds :math:`\sqrt{h} e`, rows with :math:`h = 0` zeroed) for each component k whose
-    rows with :math:`h_{ik} > 0` (``ll[:, K + k]``) are at most ``share`` of the block's ``nb``: only those rows are
-    read. ``done[k]`` says which; the caller gives the others to BLAS (a dense ``dsyrk`` over every row of the
-    block, which well separated components mostly leave at zero)."""
+    ``dsyrk`` leaves it; E holds :math:`\sqrt{h} e`) for each component k whose rows with
+    :math:`h_{ik} >` ``SCATTER_MIN_RESP`` (``ll[:, K + k]``) are at most ``share`` of the block's ``nb``: only those
+    rows are read. ``done[k]`` says which; the caller gives the others to BLAS (a dense ``dsyrk`` over every row of
+    the block, which well separated components mostly leave near zero)."""
     K, D = T.shape[0], T.shape[1]
     for k in range(K):
         count = 0
