@@ -40,6 +40,7 @@ class GapPlan:
             raise BadInputError(f"strategy must be 'auto', 'compiled' or 'reference', got {strategy!r}.")
         self._rule = strategy
         X = np.asarray(X_nan, dtype=float)
+        self.X_nan = X
         self.missing = np.isnan(X)
         self.Xf = np.where(self.missing, 0.0, X)
         self.patterns = group_patterns(self.missing) if patterns is None else patterns
@@ -114,7 +115,7 @@ def draw_labels_and_gaps(plan: GapPlan, weights, means, covariances, rng: np.ran
         resp[plan.empty] = np.exp(lw - logsumexp(lw, axis=1, keepdims=True))
     u = rng.random(plan.n_samples)
     labels = np.minimum((u[:, None] > np.cumsum(resp, axis=1)).sum(axis=1), K - 1)
-    X = np.where(plan.missing, np.nan, plan.Xf)
+    X = np.array(plan.X_nan)
     if not plan.missing.any():
         return labels, X
     rng.random((1, plan.n_samples))  # the reference's one-hot component draw: kept so that both draw the same gaps

@@ -634,10 +634,7 @@ def _estep(data: LocationData, config: LocationConfig, weights, means, covarianc
     if empty.size:  # no numeric observation: the categorical columns alone (rows with nothing at all: weights, 0)
         with np.errstate(divide="ignore"):
             resp[empty], norm[empty] = _responsibilities_of(cat[empty] + np.log(weights))
-        outside = np.ones(data.n_samples, dtype=bool)
-        outside[data.fit_p] = False
-        resp[outside] = weights
-        norm[outside] = 0.0
+        _nothing_observed(data, resp, norm, weights)
     return resp, norm, stats
 
 
@@ -671,20 +668,23 @@ def _workspace(data: LocationData, K: int):
 def _responsibilities_of(table: np.ndarray):
     """Softmax of the rows of a log-joint table, and their log-normalisers."""
     norm = logsumexp(table, axis=1)
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
         return np.exp(table - norm[:, None]), norm
+
+
+def _nothing_observed(data: LocationData, resp: np.ndarray, norm: np.ndarray, weights: np.ndarray) -> None:
+    """Rows with nothing observed (layout) get :math:`\\pi` and log-likelihood 0, in place."""
+    outside = np.ones(data.n_samples, dtype=bool)
+    outside[data.fit_p] = False
+    resp[outside] = weights
+    norm[outside] = 0.0
 
 
 def _responsibilities(data: LocationData, table: np.ndarray, weights: np.ndarray):
     """Responsibilities and per-row log-likelihoods (layout) from the log-joint table; rows with nothing
     observed get :math:`\\pi` and 0."""
-    norm = logsumexp(table, axis=1)
-    with np.errstate(under="ignore"):  # tiny responsibilities underflow to 0, which is what we want
-        resp = np.exp(table - norm[:, None])
-    outside = np.ones(data.n_samples, dtype=bool)
-    outside[data.fit_p] = False
-    resp[outside] = weights
-    norm[outside] = 0.0
+    resp, norm = _responsibilities_of(table)
+    _nothing_observed(data, resp, norm, weights)
     return resp, norm
 
 
